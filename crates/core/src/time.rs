@@ -1,0 +1,285 @@
+//! Time as `u64` nanoseconds (DESIGN.md §4.4): a monotonic [`Instant`] and a
+//! non-negative [`Duration`]. Subtracting instants is explicit about its sign.
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub, SubAssign};
+
+/// A point in monotonic time, nanoseconds since the backend's epoch (the
+/// simulator starts at zero; live mode at the daemon's start).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Instant(pub u64);
+
+/// A length of time in nanoseconds.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Duration(pub u64);
+
+impl Instant {
+    /// The epoch.
+    pub const ZERO: Instant = Instant(0);
+    /// Later than every reachable instant; used as "never".
+    pub const NEVER: Instant = Instant(u64::MAX);
+
+    /// Nanoseconds since the epoch.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    /// `self - earlier`, or zero when `earlier` is later than `self`.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        Duration(self.0.saturating_sub(earlier.0))
+    }
+
+    /// `self - earlier`, or `None` when `earlier` is later than `self`.
+    pub fn checked_since(self, earlier: Instant) -> Option<Duration> {
+        self.0.checked_sub(earlier.0).map(Duration)
+    }
+
+    /// Signed difference `self - other` in nanoseconds.
+    pub fn signed_since(self, other: Instant) -> i64 {
+        (self.0 as i128 - other.0 as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    }
+}
+
+impl Duration {
+    /// Zero length.
+    pub const ZERO: Duration = Duration(0);
+    /// The largest duration.
+    pub const MAX: Duration = Duration(u64::MAX);
+
+    /// From nanoseconds.
+    pub const fn from_nanos(ns: u64) -> Self {
+        Duration(ns)
+    }
+    /// From microseconds.
+    pub const fn from_micros(us: u64) -> Self {
+        Duration(us * 1_000)
+    }
+    /// From milliseconds.
+    pub const fn from_millis(ms: u64) -> Self {
+        Duration(ms * 1_000_000)
+    }
+    /// From seconds.
+    pub const fn from_secs(s: u64) -> Self {
+        Duration(s * 1_000_000_000)
+    }
+    /// From fractional milliseconds (the dissertation's unit for bare numbers),
+    /// rounded to the nearest nanosecond; negative and NaN give zero.
+    pub fn from_millis_f64(ms: f64) -> Self {
+        if ms.is_nan() || ms <= 0.0 {
+            Duration(0)
+        } else {
+            Duration((ms * 1e6).round().min(u64::MAX as f64) as u64)
+        }
+    }
+    /// Nanoseconds.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    /// Milliseconds as a float.
+    pub fn as_millis_f64(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+    /// Seconds as a float.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    /// `self - rhs`, or zero.
+    pub fn saturating_sub(self, rhs: Duration) -> Duration {
+        Duration(self.0.saturating_sub(rhs.0))
+    }
+    /// `self + rhs`, saturating.
+    pub fn saturating_add(self, rhs: Duration) -> Duration {
+        Duration(self.0.saturating_add(rhs.0))
+    }
+    /// `self * k / d` without overflow (128-bit intermediate), saturating.
+    pub fn mul_div(self, k: u64, d: u64) -> Duration {
+        if d == 0 {
+            return Duration::MAX;
+        }
+        Duration(((self.0 as u128 * k as u128) / d as u128).min(u64::MAX as u128) as u64)
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign<Duration> for Instant {
+    fn add_assign(&mut self, d: Duration) {
+        *self = *self + d;
+    }
+}
+impl Sub<Duration> for Instant {
+    type Output = Instant;
+    fn sub(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_sub(d.0))
+    }
+}
+impl Add for Duration {
+    type Output = Duration;
+    fn add(self, d: Duration) -> Duration {
+        Duration(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign for Duration {
+    fn add_assign(&mut self, d: Duration) {
+        *self = *self + d;
+    }
+}
+impl Sub for Duration {
+    type Output = Duration;
+    /// Saturating: durations are never negative.
+    fn sub(self, d: Duration) -> Duration {
+        self.saturating_sub(d)
+    }
+}
+impl SubAssign for Duration {
+    fn sub_assign(&mut self, d: Duration) {
+        *self = *self - d;
+    }
+}
+
+/// Writes a duration with the largest unit that keeps it readable:
+/// `33ms`, `1.5ms`, `250us`, `2s`.
+fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    const UNITS: [(u64, &str); 4] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
+    for (scale, unit) in UNITS {
+        if ns >= scale || scale == 1 {
+            if ns % scale == 0 {
+                return write!(f, "{}{}", ns / scale, unit);
+            }
+            let v = ns as f64 / scale as f64;
+            // Up to three decimals, trailing zeros trimmed.
+            let s = format!("{v:.3}");
+            let s = s.trim_end_matches('0').trim_end_matches('.');
+            return write!(f, "{s}{unit}");
+        }
+    }
+    unreachable!("the unit table ends with 1ns")
+}
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_ns(self.0, f)
+    }
+}
+impl fmt::Debug for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_ns(self.0, f)
+    }
+}
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "t=")?;
+        fmt_ns(self.0, f)
+    }
+}
+impl fmt::Debug for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Error from [`parse_duration`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseDurationError {
+    /// What was wrong, for a human.
+    pub message: String,
+}
+
+impl fmt::Display for ParseDurationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+impl std::error::Error for ParseDurationError {}
+
+/// Parses a duration with a unit: `33ms`, `1.5ms`, `250us`, `2s`, `100ns`,
+/// `1m` (minutes). A bare number is taken in `bare_unit_ns` nanoseconds per
+/// unit (milliseconds in guarantees, following the dissertation) or refused
+/// when `bare_unit_ns` is `None`.
+///
+/// # Errors
+/// Empty text, a negative or non-finite number, an unknown unit, or a bare
+/// number where a unit is required.
+pub fn parse_duration(text: &str, bare_unit_ns: Option<u64>) -> Result<Duration, ParseDurationError> {
+    let t = text.trim();
+    let err = |m: String| ParseDurationError { message: m };
+    if t.is_empty() {
+        return Err(err("empty duration; expected a number with a unit such as `10ms`".into()));
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit = unit.trim();
+    let value: f64 = num
+        .parse()
+        .map_err(|_| err(format!("`{t}` is not a duration; expected a number with a unit such as `10ms`, `1.5ms`, `2s`")))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(err(format!("`{t}`: a duration must be a finite, non-negative number")));
+    }
+    let scale: f64 = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        "" => match bare_unit_ns {
+            Some(s) => s as f64,
+            None => {
+                return Err(err(format!(
+                    "`{t}` has no unit; write it with one of ns, us, ms, s, min (e.g. `{t}ms`)"
+                )))
+            }
+        },
+        other => {
+            return Err(err(format!(
+                "`{t}`: unknown unit `{other}`; expected one of ns, us, ms, s, min"
+            )))
+        }
+    };
+    let ns = value * scale;
+    if ns > u64::MAX as f64 / 2.0 {
+        return Err(err(format!("`{t}` is too long")));
+    }
+    Ok(Duration(ns.round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_bare_numbers() {
+        assert_eq!(parse_duration("33ms", None).unwrap(), Duration::from_millis(33));
+        assert_eq!(parse_duration("1.5ms", None).unwrap(), Duration::from_micros(1500));
+        assert_eq!(parse_duration("2s", None).unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("250us", None).unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("10", Some(1_000_000)).unwrap(), Duration::from_millis(10));
+        assert!(parse_duration("10", None).is_err());
+        assert!(parse_duration("-1ms", None).is_err());
+        assert!(parse_duration("10 parsecs", None).unwrap_err().message.contains("unknown unit"));
+        assert!(parse_duration("", None).is_err());
+    }
+
+    #[test]
+    fn displays_readably() {
+        assert_eq!(Duration::from_millis(33).to_string(), "33ms");
+        assert_eq!(Duration::from_micros(1500).to_string(), "1.5ms");
+        assert_eq!(Duration::from_secs(2).to_string(), "2s");
+        assert_eq!(Duration::ZERO.to_string(), "0ns");
+    }
+
+    #[test]
+    fn instant_arithmetic_is_explicit_about_sign() {
+        let a = Instant(10);
+        let b = Instant(4);
+        assert_eq!(a.saturating_since(b), Duration(6));
+        assert_eq!(b.saturating_since(a), Duration(0));
+        assert_eq!(b.checked_since(a), None);
+        assert_eq!(b.signed_since(a), -6);
+    }
+}
