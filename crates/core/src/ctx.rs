@@ -1,0 +1,240 @@
+//! What a policy sees and can do while handling a notification: the
+//! services of seed 000 §4.3.2 (time, a timer, messages) and the actions of
+//! the protocol (grant, revoke, request, release).
+
+use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
+use crate::params::Params;
+use crate::policy::{Msg, RevokeReason};
+use crate::state::{Action, State, VpState};
+use crate::time::{Duration, Instant};
+use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
+
+/// The context of one policy hook. Reads are immediate; actions are queued
+/// and applied in order by the HSI after the hook returns.
+pub struct Ctx<'a> {
+    pub(crate) st: &'a mut State,
+    pub(crate) me: InstanceId,
+    /// Where this hook's queued actions start in `st.actions`.
+    pub(crate) base: usize,
+}
+
+impl<'a> Ctx<'a> {
+    /// The current time (`HLSGetCurrentTime`).
+    pub fn now(&self) -> Instant {
+        self.st.now
+    }
+
+    /// This instance.
+    pub fn me(&self) -> InstanceId {
+        self.me
+    }
+
+    /// This instance's name.
+    pub fn name(&self) -> &str {
+        &self.st.insts[self.me.index()].name
+    }
+
+    /// The VPs this instance registered with its parents, in registration
+    /// order (for Join: parent order as declared).
+    pub fn parent_vps(&self) -> &[VpId] {
+        &self.st.insts[self.me.index()].parents
+    }
+
+    /// The VPs children registered with this instance, in registration order.
+    pub fn child_vps(&self) -> &[VpId] {
+        &self.st.insts[self.me.index()].children
+    }
+
+    /// A VP's state.
+    pub fn vp_state(&self, vp: VpId) -> VpState {
+        self.st.vps[vp.index()].state
+    }
+
+    /// The processor a VP runs on, if running.
+    pub fn vp_cpu(&self, vp: VpId) -> Option<CpuId> {
+        match self.st.vps[vp.index()].state {
+            VpState::Running(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The processor a VP ran on most recently (also after a revoke).
+    pub fn vp_last_cpu(&self, vp: VpId) -> Option<CpuId> {
+        self.st.vps[vp.index()].last_cpu
+    }
+
+    /// The parent-side parameters the VP was registered with (or last set
+    /// with [`Ctx::set_vp_params`]).
+    pub fn vp_params(&self, vp: VpId) -> &Params {
+        &self.st.vps[vp.index()].params
+    }
+
+    /// Records new parent-side parameters for a child VP (after accepting a
+    /// `Msg::SetParams`), so that moves and displays see them.
+    pub fn set_vp_params(&mut self, vp: VpId, params: Params) {
+        self.st.vps[vp.index()].params = params;
+    }
+
+    /// CPU time the VP has received, net of stolen time, including the
+    /// segment it is running now (seed 000 ch. 11 needs the net figure).
+    pub fn vp_received(&self, vp: VpId) -> Duration {
+        self.st.vp_received(vp)
+    }
+
+    /// The other side of a VP.
+    pub fn vp_child(&self, vp: VpId) -> Node {
+        self.st.vps[vp.index()].child
+    }
+
+    /// The thread behind a child VP, when the child is a thread.
+    pub fn vp_thread(&self, vp: VpId) -> Option<ThreadId> {
+        match self.st.vps[vp.index()].child {
+            Node::Thread(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// When a thread last woke up (DESIGN.md §5: BEST infers periods from it).
+    pub fn thread_last_wake(&self, t: ThreadId) -> Option<Instant> {
+        self.st.threads[t.index()].last_wake
+    }
+
+    /// When a thread last blocked.
+    pub fn thread_last_block(&self, t: ThreadId) -> Option<Instant> {
+        self.st.threads[t.index()].last_block
+    }
+
+    /// Total stolen time reported on a processor so far.
+    pub fn cpu_stolen(&self, cpu: CpuId) -> Duration {
+        self.st.cpus[cpu.index()].stolen
+    }
+
+    /// Number of physical processors of the machine.
+    pub fn cpu_count(&self) -> usize {
+        self.st.cpus.len()
+    }
+
+    /// The tag this instance stored on a child VP (`u32::MAX` when unset).
+    pub fn child_tag(&self, vp: VpId) -> u32 {
+        self.st.vps[vp.index()].parent_tag
+    }
+
+    /// Stores a tag on a child VP, typically an index into the policy's own
+    /// table, so lookups need no map.
+    pub fn set_child_tag(&mut self, vp: VpId, tag: u32) {
+        self.st.vps[vp.index()].parent_tag = tag;
+    }
+
+    /// The tag this instance stored on one of its parent VPs.
+    pub fn parent_tag(&self, vp: VpId) -> u32 {
+        self.st.vps[vp.index()].child_tag
+    }
+
+    /// Stores a tag on a parent VP.
+    pub fn set_parent_tag(&mut self, vp: VpId, tag: u32) {
+        self.st.vps[vp.index()].child_tag = tag;
+    }
+
+    /// Grants `cpu`, which this instance holds, to ready child `vp`.
+    pub fn grant(&mut self, vp: VpId, cpu: CpuId) {
+        self.st.actions.push(Action::Grant { vp, cpu });
+    }
+
+    /// Takes the processor back from running child `vp`.
+    pub fn revoke(&mut self, vp: VpId, reason: RevokeReason) {
+        self.st.actions.push(Action::Revoke { vp, reason });
+    }
+
+    /// Asks the parent of waiting parent VP `vp` for a processor.
+    pub fn request(&mut self, vp: VpId) {
+        self.st.actions.push(Action::Request { vp });
+    }
+
+    /// Gives back parent VP `vp`'s processor or cancels its request.
+    pub fn release(&mut self, vp: VpId) {
+        self.st.actions.push(Action::Release { vp });
+    }
+
+    /// Whether this hook has already queued `action` on `vp`.
+    fn queued(&self, vp: VpId, release: bool) -> bool {
+        self.st.actions[self.base..].iter().any(|a| match *a {
+            Action::Release { vp: v } => release && v == vp,
+            Action::Request { vp: v } => !release && v == vp,
+            _ => false,
+        })
+    }
+
+    /// Requests or releases parent VPs so that `want` of them (at most all)
+    /// are asking for or holding a processor. Waiting VPs are requested in
+    /// order; surplus *ready* VPs are released from the back. Running VPs
+    /// are never released here: a policy releases those itself when it has
+    /// nothing to run on that processor. Actions this hook already queued
+    /// are taken into account.
+    pub fn set_parent_demand(&mut self, want: usize) {
+        let n = self.parent_vps().len();
+        let mut active = 0;
+        for k in 0..n {
+            let vp = self.parent_vps()[k];
+            active += match self.vp_state(vp) {
+                VpState::Waiting => self.queued(vp, false) as usize,
+                _ => !self.queued(vp, true) as usize,
+            };
+        }
+        let mut k = 0;
+        while active < want && k < n {
+            let vp = self.parent_vps()[k];
+            if self.vp_state(vp) == VpState::Waiting && !self.queued(vp, false) {
+                self.request(vp);
+                active += 1;
+            }
+            k += 1;
+        }
+        let mut k = n;
+        while active > want && k > 0 {
+            k -= 1;
+            let vp = self.parent_vps()[k];
+            if self.vp_state(vp) == VpState::Ready && !self.queued(vp, true) {
+                self.release(vp);
+                active -= 1;
+            }
+        }
+    }
+
+    /// Sends a message to the parent of parent VP `vp`. A refusal is
+    /// reported by the HSI as a trace note; the sender is not told.
+    pub fn send_msg(&mut self, vp: VpId, msg: Msg) {
+        let i = self.st.msgs.len() as u32;
+        self.st.msgs.push(Some(msg));
+        self.st.actions.push(Action::Msg { vp, msg: i });
+    }
+
+    /// Arms this instance's single timer (`HLSSetTimer`), replacing any
+    /// earlier setting. A time in the past fires at the next timer input.
+    pub fn set_timer(&mut self, at: Instant) {
+        self.st.set_timer(self.me, at);
+    }
+
+    /// Disarms this instance's timer.
+    pub fn cancel_timer(&mut self) {
+        self.st.insts[self.me.index()].timer_at = Instant::NEVER;
+    }
+
+    /// When this instance's timer fires next, if armed.
+    pub fn timer(&self) -> Option<Instant> {
+        let t = self.st.insts[self.me.index()].timer_at;
+        (t != Instant::NEVER).then_some(t)
+    }
+
+    /// Whether events are being traced (so policies can skip building them).
+    pub fn tracing(&self) -> bool {
+        self.st.trace.is_some()
+    }
+
+    /// Records a policy event in the trace, when tracing is on.
+    pub fn event(&mut self, event: PolicyEvent) {
+        let (at, me) = (self.st.now, self.me);
+        if let Some(t) = self.st.trace.as_mut() {
+            t.push(TraceEvent { at, kind: TraceKind::Policy { instance: me, event } });
+        }
+    }
+}

@@ -1,0 +1,892 @@
+//! The hierarchical scheduler infrastructure: owns instances, VPs and
+//! threads, turns inputs into notifications, applies policy actions and
+//! checks the protocol.
+//!
+//! # Call contract (sans-IO)
+//! Every input takes `now`; time never goes backwards (an earlier `now` is
+//! treated as the latest one seen). After each input the backend
+//! - reads the dispatch changes with [`Hsi::drain_dispatch`] (or asks
+//!   [`Hsi::running`] per CPU) and makes each CPU run that thread or idle;
+//! - calls [`Hsi::fire_timers`] no later than [`Hsi::next_timer`]; calling it
+//!   early is harmless (nothing fires), calling it late delays decisions.
+//!
+//! Actions a policy asks for are applied depth first: each action's
+//! notification is delivered, and the receiver's own actions applied, before
+//! the next action of the same hook. This is the order nested calls had in
+//! the dissertation's kernel implementation (§4.3.1).
+
+use crate::ctx::Ctx;
+use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
+use crate::params::Params;
+use crate::policy::{Msg, Policy, PolicyError};
+use crate::state::{Action, InstSlot, State, ThreadSlot, VpState};
+use crate::time::{Duration, Instant};
+use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
+use crate::violation::{HsiError, OpError, Rule, Violation};
+use std::collections::BTreeMap;
+
+/// Where a new instance attaches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParentRef {
+    /// Directly under the top scheduler on these processors: the instance is
+    /// a root. Several roots on disjoint processor sets are separate
+    /// hierarchies (seed 000 §4.3.7.3 space sharing).
+    Top {
+        /// The processors; each belongs to at most one root.
+        cpus: Vec<CpuId>,
+    },
+    /// Under another instance.
+    Instance(InstanceId),
+}
+
+/// One parent of a new instance, with the parent-side parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParentLink {
+    /// The parent.
+    pub parent: ParentRef,
+    /// Parent-side parameters (priority, share, amount/period, ...).
+    pub params: Params,
+}
+
+/// A read-only view of one VP, for displays and tests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VpInfo {
+    /// The parent side.
+    pub parent: Node,
+    /// The child side.
+    pub child: Node,
+    /// The state.
+    pub state: VpState,
+    /// Net CPU time received so far.
+    pub received: Duration,
+    /// Parent-side parameters.
+    pub params: Params,
+}
+
+/// Safety valve: timer callbacks in one `fire_timers` call.
+const MAX_TIMER_FIRINGS: usize = 1_000_000;
+
+/// The hierarchical scheduler infrastructure.
+pub struct Hsi {
+    policies: Vec<Option<Box<dyn Policy>>>,
+    st: State,
+    names: BTreeMap<String, InstanceId>,
+    default: Option<InstanceId>,
+    checking: bool,
+}
+
+impl std::fmt::Debug for Hsi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hsi")
+            .field("cpus", &self.st.cpus.len())
+            .field("instances", &self.names.len())
+            .field("now", &self.st.now)
+            .finish()
+    }
+}
+
+impl Hsi {
+    /// A machine with `cpus` processors and no instances. The protocol
+    /// checker is on in debug builds and off in release builds; see
+    /// [`Hsi::set_checking`].
+    pub fn new(cpus: usize) -> Self {
+        Hsi {
+            policies: Vec::new(),
+            st: State::new(cpus),
+            names: BTreeMap::new(),
+            default: None,
+            checking: cfg!(debug_assertions),
+        }
+    }
+
+    /// Turns the full protocol check after every input on or off. The
+    /// per-action transition checks are always on.
+    pub fn set_checking(&mut self, on: bool) {
+        self.checking = on;
+    }
+
+    /// Whether the full protocol check runs after every input.
+    pub fn checking(&self) -> bool {
+        self.checking
+    }
+
+    /// Turns event recording on or off; see [`Hsi::drain_trace`].
+    pub fn set_tracing(&mut self, on: bool) {
+        self.st.trace = if on { Some(self.st.trace.take().unwrap_or_default()) } else { None };
+    }
+
+    /// The latest time seen.
+    pub fn now(&self) -> Instant {
+        self.st.now
+    }
+
+    /// Number of processors.
+    pub fn cpu_count(&self) -> usize {
+        self.st.cpus.len()
+    }
+
+    fn advance(&mut self, now: Instant) {
+        if now > self.st.now {
+            self.st.now = now;
+        }
+    }
+
+    // ----- inputs: instances -------------------------------------------------
+
+    /// Creates an instance named `name` running `policy` under `parents`
+    /// (several parents make a Join point; the hierarchy is a DAG). The
+    /// instance registers `policy.parent_vps(n)` VPs with each parent that
+    /// can offer `n` processors, then receives `init`.
+    ///
+    /// # Errors
+    /// Name taken, no parent, unknown parent, processors unavailable, or a
+    /// parent refused the registration; nothing changed then.
+    pub fn create_instance(
+        &mut self,
+        now: Instant,
+        name: &str,
+        policy: Box<dyn Policy>,
+        parents: Vec<ParentLink>,
+    ) -> Result<InstanceId, HsiError> {
+        self.advance(now);
+        if self.names.contains_key(name) {
+            return Err(OpError::NameTaken(name.to_string()).into());
+        }
+        if parents.is_empty() {
+            return Err(OpError::NoParent(name.to_string()).into());
+        }
+        let mut seen_cpus = Vec::new();
+        for link in &parents {
+            match &link.parent {
+                ParentRef::Instance(p) => self.live_instance(*p)?,
+                ParentRef::Top { cpus } => {
+                    for &c in cpus {
+                        if c.index() >= self.st.cpus.len()
+                            || self.st.cpus[c.index()].top_vp.is_some()
+                            || seen_cpus.contains(&c)
+                        {
+                            return Err(OpError::CpuUnavailable(c).into());
+                        }
+                        seen_cpus.push(c);
+                    }
+                }
+            }
+        }
+        let me = InstanceId(self.st.insts.len() as u32);
+        self.st.insts.push(InstSlot {
+            name: name.to_string(),
+            parents: Vec::new(),
+            children: Vec::new(),
+            timer_at: Instant::NEVER,
+            live: true,
+        });
+        self.policies.push(Some(policy));
+        let child = Node::Instance(me);
+        let mut registered: Vec<VpId> = Vec::new();
+        for link in parents {
+            let available = match &link.parent {
+                ParentRef::Top { cpus } => cpus.len(),
+                ParentRef::Instance(p) => {
+                    let n = self.st.insts[p.index()].parents.len();
+                    self.policy(*p).cpus_offered(n)
+                }
+            };
+            let count = self.policy(me).parent_vps(available).min(available);
+            for k in 0..count {
+                match &link.parent {
+                    ParentRef::Top { cpus } => {
+                        let vp = self.st.new_vp(Node::Top, child, link.params.clone());
+                        self.st.vps[vp.index()].top_cpu = Some(cpus[k]);
+                        self.st.cpus[cpus[k].index()].top_vp = Some(vp);
+                        registered.push(vp);
+                    }
+                    ParentRef::Instance(p) => {
+                        let vp = self.st.new_vp(Node::Instance(*p), child, link.params.clone());
+                        match self.register_with(*p, vp) {
+                            Ok(()) => registered.push(vp),
+                            Err(error) => {
+                                self.st.free_vp(vp);
+                                for vp in registered.into_iter().rev() {
+                                    self.unregister(vp);
+                                }
+                                self.st.insts.pop();
+                                self.policies.pop();
+                                let instance = self.st.insts[p.index()].name.clone();
+                                self.st.actions.clear();
+                                return Err(OpError::Refused { instance, error }.into());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.st.insts[me.index()].parents = registered;
+        self.names.insert(name.to_string(), me);
+        self.deliver(me, |p, ctx| p.init(ctx));
+        self.finish()?;
+        Ok(me)
+    }
+
+    /// Destroys an instance that has no children: it gives up its
+    /// processors, unregisters from its parents and receives `deinit`.
+    ///
+    /// # Errors
+    /// Unknown instance, or it still has children.
+    pub fn destroy_instance(&mut self, now: Instant, id: InstanceId) -> Result<(), HsiError> {
+        self.advance(now);
+        self.live_instance(id)?;
+        let slot = &self.st.insts[id.index()];
+        if !slot.children.is_empty() {
+            return Err(OpError::InstanceNotEmpty { name: slot.name.clone(), children: slot.children.len() }.into());
+        }
+        for vp in slot.parents.clone() {
+            if self.st.vps[vp.index()].state != VpState::Waiting {
+                self.apply(Node::Instance(id), Action::Release { vp });
+            }
+            self.unregister(vp);
+        }
+        self.deliver(id, |p, ctx| p.deinit(ctx));
+        let slot = &mut self.st.insts[id.index()];
+        slot.live = false;
+        slot.parents.clear();
+        slot.timer_at = Instant::NEVER;
+        let name = std::mem::take(&mut slot.name);
+        self.names.remove(&name);
+        self.policies[id.index()] = None;
+        if self.default == Some(id) {
+            self.default = None;
+        }
+        self.finish()
+    }
+
+    /// Sends `msg` to the parent(s) of an instance about the VPs the
+    /// instance registered there, e.g. to change the reservation of a
+    /// time-sharing instance that sits under Rez.
+    ///
+    /// # Errors
+    /// Unknown instance, or a parent refused.
+    pub fn instance_msg(&mut self, now: Instant, id: InstanceId, msg: &Msg) -> Result<(), HsiError> {
+        self.advance(now);
+        self.live_instance(id)?;
+        for vp in self.st.insts[id.index()].parents.clone() {
+            if let Node::Instance(p) = self.st.vps[vp.index()].parent {
+                self.deliver(p, |pol, ctx| pol.msg(ctx, vp, msg))
+                    .map_err(|error| OpError::Refused { instance: self.st.insts[p.index()].name.clone(), error })?;
+            }
+        }
+        self.finish()
+    }
+
+    /// Makes `id` the default scheduler for new threads; with
+    /// `move_threads`, moves every thread of the old default there too,
+    /// keeping each thread's parameters (§4.3.9).
+    ///
+    /// # Errors
+    /// Unknown instance, or the new default refused a thread (the others
+    /// are still moved; the first refusal is returned).
+    pub fn set_default(&mut self, now: Instant, id: InstanceId, move_threads: bool) -> Result<(), HsiError> {
+        self.advance(now);
+        self.live_instance(id)?;
+        let old = self.default.replace(id);
+        let mut first_err = None;
+        if let (true, Some(old)) = (move_threads, old) {
+            if old != id {
+                let movers: Vec<ThreadId> = self.threads_of(old).collect();
+                for t in movers {
+                    let params = self.st.vps[self.st.threads[t.index()].vp.index()].params.clone();
+                    if let Err(e) = self.move_thread(now, t, id, params) {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// The default scheduler, if one was set.
+    pub fn default_instance(&self) -> Option<InstanceId> {
+        self.default
+    }
+
+    // ----- inputs: threads --------------------------------------------------
+
+    /// A new thread under `parent`, blocked until its first [`Hsi::wake`].
+    ///
+    /// # Errors
+    /// Unknown parent, or the parent refused the parameters.
+    pub fn create_thread(&mut self, now: Instant, name: &str, parent: InstanceId, params: Params) -> Result<ThreadId, HsiError> {
+        self.advance(now);
+        self.live_instance(parent)?;
+        let t = ThreadId(self.st.threads.len() as u32);
+        let vp = self.st.new_vp(Node::Instance(parent), Node::Thread(t), params);
+        self.st.threads.push(ThreadSlot {
+            name: name.to_string(),
+            vp,
+            parent,
+            runnable: false,
+            last_wake: None,
+            last_block: None,
+            past_received: Duration::ZERO,
+            before_reservation: None,
+            live: true,
+        });
+        if let Err(error) = self.register_with(parent, vp) {
+            self.st.free_vp(vp);
+            self.st.threads.pop();
+            self.st.actions.clear();
+            return Err(OpError::Refused { instance: self.st.insts[parent.index()].name.clone(), error }.into());
+        }
+        self.finish()?;
+        Ok(t)
+    }
+
+    /// Thread `t` became runnable. Waking a runnable thread does nothing.
+    ///
+    /// # Errors
+    /// Unknown thread, or a protocol violation.
+    pub fn wake(&mut self, now: Instant, t: ThreadId) -> Result<(), HsiError> {
+        self.advance(now);
+        self.live_thread(t)?;
+        let th = &mut self.st.threads[t.index()];
+        if !th.runnable {
+            th.runnable = true;
+            th.last_wake = Some(now);
+            let vp = th.vp;
+            self.apply(Node::Thread(t), Action::Request { vp });
+        }
+        self.finish()
+    }
+
+    /// Thread `t` blocked. Blocking a blocked thread does nothing.
+    ///
+    /// # Errors
+    /// Unknown thread, or a protocol violation.
+    pub fn block(&mut self, now: Instant, t: ThreadId) -> Result<(), HsiError> {
+        self.advance(now);
+        self.live_thread(t)?;
+        self.block_inner(now, t);
+        self.finish()
+    }
+
+    fn block_inner(&mut self, now: Instant, t: ThreadId) {
+        let th = &mut self.st.threads[t.index()];
+        if th.runnable {
+            th.runnable = false;
+            th.last_block = Some(now);
+            let vp = th.vp;
+            self.apply(Node::Thread(t), Action::Release { vp });
+        }
+    }
+
+    /// Thread `t` exited: it leaves the hierarchy.
+    ///
+    /// # Errors
+    /// Unknown thread, or a protocol violation.
+    pub fn exit(&mut self, now: Instant, t: ThreadId) -> Result<(), HsiError> {
+        self.advance(now);
+        self.live_thread(t)?;
+        self.block_inner(now, t);
+        let vp = self.st.threads[t.index()].vp;
+        self.st.threads[t.index()].past_received += self.st.vps[vp.index()].received;
+        self.unregister(vp);
+        self.st.threads[t.index()].live = false;
+        self.finish()
+    }
+
+    /// Moves thread `t` under `to` with parent-side `params`.
+    ///
+    /// The new VP is registered first, so a refusal (bad parameters,
+    /// admission control) leaves the thread where it was; then the old VP is
+    /// released and unregistered and the new one requested if the thread is
+    /// runnable (the sequence of seed 000 §10.2, made atomic).
+    ///
+    /// # Errors
+    /// Unknown thread or instance, or `to` refused.
+    pub fn move_thread(&mut self, now: Instant, t: ThreadId, to: InstanceId, params: Params) -> Result<(), HsiError> {
+        self.advance(now);
+        self.live_thread(t)?;
+        self.live_instance(to)?;
+        let new_vp = self.st.new_vp(Node::Instance(to), Node::Thread(t), params);
+        if let Err(error) = self.register_with(to, new_vp) {
+            self.st.free_vp(new_vp);
+            self.st.actions.clear();
+            return Err(OpError::Refused { instance: self.st.insts[to.index()].name.clone(), error }.into());
+        }
+        let old_vp = self.st.threads[t.index()].vp;
+        let runnable = self.st.threads[t.index()].runnable;
+        if runnable && self.st.vps[old_vp.index()].state != VpState::Waiting {
+            self.apply(Node::Thread(t), Action::Release { vp: old_vp });
+        }
+        self.st.threads[t.index()].past_received += self.st.vps[old_vp.index()].received;
+        self.unregister(old_vp);
+        let th = &mut self.st.threads[t.index()];
+        th.vp = new_vp;
+        th.parent = to;
+        if runnable {
+            self.apply(Node::Thread(t), Action::Request { vp: new_vp });
+        }
+        self.finish()
+    }
+
+    /// Begins a CPU reservation for `t`: moves it under the reservation
+    /// scheduler `rez` with `params` (e.g. amount and period). The thread's
+    /// previous place is remembered for [`Hsi::end_reservation`].
+    ///
+    /// # Errors
+    /// As [`Hsi::move_thread`]; admission refusal leaves the thread in place.
+    pub fn begin_reservation(&mut self, now: Instant, t: ThreadId, rez: InstanceId, params: Params) -> Result<(), HsiError> {
+        self.live_thread(t)?;
+        let th = &self.st.threads[t.index()];
+        let before = match &th.before_reservation {
+            Some(b) => b.clone(),
+            None => (th.parent, self.st.vps[th.vp.index()].params.clone()),
+        };
+        self.move_thread(now, t, rez, params)?;
+        self.st.threads[t.index()].before_reservation = Some(before);
+        Ok(())
+    }
+
+    /// Ends the reservation begun with [`Hsi::begin_reservation`]: the
+    /// thread goes back where it was, or to the default scheduler if that
+    /// instance is gone.
+    ///
+    /// # Errors
+    /// Unknown thread, no reservation, or no place to go back to.
+    pub fn end_reservation(&mut self, now: Instant, t: ThreadId) -> Result<(), HsiError> {
+        self.live_thread(t)?;
+        let Some((back, params)) = self.st.threads[t.index()].before_reservation.clone() else {
+            return Err(OpError::NotInReservation(t).into());
+        };
+        let to = if self.st.insts[back.index()].live { back } else { self.default.ok_or(OpError::DeadInstance(back))? };
+        self.move_thread(now, t, to, params)?;
+        self.st.threads[t.index()].before_reservation = None;
+        Ok(())
+    }
+
+    /// Sends `msg` about thread `t`'s VP to its scheduler: change its
+    /// reservation, its share and warp, its priority (`Msg::SetParams`), or
+    /// an application message.
+    ///
+    /// # Errors
+    /// Unknown thread, or the scheduler refused.
+    pub fn thread_msg(&mut self, now: Instant, t: ThreadId, msg: &Msg) -> Result<(), HsiError> {
+        self.advance(now);
+        self.live_thread(t)?;
+        let th = &self.st.threads[t.index()];
+        let (parent, vp) = (th.parent, th.vp);
+        self.deliver(parent, |p, ctx| p.msg(ctx, vp, msg))
+            .map_err(|error| OpError::Refused { instance: self.st.insts[parent.index()].name.clone(), error })?;
+        self.finish()
+    }
+
+    // ----- inputs: time -----------------------------------------------------
+
+    /// Fires every timer due at or before `now`, in (deadline, instance id)
+    /// order.
+    ///
+    /// # Errors
+    /// A protocol violation.
+    pub fn fire_timers(&mut self, now: Instant) -> Result<(), HsiError> {
+        self.advance(now);
+        let mut fired = 0usize;
+        while let Some(std::cmp::Reverse((at, inst))) = self.st.timers.peek().copied() {
+            if at > self.st.now {
+                break;
+            }
+            self.st.timers.pop();
+            let slot = &mut self.st.insts[inst.index()];
+            if !slot.live || slot.timer_at != at {
+                continue;
+            }
+            slot.timer_at = Instant::NEVER;
+            fired += 1;
+            if fired > MAX_TIMER_FIRINGS {
+                self.violate(Rule::TimerStorm, Node::Instance(inst), None, format!("more than {MAX_TIMER_FIRINGS} timer callbacks at {at}"));
+                break;
+            }
+            if let Some(tr) = self.st.trace.as_mut() {
+                tr.push(TraceEvent { at: self.st.now, kind: TraceKind::Timer { instance: inst } });
+            }
+            self.deliver(inst, |p, ctx| p.timer(ctx));
+        }
+        self.finish()
+    }
+
+    /// The earliest armed timer, if any: call [`Hsi::fire_timers`] then.
+    pub fn next_timer(&mut self) -> Option<Instant> {
+        while let Some(std::cmp::Reverse((at, inst))) = self.st.timers.peek().copied() {
+            let slot = &self.st.insts[inst.index()];
+            if slot.live && slot.timer_at == at {
+                return Some(at);
+            }
+            self.st.timers.pop();
+        }
+        None
+    }
+
+    /// Reports `d` of time stolen on `cpu` (interrupts, deferred work, the
+    /// hypervisor) just before `now`. It is charged to whatever VPs run
+    /// there, so report it before the dispatch on that CPU changes.
+    pub fn add_stolen(&mut self, now: Instant, cpu: CpuId, d: Duration) {
+        self.advance(now);
+        if let Some(c) = self.st.cpus.get_mut(cpu.index()) {
+            c.stolen += d;
+        }
+    }
+
+    // ----- outputs ----------------------------------------------------------
+
+    /// The thread the hierarchy runs on `cpu`, or `None` for idle.
+    pub fn running(&self, cpu: CpuId) -> Option<ThreadId> {
+        self.st.cpus.get(cpu.index()).and_then(|c| c.running)
+    }
+
+    /// Appends each processor whose thread changed since the last call,
+    /// with its new thread (`None`: idle).
+    pub fn drain_dispatch(&mut self, out: &mut Vec<(CpuId, Option<ThreadId>)>) {
+        for cpu in self.st.dirty_cpus.drain(..) {
+            let c = &mut self.st.cpus[cpu.index()];
+            c.dirty = false;
+            if c.running != c.reported {
+                c.reported = c.running;
+                out.push((cpu, c.running));
+            }
+        }
+    }
+
+    /// Appends and clears the recorded events (tracing must be on).
+    pub fn drain_trace(&mut self, out: &mut Vec<TraceEvent>) {
+        if let Some(t) = self.st.trace.as_mut() {
+            out.append(t);
+        }
+    }
+
+    // ----- introspection ----------------------------------------------------
+
+    /// The instance named `name`.
+    pub fn instance(&self, name: &str) -> Option<InstanceId> {
+        self.names.get(name).copied()
+    }
+
+    /// Live instances in creation order.
+    pub fn instances(&self) -> impl Iterator<Item = InstanceId> + '_ {
+        self.st.insts.iter().enumerate().filter(|(_, s)| s.live).map(|(i, _)| InstanceId(i as u32))
+    }
+
+    /// An instance's name (empty once destroyed).
+    pub fn instance_name(&self, id: InstanceId) -> &str {
+        &self.st.insts[id.index()].name
+    }
+
+    /// An instance's policy, if live.
+    pub fn instance_policy(&self, id: InstanceId) -> Option<&dyn Policy> {
+        self.policies.get(id.index()).and_then(|p| p.as_deref())
+    }
+
+    /// The VPs an instance registered with its parents.
+    pub fn instance_parents(&self, id: InstanceId) -> &[VpId] {
+        &self.st.insts[id.index()].parents
+    }
+
+    /// The VPs registered with an instance.
+    pub fn instance_children(&self, id: InstanceId) -> &[VpId] {
+        &self.st.insts[id.index()].children
+    }
+
+    /// CPU time an instance has received from its parents, net of stolen time.
+    pub fn instance_supply(&self, id: InstanceId) -> Duration {
+        self.st.insts[id.index()].parents.iter().fold(Duration::ZERO, |a, &vp| a + self.st.vp_received(vp))
+    }
+
+    /// A VP's sides, state, received time and parameters.
+    pub fn vp_info(&self, vp: VpId) -> VpInfo {
+        let s = &self.st.vps[vp.index()];
+        VpInfo { parent: s.parent, child: s.child, state: s.state, received: self.st.vp_received(vp), params: s.params.clone() }
+    }
+
+    /// Threads in creation order (including exited ones).
+    pub fn thread_count(&self) -> usize {
+        self.st.threads.len()
+    }
+
+    /// A thread's name.
+    pub fn thread_name(&self, t: ThreadId) -> &str {
+        &self.st.threads[t.index()].name
+    }
+
+    /// Whether a thread is live (created and not exited).
+    pub fn thread_live(&self, t: ThreadId) -> bool {
+        self.st.threads.get(t.index()).is_some_and(|s| s.live)
+    }
+
+    /// A thread's scheduler.
+    pub fn thread_parent(&self, t: ThreadId) -> InstanceId {
+        self.st.threads[t.index()].parent
+    }
+
+    /// A thread's VP.
+    pub fn thread_vp(&self, t: ThreadId) -> VpId {
+        self.st.threads[t.index()].vp
+    }
+
+    /// Whether a thread is runnable.
+    pub fn thread_runnable(&self, t: ThreadId) -> bool {
+        self.st.threads[t.index()].runnable
+    }
+
+    /// CPU time a thread has received, net of stolen time, across moves.
+    pub fn thread_received(&self, t: ThreadId) -> Duration {
+        let th = &self.st.threads[t.index()];
+        if th.live {
+            th.past_received + self.st.vp_received(th.vp)
+        } else {
+            th.past_received
+        }
+    }
+
+    /// Live threads under `inst`, in creation order.
+    pub fn threads_of(&self, inst: InstanceId) -> impl Iterator<Item = ThreadId> + '_ {
+        self.st
+            .threads
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.live && s.parent == inst)
+            .map(|(i, _)| ThreadId(i as u32))
+    }
+
+    // ----- internals --------------------------------------------------------
+
+    fn policy(&self, id: InstanceId) -> &dyn Policy {
+        self.policies[id.index()].as_deref().expect("live instance has a policy")
+    }
+
+    fn live_instance(&self, id: InstanceId) -> Result<(), OpError> {
+        match self.st.insts.get(id.index()) {
+            Some(s) if s.live => Ok(()),
+            _ => Err(OpError::DeadInstance(id)),
+        }
+    }
+
+    fn live_thread(&self, t: ThreadId) -> Result<(), OpError> {
+        if self.thread_live(t) {
+            Ok(())
+        } else {
+            Err(OpError::UnknownThread(t))
+        }
+    }
+
+    /// Registers a fresh (waiting) child VP with instance `p`.
+    fn register_with(&mut self, p: InstanceId, vp: VpId) -> Result<(), PolicyError> {
+        let params = self.st.vps[vp.index()].params.clone();
+        self.st.insts[p.index()].children.push(vp);
+        let r = self.deliver(p, |pol, ctx| pol.register_vp(ctx, vp, &params));
+        if r.is_err() {
+            self.st.insts[p.index()].children.retain(|&v| v != vp);
+        }
+        r
+    }
+
+    /// Unregisters a VP from its parent and frees it. It must be waiting.
+    fn unregister(&mut self, vp: VpId) {
+        let s = &self.st.vps[vp.index()];
+        let (parent, child, state) = (s.parent, s.child, s.state);
+        if state != VpState::Waiting {
+            self.violate(Rule::UnregisterNotWaiting, child, Some(vp), format!("unregistered while {state:?}"));
+            return;
+        }
+        match parent {
+            Node::Top => {
+                let c = self.st.vps[vp.index()].top_cpu.expect("top VPs have a CPU");
+                self.st.cpus[c.index()].top_vp = None;
+            }
+            Node::Instance(p) => {
+                self.deliver(p, |pol, ctx| pol.unregister_vp(ctx, vp));
+                self.st.insts[p.index()].children.retain(|&v| v != vp);
+            }
+            Node::Thread(_) => unreachable!("threads are leaves"),
+        }
+        if let Node::Instance(c) = child {
+            self.st.insts[c.index()].parents.retain(|&v| v != vp);
+        }
+        self.st.free_vp(vp);
+    }
+
+    /// Calls one hook of `inst` and applies the actions it asked for.
+    fn deliver<R>(&mut self, inst: InstanceId, f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>) -> R) -> R {
+        let base = self.st.actions.len();
+        let r = {
+            let p = self.policies[inst.index()].as_deref_mut().expect("notifications go to live instances");
+            let mut ctx = Ctx { st: &mut self.st, me: inst, base };
+            f(p, &mut ctx)
+        };
+        let mut i = base;
+        while i < self.st.actions.len() {
+            let a = self.st.actions[i];
+            self.apply(Node::Instance(inst), a);
+            i += 1;
+        }
+        self.st.actions.truncate(base);
+        r
+    }
+
+    fn violate(&mut self, rule: Rule, culprit: Node, vp: Option<VpId>, detail: String) {
+        let culprit = self.st.node_name(culprit);
+        self.st.violations.push(Violation { rule, culprit, vp, detail });
+    }
+
+    fn trace(&mut self, kind: impl FnOnce() -> TraceKind) {
+        if let Some(t) = self.st.trace.as_mut() {
+            t.push(TraceEvent { at: self.st.now, kind: kind() });
+        }
+    }
+
+    /// Whether `n` holds `cpu` (has a parent VP running there).
+    fn holds(&self, n: Node, cpu: CpuId) -> bool {
+        match n {
+            Node::Top => true,
+            Node::Instance(i) => {
+                self.st.insts[i.index()].parents.iter().any(|&vp| self.st.vps[vp.index()].state == VpState::Running(cpu))
+            }
+            Node::Thread(_) => false,
+        }
+    }
+
+    /// Applies one action by `actor`, checking ownership and the Fig 4.2
+    /// transition, then delivers the notification.
+    fn apply(&mut self, actor: Node, a: Action) {
+        let (vp, parent_side) = match a {
+            Action::Grant { vp, .. } | Action::Revoke { vp, .. } => (vp, true),
+            Action::Request { vp } | Action::Release { vp } | Action::Msg { vp, .. } => (vp, false),
+        };
+        let Some(s) = self.st.vps.get(vp.index()).filter(|s| s.live) else {
+            return self.violate(Rule::NotOwner, actor, Some(vp), "acted on a VP that is not registered".into());
+        };
+        let (owner, other, state) = if parent_side { (s.parent, s.child, s.state) } else { (s.child, s.parent, s.state) };
+        if owner != actor {
+            let side = if parent_side { "parent" } else { "child" };
+            let detail = format!("{a:?} on a VP whose {side} is {}", self.st.node_name(owner));
+            return self.violate(Rule::NotOwner, actor, Some(vp), detail);
+        }
+        match a {
+            Action::Grant { cpu, .. } => {
+                if state != VpState::Ready {
+                    return self.violate(Rule::IllegalTransition, actor, Some(vp), format!("grant of {cpu} to a VP that is {state:?}, not Ready"));
+                }
+                if cpu.index() >= self.st.cpus.len() || !self.holds(actor, cpu) {
+                    return self.violate(Rule::CpuNotHeld, actor, Some(vp), format!("granted {cpu}, which it does not hold"));
+                }
+                self.st.vps[vp.index()].state = VpState::Running(cpu);
+                self.st.start_segment(vp, cpu);
+                self.trace(|| TraceKind::Grant { vp, parent: actor, child: other, cpu });
+                match other {
+                    Node::Instance(c) => self.deliver(c, |p, ctx| p.grant(ctx, vp, cpu)),
+                    Node::Thread(t) => self.st.set_running(cpu, Some(t)),
+                    Node::Top => unreachable!("the top scheduler is never a child"),
+                }
+            }
+            Action::Revoke { reason, .. } => {
+                let VpState::Running(cpu) = state else {
+                    return self.violate(Rule::IllegalTransition, actor, Some(vp), format!("revoke from a VP that is {state:?}, not Running"));
+                };
+                self.st.end_segment(vp);
+                self.st.vps[vp.index()].state = VpState::Ready;
+                self.trace(|| TraceKind::Revoke { vp, parent: actor, child: other, cpu, reason });
+                match other {
+                    Node::Instance(c) => self.deliver(c, |p, ctx| p.revoke(ctx, vp, reason)),
+                    Node::Thread(t) => {
+                        if self.st.cpus[cpu.index()].running == Some(t) {
+                            self.st.set_running(cpu, None);
+                        }
+                    }
+                    Node::Top => unreachable!("the top scheduler is never a child"),
+                }
+            }
+            Action::Request { .. } => {
+                if state != VpState::Waiting {
+                    return self.violate(Rule::IllegalTransition, actor, Some(vp), format!("request from a VP that is {state:?}, not Waiting"));
+                }
+                self.st.vps[vp.index()].state = VpState::Ready;
+                self.trace(|| TraceKind::Request { vp, parent: other, child: actor });
+                match other {
+                    Node::Instance(p) => self.deliver(p, |pol, ctx| pol.request(ctx, vp)),
+                    Node::Top => {
+                        // The top scheduler grants every request at once, always
+                        // the same processor (§9.3.5).
+                        let cpu = self.st.vps[vp.index()].top_cpu.expect("top VPs have a CPU");
+                        self.st.vps[vp.index()].state = VpState::Running(cpu);
+                        self.st.start_segment(vp, cpu);
+                        self.trace(|| TraceKind::Grant { vp, parent: Node::Top, child: actor, cpu });
+                        if let Node::Instance(c) = actor {
+                            self.deliver(c, |p, ctx| p.grant(ctx, vp, cpu));
+                        }
+                    }
+                    Node::Thread(_) => unreachable!("threads are leaves"),
+                }
+            }
+            Action::Release { .. } => {
+                match state {
+                    VpState::Waiting => {
+                        return self.violate(Rule::IllegalTransition, actor, Some(vp), "release from a VP that is already Waiting".into());
+                    }
+                    VpState::Running(cpu) => {
+                        self.st.end_segment(vp);
+                        if let Node::Thread(t) = actor {
+                            if self.st.cpus[cpu.index()].running == Some(t) {
+                                self.st.set_running(cpu, None);
+                            }
+                        }
+                    }
+                    VpState::Ready => {}
+                }
+                self.st.vps[vp.index()].state = VpState::Waiting;
+                self.trace(|| TraceKind::Release { vp, parent: other, child: actor });
+                if let Node::Instance(p) = other {
+                    self.deliver(p, |pol, ctx| pol.release(ctx, vp));
+                }
+            }
+            Action::Msg { msg, .. } => {
+                let Some(m) = self.st.msgs.get_mut(msg as usize).and_then(Option::take) else { return };
+                if let Node::Instance(p) = other {
+                    if let Err(e) = self.deliver(p, |pol, ctx| pol.msg(ctx, vp, &m)) {
+                        let note = format!("message from {} refused: {e}", self.st.node_name(actor));
+                        if let Node::Instance(me) = actor {
+                            let at = self.st.now;
+                            if let Some(t) = self.st.trace.as_mut() {
+                                t.push(TraceEvent { at, kind: TraceKind::Policy { instance: me, event: PolicyEvent::Note(note) } });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends an input: runs the protocol checker if on, reports violations.
+    fn finish(&mut self) -> Result<(), HsiError> {
+        if self.st.actions.is_empty() {
+            self.st.msgs.clear();
+        }
+        if self.checking {
+            crate::checker::check(&mut self.st, &mut self.policies);
+        }
+        if self.st.violations.is_empty() {
+            Ok(())
+        } else {
+            Err(HsiError::Protocol(std::mem::take(&mut self.st.violations)))
+        }
+    }
+
+    /// Runs the full protocol check now, whatever [`Hsi::checking`] says.
+    ///
+    /// # Errors
+    /// Every violation found.
+    pub fn check_protocol(&mut self) -> Result<(), HsiError> {
+        crate::checker::check(&mut self.st, &mut self.policies);
+        if self.st.violations.is_empty() {
+            Ok(())
+        } else {
+            Err(HsiError::Protocol(std::mem::take(&mut self.st.violations)))
+        }
+    }
+}
+

@@ -1,0 +1,221 @@
+//! The HSI's tables: virtual processors, instances, threads, CPUs. Kept apart
+//! from the policies so a policy hook can read them through its `Ctx` while
+//! the HSI holds the policy mutably.
+
+use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
+use crate::params::Params;
+use crate::policy::{Msg, RevokeReason};
+use crate::time::{Duration, Instant};
+use crate::trace::TraceEvent;
+use crate::violation::Violation;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The state of a virtual processor (seed 000 Fig 4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VpState {
+    /// Registered, not asking for a processor.
+    Waiting,
+    /// Asking for a processor.
+    Ready,
+    /// Holding a physical processor.
+    Running(CpuId),
+}
+
+/// An action a policy asked for; applied by the HSI after the hook returns.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Action {
+    Grant { vp: VpId, cpu: CpuId },
+    Revoke { vp: VpId, reason: RevokeReason },
+    Request { vp: VpId },
+    Release { vp: VpId },
+    /// Index into `State::msgs`.
+    Msg { vp: VpId, msg: u32 },
+}
+
+#[derive(Debug)]
+pub(crate) struct VpSlot {
+    pub parent: Node,
+    pub child: Node,
+    pub state: VpState,
+    /// For VPs registered with the top scheduler: the processor it always grants.
+    pub top_cpu: Option<CpuId>,
+    /// The processor the VP ran on last (kept after revoke and release).
+    pub last_cpu: Option<CpuId>,
+    /// CPU time received while running, net of stolen time, excluding the
+    /// current segment.
+    pub received: Duration,
+    pub granted_at: Instant,
+    pub stolen_at_grant: Duration,
+    /// Free for the parent policy (an index into its own tables).
+    pub parent_tag: u32,
+    /// Free for the child policy.
+    pub child_tag: u32,
+    /// Parent-side parameters given at registration (or last set).
+    pub params: Params,
+    pub live: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct InstSlot {
+    pub name: String,
+    pub parents: Vec<VpId>,
+    pub children: Vec<VpId>,
+    /// `Instant::NEVER` when no timer is set.
+    pub timer_at: Instant,
+    pub live: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct ThreadSlot {
+    pub name: String,
+    pub vp: VpId,
+    pub parent: InstanceId,
+    pub runnable: bool,
+    pub last_wake: Option<Instant>,
+    pub last_block: Option<Instant>,
+    /// Received CPU time of earlier VPs (before moves), net of stolen time.
+    pub past_received: Duration,
+    /// Where a reservation began from, to go back on `end_reservation`.
+    pub before_reservation: Option<(InstanceId, Params)>,
+    pub live: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct CpuSlot {
+    /// The top VP for this CPU, when a root instance has registered one.
+    pub top_vp: Option<VpId>,
+    /// The thread the hierarchy runs here now.
+    pub running: Option<ThreadId>,
+    /// What the backend was last told.
+    pub reported: Option<ThreadId>,
+    pub dirty: bool,
+    /// Total stolen time fed by the backend.
+    pub stolen: Duration,
+}
+
+/// All tables, shared with `Ctx`.
+pub(crate) struct State {
+    pub now: Instant,
+    pub vps: Vec<VpSlot>,
+    pub free_vps: Vec<u32>,
+    pub insts: Vec<InstSlot>,
+    pub threads: Vec<ThreadSlot>,
+    pub cpus: Vec<CpuSlot>,
+    pub dirty_cpus: Vec<CpuId>,
+    pub actions: Vec<Action>,
+    pub msgs: Vec<Option<Msg>>,
+    pub violations: Vec<Violation>,
+    pub trace: Option<Vec<TraceEvent>>,
+    /// (deadline, instance); entries whose deadline no longer matches the
+    /// instance's `timer_at` are stale and skipped.
+    pub timers: BinaryHeap<Reverse<(Instant, InstanceId)>>,
+}
+
+impl State {
+    pub fn new(cpus: usize) -> Self {
+        State {
+            now: Instant::ZERO,
+            vps: Vec::new(),
+            free_vps: Vec::new(),
+            insts: Vec::new(),
+            threads: Vec::new(),
+            cpus: (0..cpus).map(|_| CpuSlot::default()).collect(),
+            dirty_cpus: Vec::new(),
+            actions: Vec::new(),
+            msgs: Vec::new(),
+            violations: Vec::new(),
+            trace: None,
+            timers: BinaryHeap::new(),
+        }
+    }
+
+    pub fn new_vp(&mut self, parent: Node, child: Node, params: Params) -> VpId {
+        let slot = VpSlot {
+            parent,
+            child,
+            state: VpState::Waiting,
+            top_cpu: None,
+            last_cpu: None,
+            received: Duration::ZERO,
+            granted_at: Instant::ZERO,
+            stolen_at_grant: Duration::ZERO,
+            parent_tag: u32::MAX,
+            child_tag: u32::MAX,
+            params,
+            live: true,
+        };
+        match self.free_vps.pop() {
+            Some(i) => {
+                self.vps[i as usize] = slot;
+                VpId(i)
+            }
+            None => {
+                self.vps.push(slot);
+                VpId(self.vps.len() as u32 - 1)
+            }
+        }
+    }
+
+    pub fn free_vp(&mut self, vp: VpId) {
+        let s = &mut self.vps[vp.index()];
+        s.live = false;
+        s.params = Params::new();
+        self.free_vps.push(vp.0);
+    }
+
+    /// Net CPU time received by `vp`, including the running segment.
+    pub fn vp_received(&self, vp: VpId) -> Duration {
+        let s = &self.vps[vp.index()];
+        match s.state {
+            VpState::Running(cpu) => {
+                let gross = self.now.saturating_since(s.granted_at);
+                let stolen = self.cpus[cpu.index()].stolen - s.stolen_at_grant;
+                s.received + (gross - stolen)
+            }
+            _ => s.received,
+        }
+    }
+
+    pub fn start_segment(&mut self, vp: VpId, cpu: CpuId) {
+        let stolen = self.cpus[cpu.index()].stolen;
+        let now = self.now;
+        let s = &mut self.vps[vp.index()];
+        s.granted_at = now;
+        s.stolen_at_grant = stolen;
+        s.last_cpu = Some(cpu);
+    }
+
+    pub fn end_segment(&mut self, vp: VpId) {
+        self.vps[vp.index()].received = self.vp_received(vp);
+    }
+
+    pub fn set_timer(&mut self, inst: InstanceId, at: Instant) {
+        self.insts[inst.index()].timer_at = at;
+        if at != Instant::NEVER {
+            self.timers.push(Reverse((at, inst)));
+        }
+        // Stale entries are skipped when popped; compact when they pile up.
+        if self.timers.len() > 4 * self.insts.len() + 64 {
+            let insts = &self.insts;
+            self.timers.retain(|Reverse((at, i))| insts[i.index()].timer_at == *at);
+        }
+    }
+
+    pub fn set_running(&mut self, cpu: CpuId, thread: Option<ThreadId>) {
+        let c = &mut self.cpus[cpu.index()];
+        c.running = thread;
+        if !c.dirty {
+            c.dirty = true;
+            self.dirty_cpus.push(cpu);
+        }
+    }
+
+    pub fn node_name(&self, n: Node) -> String {
+        match n {
+            Node::Top => "top".to_string(),
+            Node::Instance(i) => format!("instance '{}'", self.insts[i.index()].name),
+            Node::Thread(t) => format!("thread '{}'", self.threads[t.index()].name),
+        }
+    }
+}
