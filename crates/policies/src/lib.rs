@@ -1,1 +1,17 @@
-//! placeholder
+//! hsched's scheduling policies. Each file implements one policy of the
+//! dissertation (or of a later seed) as a [`hsched_core::Policy`] and opens
+//! with its algorithm, parameters, guarantee mapping and seed section.
+//! [`registry`] lists them all; [`build`] makes one from its name and
+//! parameters.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod fp;
+pub mod join;
+pub mod limit;
+pub mod ps;
+pub mod registry;
+pub mod rez;
+pub mod ts;
+
+pub use registry::{build, lookup, registry, PolicyInfo};

@@ -1,0 +1,392 @@
+//! The validated data model of a hierarchy file: what the simulator, live
+//! mode and the analysis consume. Parsing and validation produce it; nothing
+//! here does I/O.
+
+use hsched_core::{Duration, Params};
+
+/// A whole hierarchy file, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hierarchy {
+    /// The machine.
+    pub machine: Machine,
+    /// Scheduler instances, parents before children (topological order).
+    pub schedulers: Vec<SchedulerSpec>,
+    /// Threads (after expanding `count`), in file order.
+    pub threads: Vec<ThreadSpec>,
+    /// Principals (users or domains whose total CPU use is reported).
+    pub principals: Vec<PrincipalSpec>,
+    /// The scheduler new threads join when nothing else says where.
+    pub default_scheduler: Option<String>,
+    /// Timed operations, in time order (stable for equal times).
+    pub operations: Vec<TimedOp>,
+    /// Defaults for `hsched sim` (overridden by the command line).
+    pub sim: SimDefaults,
+    /// rt-app tasks imported by the file (`[workload] rtapp = "file.json"`)
+    /// or given on the command line, each mapped onto a thread.
+    pub rtapp: Option<RtAppWorkload>,
+}
+
+/// The simulated (or, in live mode, managed) machine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Machine {
+    /// Number of processors.
+    pub cpus: usize,
+    /// Cost of one context switch, charged to nobody (the CPU is busy
+    /// switching). Zero by default.
+    pub context_switch: Duration,
+    /// When timers can fire.
+    pub timer: TimerModel,
+    /// Interference that steals time from whatever runs on a processor.
+    pub stolen: Vec<StolenSpec>,
+}
+
+/// Timer granularity (seed 000 §10.4; seed 003's 800 Hz clock).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TimerModel {
+    /// Timers fire exactly when asked.
+    Precise,
+    /// Timers fire at the next tick of a periodic clock of this frequency.
+    Tick {
+        /// Ticks per second.
+        hz: u32,
+    },
+}
+
+/// Time stolen on one processor (seed 000 ch. 11).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StolenSpec {
+    /// The processor.
+    pub cpu: usize,
+    /// When and how much.
+    pub pattern: StolenPattern,
+}
+
+/// Shapes of stolen time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StolenPattern {
+    /// `amount` every `every`, starting at `start`.
+    Periodic {
+        /// Interval between steals.
+        every: Duration,
+        /// Length of each steal.
+        amount: Duration,
+        /// First steal.
+        start: Duration,
+    },
+    /// From `start` for `length`, steal `fraction` of the processor in
+    /// slices of `slice`.
+    Burst {
+        /// Start of the burst.
+        start: Duration,
+        /// Length of the burst.
+        length: Duration,
+        /// Fraction of time stolen during the burst, in (0, 1).
+        fraction: f64,
+        /// Granularity of the steals.
+        slice: Duration,
+    },
+    /// Explicit (start, length) pairs, e.g. measured on a real machine.
+    Trace {
+        /// (start, length), sorted by start.
+        steals: Vec<(Duration, Duration)>,
+    },
+}
+
+/// One scheduler instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchedulerSpec {
+    /// Unique name.
+    pub name: String,
+    /// Policy name (a key of `hsched_policies::registry`).
+    pub policy: String,
+    /// Instance parameters (validated against the policy's spec).
+    pub params: Params,
+    /// Parents; empty for a root.
+    pub parents: Vec<ParentSpec>,
+    /// For a root: its processors (all by default).
+    pub cpus: Vec<usize>,
+    /// Guarantee this instance requests from its parent, as written
+    /// (`"RESBH 10 33"`), for the analysis.
+    pub guarantee: Option<String>,
+    /// Where it was declared (for later diagnostics).
+    pub span: Span,
+}
+
+/// One parent of an instance, with the parent-side parameters (FP
+/// priority, PS share, Rez amount and period, ...).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParentSpec {
+    /// The parent's name.
+    pub name: String,
+    /// Parent-side parameters.
+    pub params: Params,
+}
+
+/// One thread (a leaf).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadSpec {
+    /// Unique name (`base.k` when expanded from `count`).
+    pub name: String,
+    /// The scheduler it starts under.
+    pub scheduler: String,
+    /// Parent-side parameters.
+    pub params: Params,
+    /// What it does (simulator).
+    pub workload: WorkloadSpec,
+    /// Its principal, if any.
+    pub principal: Option<String>,
+    /// Guarantee it requests, as written (`"RESBH 10 33"`).
+    pub guarantee: Option<String>,
+    /// When it is created (zero: at the start).
+    pub start: Duration,
+    /// When it exits, if before the end.
+    pub exit: Option<Duration>,
+    /// Live mode: the command to run (`exec = ["prog", "arg"]`).
+    pub exec: Option<Vec<String>>,
+    /// Where it was declared.
+    pub span: Span,
+}
+
+/// A principal: a user or domain whose total CPU share is reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrincipalSpec {
+    /// Name.
+    pub name: String,
+}
+
+/// What a simulated thread does: threads as programmable state machines
+/// (seed 000 §9.4.1).
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadSpec {
+    /// Always runnable.
+    CpuBound,
+    /// Periodic jobs: released every `period` (plus up to `jitter` of
+    /// random delay), each needing `exec` of CPU, due `deadline` after the
+    /// release. The first release is at `offset`.
+    Periodic {
+        /// Release period.
+        period: Duration,
+        /// CPU time per job.
+        exec: Duration,
+        /// Relative deadline (the period by default).
+        deadline: Duration,
+        /// Maximum release jitter.
+        jitter: Duration,
+        /// First release.
+        offset: Duration,
+    },
+    /// Sporadic jobs: inter-arrival uniformly in [min, max].
+    Sporadic {
+        /// Shortest inter-arrival time.
+        min_interarrival: Duration,
+        /// Longest inter-arrival time.
+        max_interarrival: Duration,
+        /// CPU time per job.
+        exec: Duration,
+        /// Relative deadline.
+        deadline: Duration,
+    },
+    /// Interactive: thinks (blocked) for an exponentially distributed time
+    /// of mean `think`, then runs a burst of mean `burst`.
+    Interactive {
+        /// Mean think time.
+        think: Duration,
+        /// Mean CPU burst.
+        burst: Duration,
+    },
+    /// Blocking I/O: computes `compute`, then waits `io`, repeatedly.
+    BlockingIo {
+        /// CPU time between I/Os.
+        compute: Duration,
+        /// I/O wait.
+        io: Duration,
+    },
+    /// Seed 003's `srtsim` video decoder: one frame per period, work per
+    /// frame constant or by MPEG frame type.
+    Video(VideoSpec),
+    /// Seed 000 §10.5.2: renders frames back to back, each needing `work`
+    /// of CPU; a gap of more than `miss_gap` between two frame completions
+    /// is a miss.
+    FrameRenderer {
+        /// CPU time per frame (10 ms in the dissertation).
+        work: Duration,
+        /// Longest acceptable gap between frames (33 ms).
+        miss_gap: Duration,
+    },
+    /// A program of steps, looped (what rt-app phases become).
+    Program(Program),
+}
+
+/// Seed 003 §2 `srtsim` parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VideoSpec {
+    /// Frame period (1 / frame rate).
+    pub period: Duration,
+    /// Work per frame.
+    pub mode: VideoMode,
+    /// What a late frame does.
+    pub on_miss: MissPolicy,
+}
+
+/// Work per frame.
+#[derive(Clone, Debug, PartialEq)]
+pub enum VideoMode {
+    /// Every frame needs `exec`.
+    Constant {
+        /// CPU per frame.
+        exec: Duration,
+    },
+    /// Frames follow a group-of-pictures pattern of I, P and B frames.
+    Mpeg {
+        /// CPU for an I frame.
+        i: Duration,
+        /// CPU for a P frame.
+        p: Duration,
+        /// CPU for a B frame.
+        b: Duration,
+        /// The pattern, e.g. `"IBBPBBPBBPBB"`.
+        gop: String,
+    },
+}
+
+/// What happens to a frame that misses its deadline (seed 003 §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissPolicy {
+    /// Finish it anyway, then go on with the next frame at once.
+    Continue,
+    /// Drop the rest of the late frame and skip to the next period.
+    Skip,
+}
+
+/// A looping program of steps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// How many times to run the steps; `None` forever.
+    pub loops: Option<u64>,
+    /// Delay before the first step.
+    pub delay: Duration,
+}
+
+/// One step of a program (the rt-app events hsched supports).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Use this much CPU time (rt-app `run`/`runtime`).
+    Run(Duration),
+    /// Block for this long (rt-app `sleep`).
+    Sleep(Duration),
+    /// Block until the next multiple of `period` from the program's timer
+    /// origin (rt-app `timer`); a job boundary with deadline at the next
+    /// timer expiry.
+    Timer {
+        /// Timer period.
+        period: Duration,
+        /// Absolute (`true`): expiries at origin + k·period even when late;
+        /// relative: the next expiry is `period` after waking.
+        absolute: bool,
+    },
+}
+
+/// rt-app tasks and how they map onto threads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RtAppWorkload {
+    /// Total run time from `global.duration`, if given.
+    pub duration: Option<Duration>,
+    /// Tasks after expanding `instance`.
+    pub tasks: Vec<RtAppTask>,
+}
+
+/// One rt-app task.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RtAppTask {
+    /// Task name (`name-k` for instances beyond the first).
+    pub name: String,
+    /// The program.
+    pub program: Program,
+    /// Scheduling hints of the task (`policy`, `priority`, `dl-runtime`,
+    /// `dl-period`, `dl-deadline`) as parent-side parameters.
+    pub params: Params,
+    /// Allowed processors (`cpus`), empty for all.
+    pub cpus: Vec<usize>,
+}
+
+/// An operation at a given time (mode changes, §4.3.9).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimedOp {
+    /// When, from the start.
+    pub at: Duration,
+    /// What.
+    pub op: OpSpec,
+    /// Where it was declared.
+    pub span: Span,
+}
+
+/// A control operation (the HLSCtl set).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpSpec {
+    /// Move `thread` under reservation scheduler `scheduler` with `params`.
+    BeginReservation {
+        /// The thread.
+        thread: String,
+        /// The reservation scheduler.
+        scheduler: String,
+        /// Amount, period, ...
+        params: Params,
+    },
+    /// Move `thread` back to where its reservation began.
+    EndReservation {
+        /// The thread.
+        thread: String,
+    },
+    /// Change the parent-side parameters of `thread` (reservation amount,
+    /// share and warp, priority).
+    SetParams {
+        /// The thread.
+        thread: String,
+        /// New parameters.
+        params: Params,
+    },
+    /// Move `thread` under `to`.
+    MoveThread {
+        /// The thread.
+        thread: String,
+        /// The new scheduler.
+        to: String,
+        /// Parent-side parameters there.
+        params: Params,
+    },
+    /// Create a scheduler instance.
+    CreateScheduler(SchedulerSpec),
+    /// Destroy a scheduler instance.
+    DestroyScheduler {
+        /// Its name.
+        name: String,
+    },
+    /// Change the default scheduler, optionally moving its threads.
+    SetDefault {
+        /// The new default.
+        name: String,
+        /// Move the old default's threads.
+        move_threads: bool,
+    },
+}
+
+/// Defaults for simulation runs.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct SimDefaults {
+    /// Simulated time (10 s when neither the file nor the command line
+    /// says).
+    pub duration: Option<Duration>,
+    /// Random seed (0 by default).
+    pub seed: Option<u64>,
+}
+
+/// A place in a source file, 1-based.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Span {
+    /// Line.
+    pub line: u32,
+    /// Column.
+    pub col: u32,
+}

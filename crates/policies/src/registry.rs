@@ -1,0 +1,87 @@
+//! The table of policies hsched knows, by the name used in hierarchy files.
+
+use hsched_core::{ParamSpec, Params, Policy, PolicyError};
+
+/// What hsched knows about one policy without building it.
+#[derive(Clone, Copy)]
+pub struct PolicyInfo {
+    /// Name in hierarchy files (`"fp"`).
+    pub name: &'static str,
+    /// One line on what it does.
+    pub summary: &'static str,
+    /// The seed section it implements.
+    pub seed: &'static str,
+    /// Parameters of the instance itself (`[[scheduler]]` keys besides
+    /// name, policy and parent).
+    pub instance_params: &'static [ParamSpec],
+    /// Parent-side parameters a child VP registers with (a thread's or a
+    /// child instance's `params`).
+    pub child_params: &'static [ParamSpec],
+    /// Fewest parents an instance may have (Join needs two).
+    pub min_parents: usize,
+    /// Most parents an instance may have.
+    pub max_parents: usize,
+    /// Builds an instance from its parameters.
+    pub build: fn(&Params) -> Result<Box<dyn Policy>, PolicyError>,
+}
+
+impl std::fmt::Debug for PolicyInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyInfo").field("name", &self.name).finish()
+    }
+}
+
+/// Every policy, in the order the docs list them.
+pub fn registry() -> &'static [PolicyInfo] {
+    static ALL: &[PolicyInfo] = &[
+        crate::fp::INFO,
+        crate::ts::INFO,
+        crate::rez::INFO,
+        crate::ps::INFO,
+        crate::join::INFO,
+        crate::limit::INFO,
+    ];
+    ALL
+}
+
+/// The policy named `name`.
+pub fn lookup(name: &str) -> Option<&'static PolicyInfo> {
+    registry().iter().find(|p| p.name == name)
+}
+
+/// Builds an instance of policy `name` after checking that every parameter
+/// is one the policy declares.
+///
+/// # Errors
+/// Unknown policy, unknown parameter, or a bad value.
+pub fn build(name: &str, params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
+    let info = lookup(name).ok_or_else(|| {
+        let known: Vec<_> = registry().iter().map(|p| p.name).collect();
+        PolicyError::Unsupported(format!("unknown policy `{name}`; known policies: {}", known.join(", ")))
+    })?;
+    let keys: Vec<&str> = info.instance_params.iter().map(|s| s.key).collect();
+    if let Some(k) = params.unknown_keys(&keys).next() {
+        return Err(PolicyError::Unsupported(format!(
+            "policy `{name}` has no parameter `{k}`; it accepts: {}",
+            if keys.is_empty() { "none".to_string() } else { keys.join(", ") }
+        )));
+    }
+    (info.build)(params)
+}
+
+/// Checks that `params` only uses the child-side keys `info` declares.
+///
+/// # Errors
+/// The first unknown key, with the accepted ones.
+pub fn check_child_params(info: &PolicyInfo, params: &Params) -> Result<(), PolicyError> {
+    let keys: Vec<&str> = info.child_params.iter().map(|s| s.key).collect();
+    let unknown = params.unknown_keys(&keys).next().map(str::to_string);
+    match unknown {
+        None => Ok(()),
+        Some(k) => Err(PolicyError::Unsupported(format!(
+            "a child of a `{}` scheduler has no parameter `{k}`; it accepts: {}",
+            info.name,
+            if keys.is_empty() { "none".to_string() } else { keys.join(", ") }
+        ))),
+    }
+}
