@@ -2,9 +2,12 @@
 //! the `hsched-policies` crate.
 
 use crate::ctx::Ctx;
-use crate::ids::{CpuId, VpId};
+use crate::hsi::Hsi;
+use crate::ids::{CpuId, ThreadId, VpId};
 use crate::params::Params;
 use crate::policy::{Policy, PolicyError, RevokeReason};
+use crate::time::{Duration, Instant};
+use crate::violation::HsiError;
 use std::collections::VecDeque;
 
 /// First-come first-served over any number of processors, without
@@ -110,4 +113,158 @@ impl Policy for Hoarder {
     fn release(&mut self, _: &mut Ctx<'_>, _: VpId) {}
     fn grant(&mut self, _: &mut Ctx<'_>, _: VpId, _: CpuId) {}
     fn revoke(&mut self, _: &mut Ctx<'_>, _: VpId, _: RevokeReason) {}
+}
+
+/// What a [`Driver`] thread does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behaviour {
+    /// Always runnable.
+    CpuBound,
+    /// A job of `exec` every `period`, first released at `offset`; blocks
+    /// when its job is done.
+    Periodic {
+        /// Release period.
+        period: Duration,
+        /// CPU time per job.
+        exec: Duration,
+        /// First release.
+        offset: Duration,
+    },
+}
+
+#[derive(Debug)]
+struct DriverThread {
+    id: ThreadId,
+    behaviour: Behaviour,
+    /// Work left in the current job (periodic).
+    left: Duration,
+    /// Next release while blocked.
+    release: Option<Instant>,
+    /// Release time of the current job.
+    job_release: Instant,
+    finishes: Vec<(Instant, Instant)>,
+}
+
+/// A minimal deterministic driver for policy unit tests: CPU-bound and
+/// periodic threads on a precise machine with free context switches. The
+/// full simulator (`hsched-sim`) has the real machine and workload models.
+#[derive(Debug)]
+pub struct Driver {
+    /// The hierarchy being driven.
+    pub hsi: Hsi,
+    threads: Vec<DriverThread>,
+    /// Which driver thread runs on each processor.
+    on_cpu: Vec<Option<usize>>,
+    since: Instant,
+    changes: Vec<(CpuId, Option<ThreadId>)>,
+}
+
+impl Driver {
+    /// Drives `hsi` from its current time.
+    pub fn new(hsi: Hsi) -> Self {
+        let n = hsi.cpu_count();
+        let since = hsi.now();
+        Driver { hsi, threads: Vec::new(), on_cpu: vec![None; n], since, changes: Vec::new() }
+    }
+
+    /// Gives thread `id` a behaviour; CPU-bound threads wake at once.
+    ///
+    /// # Errors
+    /// A protocol violation while waking it.
+    pub fn add(&mut self, id: ThreadId, behaviour: Behaviour) -> Result<(), HsiError> {
+        let now = self.hsi.now();
+        let release = match behaviour {
+            Behaviour::CpuBound => None,
+            Behaviour::Periodic { offset, .. } => Some(now + offset),
+        };
+        self.threads.push(DriverThread { id, behaviour, left: Duration::ZERO, release, job_release: now, finishes: Vec::new() });
+        if behaviour == Behaviour::CpuBound {
+            self.hsi.wake(now, id)?;
+        }
+        self.sync();
+        Ok(())
+    }
+
+    /// Completion times of a periodic thread's jobs: (release, finish).
+    pub fn finishes(&self, id: ThreadId) -> &[(Instant, Instant)] {
+        self.threads.iter().find(|t| t.id == id).map_or(&[], |t| &t.finishes)
+    }
+
+    fn sync(&mut self) {
+        self.changes.clear();
+        self.hsi.drain_dispatch(&mut self.changes);
+        for &(cpu, t) in &self.changes {
+            self.on_cpu[cpu.index()] = t.and_then(|t| self.threads.iter().position(|d| d.id == t));
+        }
+    }
+
+    /// Runs until `end`.
+    ///
+    /// # Errors
+    /// The first protocol violation.
+    pub fn run_until(&mut self, end: Instant) -> Result<(), HsiError> {
+        loop {
+            let now = self.since;
+            // Next event: a timer, a job completion, a release, or the end.
+            let mut next = end;
+            if let Some(t) = self.hsi.next_timer() {
+                next = next.min(t.max(now));
+            }
+            for &i in self.on_cpu.iter().flatten() {
+                if let Behaviour::Periodic { .. } = self.threads[i].behaviour {
+                    next = next.min(now + self.threads[i].left);
+                }
+            }
+            for d in &self.threads {
+                if let Some(r) = d.release {
+                    next = next.min(r.max(now));
+                }
+            }
+            // Charge the running threads.
+            let elapsed = next.saturating_since(now);
+            for d in self.on_cpu.iter().flatten() {
+                let th = &mut self.threads[*d];
+                th.left = th.left.saturating_sub(elapsed);
+            }
+            self.since = next;
+            // Completions.
+            for c in 0..self.on_cpu.len() {
+                if let Some(i) = self.on_cpu[c] {
+                    let th = &mut self.threads[i];
+                    if let Behaviour::Periodic { period, .. } = th.behaviour {
+                        if th.left == Duration::ZERO {
+                            th.finishes.push((th.job_release, next));
+                            let mut r = th.job_release + period;
+                            while r <= next {
+                                r += period;
+                            }
+                            th.release = Some(r);
+                            let id = th.id;
+                            self.hsi.block(next, id)?;
+                            self.sync();
+                        }
+                    }
+                }
+            }
+            // Releases.
+            for i in 0..self.threads.len() {
+                let th = &mut self.threads[i];
+                if let (Some(r), Behaviour::Periodic { exec, .. }) = (th.release, th.behaviour) {
+                    if r <= next {
+                        th.release = None;
+                        th.left = exec;
+                        th.job_release = r;
+                        let id = th.id;
+                        self.hsi.wake(next, id)?;
+                        self.sync();
+                    }
+                }
+            }
+            self.hsi.fire_timers(next)?;
+            self.sync();
+            if next >= end {
+                return Ok(());
+            }
+        }
+    }
 }

@@ -147,3 +147,19 @@ fn timers_fire_in_order_and_refusals_change_nothing() {
     let ok = Params::new().with("amount", ParamValue::Str("1ms".into()));
     hsi.create_thread(ms(11), "t", root, ok).unwrap();
 }
+
+#[test]
+fn driver_runs_periodic_threads_under_fifo() {
+    use hsched_core::testing::{Behaviour, Driver};
+    let mut hsi = Hsi::new(1);
+    hsi.set_checking(true);
+    let root = hsi.create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0])).unwrap();
+    let p = hsi.create_thread(ms(0), "p", root, Params::new()).unwrap();
+    let mut d = Driver::new(hsi);
+    d.add(p, Behaviour::Periodic { period: Duration::from_millis(10), exec: Duration::from_millis(3), offset: Duration::ZERO }).unwrap();
+    d.run_until(ms(100)).unwrap();
+    let f = d.finishes(p);
+    assert_eq!(f.len(), 10);
+    assert!(f.iter().all(|&(r, e)| e.saturating_since(r) == Duration::from_millis(3)));
+    assert_eq!(d.hsi.thread_received(p), Duration::from_millis(30));
+}
