@@ -6,9 +6,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod best;
+pub mod best_rate;
 pub mod fp;
 pub mod join;
 pub mod limit;
+pub mod linux24;
 pub mod ps;
 pub mod registry;
 pub mod rez;

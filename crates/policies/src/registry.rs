@@ -40,6 +40,9 @@ pub fn registry() -> &'static [PolicyInfo] {
         crate::ps::INFO,
         crate::join::INFO,
         crate::limit::INFO,
+        crate::best::INFO,
+        crate::best_rate::INFO,
+        crate::linux24::INFO,
     ];
     ALL
 }

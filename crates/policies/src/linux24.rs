@@ -1,0 +1,20 @@
+//! Placeholder for the `linux24` policy (being written).
+
+use crate::registry::PolicyInfo;
+use hsched_core::{Params, Policy, PolicyError};
+
+/// Registry entry.
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "linux24",
+    summary: "",
+    seed: "",
+    instance_params: &[],
+    child_params: &[],
+    min_parents: 1,
+    max_parents: 1,
+    build,
+};
+
+fn build(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
+    Err(PolicyError::Unsupported("linux24 is not built yet".into()))
+}
