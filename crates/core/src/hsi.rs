@@ -12,14 +12,19 @@
 //!
 //! Actions a policy asks for are applied depth first: each action's
 //! notification is delivered, and the receiver's own actions applied, before
-//! the next action of the same hook. This is the order nested calls had in
-//! the dissertation's kernel implementation (§4.3.1).
+//! the next action of the same hook, the order nested calls had in the
+//! dissertation's kernel implementation (§4.3.1). One difference makes
+//! policies simpler to write: a policy's hooks never nest. A notification
+//! for an instance whose hook is still having its actions applied (a child
+//! that releases at once the processor it was just granted, the top
+//! scheduler granting at once what was just requested) waits until those
+//! actions are all applied, then is delivered in arrival order.
 
 use crate::ctx::Ctx;
 use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
 use crate::params::Params;
 use crate::policy::{Msg, Policy, PolicyError};
-use crate::state::{Action, InstSlot, State, ThreadSlot, VpState};
+use crate::state::{Action, InstSlot, Note, State, ThreadSlot, VpState};
 use crate::time::{Duration, Instant};
 use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
 use crate::violation::{HsiError, OpError, Rule, Violation};
@@ -181,6 +186,7 @@ impl Hsi {
             live: true,
         });
         self.policies.push(Some(policy));
+        self.st.busy.push(false);
         let child = Node::Instance(me);
         let mut registered: Vec<VpId> = Vec::new();
         for link in parents {
@@ -211,6 +217,7 @@ impl Hsi {
                                 }
                                 self.st.insts.pop();
                                 self.policies.pop();
+                                self.st.busy.pop();
                                 let instance = self.st.insts[p.index()].name.clone();
                                 self.st.actions.clear();
                                 return Err(OpError::Refused { instance, error }.into());
@@ -711,9 +718,11 @@ impl Hsi {
         self.st.free_vp(vp);
     }
 
-    /// Calls one hook of `inst` and applies the actions it asked for.
+    /// Calls one hook of `inst` and applies the actions it asked for, then
+    /// delivers the notifications that arrived for `inst` meanwhile.
     fn deliver<R>(&mut self, inst: InstanceId, f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>) -> R) -> R {
         let base = self.st.actions.len();
+        self.st.busy[inst.index()] = true;
         let r = {
             let p = self.policies[inst.index()].as_deref_mut().expect("notifications go to live instances");
             let mut ctx = Ctx { st: &mut self.st, me: inst, base };
@@ -726,7 +735,39 @@ impl Hsi {
             i += 1;
         }
         self.st.actions.truncate(base);
+        self.st.busy[inst.index()] = false;
+        while let Some(k) = self.st.deferred.iter().position(|&(i, _)| i == inst) {
+            let (_, note) = self.st.deferred.remove(k).expect("position is in range");
+            self.notify(inst, note);
+        }
         r
+    }
+
+    /// Delivers a VP notification caused by another node's action. A policy's
+    /// hooks never nest: while `inst` is handling a hook (its actions are
+    /// still being applied), notifications for it wait, in order, until that
+    /// hook's actions are all applied.
+    fn notify(&mut self, inst: InstanceId, note: Note) {
+        if self.st.busy[inst.index()] {
+            self.st.deferred.push_back((inst, note));
+            return;
+        }
+        match note {
+            Note::Grant(vp, cpu) => self.deliver(inst, |p, ctx| p.grant(ctx, vp, cpu)),
+            Note::Revoke(vp, reason) => self.deliver(inst, |p, ctx| p.revoke(ctx, vp, reason)),
+            Note::Request(vp) => self.deliver(inst, |p, ctx| p.request(ctx, vp)),
+            Note::Release(vp) => self.deliver(inst, |p, ctx| p.release(ctx, vp)),
+            Note::Msg(vp, msg, from) => {
+                let Some(m) = self.st.msgs.get_mut(msg as usize).and_then(Option::take) else { return };
+                if let Err(e) = self.deliver(inst, |pol, ctx| pol.msg(ctx, vp, &m)) {
+                    let note = format!("message from {} refused: {e}", self.st.node_name(Node::Instance(from)));
+                    let at = self.st.now;
+                    if let Some(t) = self.st.trace.as_mut() {
+                        t.push(TraceEvent { at, kind: TraceKind::Policy { instance: from, event: PolicyEvent::Note(note) } });
+                    }
+                }
+            }
+        }
     }
 
     fn violate(&mut self, rule: Rule, culprit: Node, vp: Option<VpId>, detail: String) {
@@ -779,7 +820,7 @@ impl Hsi {
                 self.st.start_segment(vp, cpu);
                 self.trace(|| TraceKind::Grant { vp, parent: actor, child: other, cpu });
                 match other {
-                    Node::Instance(c) => self.deliver(c, |p, ctx| p.grant(ctx, vp, cpu)),
+                    Node::Instance(c) => self.notify(c, Note::Grant(vp, cpu)),
                     Node::Thread(t) => self.st.set_running(cpu, Some(t)),
                     Node::Top => unreachable!("the top scheduler is never a child"),
                 }
@@ -792,7 +833,7 @@ impl Hsi {
                 self.st.vps[vp.index()].state = VpState::Ready;
                 self.trace(|| TraceKind::Revoke { vp, parent: actor, child: other, cpu, reason });
                 match other {
-                    Node::Instance(c) => self.deliver(c, |p, ctx| p.revoke(ctx, vp, reason)),
+                    Node::Instance(c) => self.notify(c, Note::Revoke(vp, reason)),
                     Node::Thread(t) => {
                         if self.st.cpus[cpu.index()].running == Some(t) {
                             self.st.set_running(cpu, None);
@@ -808,7 +849,7 @@ impl Hsi {
                 self.st.vps[vp.index()].state = VpState::Ready;
                 self.trace(|| TraceKind::Request { vp, parent: other, child: actor });
                 match other {
-                    Node::Instance(p) => self.deliver(p, |pol, ctx| pol.request(ctx, vp)),
+                    Node::Instance(p) => self.notify(p, Note::Request(vp)),
                     Node::Top => {
                         // The top scheduler grants every request at once, always
                         // the same processor (§9.3.5).
@@ -817,7 +858,7 @@ impl Hsi {
                         self.st.start_segment(vp, cpu);
                         self.trace(|| TraceKind::Grant { vp, parent: Node::Top, child: actor, cpu });
                         if let Node::Instance(c) = actor {
-                            self.deliver(c, |p, ctx| p.grant(ctx, vp, cpu));
+                            self.notify(c, Note::Grant(vp, cpu));
                         }
                     }
                     Node::Thread(_) => unreachable!("threads are leaves"),
@@ -841,21 +882,12 @@ impl Hsi {
                 self.st.vps[vp.index()].state = VpState::Waiting;
                 self.trace(|| TraceKind::Release { vp, parent: other, child: actor });
                 if let Node::Instance(p) = other {
-                    self.deliver(p, |pol, ctx| pol.release(ctx, vp));
+                    self.notify(p, Note::Release(vp));
                 }
             }
             Action::Msg { msg, .. } => {
-                let Some(m) = self.st.msgs.get_mut(msg as usize).and_then(Option::take) else { return };
-                if let Node::Instance(p) = other {
-                    if let Err(e) = self.deliver(p, |pol, ctx| pol.msg(ctx, vp, &m)) {
-                        let note = format!("message from {} refused: {e}", self.st.node_name(actor));
-                        if let Node::Instance(me) = actor {
-                            let at = self.st.now;
-                            if let Some(t) = self.st.trace.as_mut() {
-                                t.push(TraceEvent { at, kind: TraceKind::Policy { instance: me, event: PolicyEvent::Note(note) } });
-                            }
-                        }
-                    }
+                if let (Node::Instance(p), Node::Instance(from)) = (other, actor) {
+                    self.notify(p, Note::Msg(vp, msg, from));
                 }
             }
         }

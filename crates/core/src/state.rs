@@ -9,7 +9,7 @@ use crate::time::{Duration, Instant};
 use crate::trace::TraceEvent;
 use crate::violation::Violation;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// The state of a virtual processor (seed 000 Fig 4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,6 +31,17 @@ pub(crate) enum Action {
     Release { vp: VpId },
     /// Index into `State::msgs`.
     Msg { vp: VpId, msg: u32 },
+}
+
+/// A notification waiting for a busy instance (see `Hsi::notify`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Note {
+    Grant(VpId, CpuId),
+    Revoke(VpId, RevokeReason),
+    Request(VpId),
+    Release(VpId),
+    /// Message index into `State::msgs`, and the sending instance.
+    Msg(VpId, u32, InstanceId),
 }
 
 #[derive(Debug)]
@@ -105,6 +116,10 @@ pub(crate) struct State {
     pub dirty_cpus: Vec<CpuId>,
     pub actions: Vec<Action>,
     pub msgs: Vec<Option<Msg>>,
+    /// Per instance: a hook of it is on the stack.
+    pub busy: Vec<bool>,
+    /// Notifications waiting for busy instances, in arrival order.
+    pub deferred: VecDeque<(InstanceId, Note)>,
     pub violations: Vec<Violation>,
     pub trace: Option<Vec<TraceEvent>>,
     /// (deadline, instance); entries whose deadline no longer matches the
@@ -124,6 +139,8 @@ impl State {
             dirty_cpus: Vec::new(),
             actions: Vec::new(),
             msgs: Vec::new(),
+            busy: Vec::new(),
+            deferred: VecDeque::new(),
             violations: Vec::new(),
             trace: None,
             timers: BinaryHeap::new(),

@@ -5,11 +5,12 @@
 //!
 //! A failure prints its seed; replay one seed with
 //! `HSCHED_SEED=N cargo test -p hsched-policies --test protocol_random`.
-//! `HSCHED_SEEDS=N` changes how many seeds run (default 1500).
+//! `HSCHED_SEEDS=N` changes how many seeds run (default 1500);
+//! `HSCHED_POLICIES=fp,ts` restricts the mix.
 
 use hsched_core::{
-    CpuId, Hsi, HsiError, Instant, InstanceId, Msg, ParamSpec, ParamValue, Params, ParentLink, ParentRef,
-    ThreadId,
+    CpuId, Hsi, HsiError, InstanceId, Instant, Msg, ParamSpec, ParamValue, Params, ParentLink,
+    ParentRef, ThreadId,
 };
 use hsched_policies::{registry, PolicyInfo};
 
@@ -86,13 +87,18 @@ static FIFO: PolicyInfo = PolicyInfo {
     build: |_| Ok(Box::new(hsched_core::testing::Fifo::default())),
 };
 
-/// Policies that build with random parameters (placeholders do not).
+/// Policies that build with random parameters (placeholders do not),
+/// restricted to `HSCHED_POLICIES=fp,ts,...` when set.
 fn usable() -> Vec<&'static PolicyInfo> {
     let mut rng = Rng(1);
+    let only = std::env::var("HSCHED_POLICIES").ok();
     registry()
         .iter()
         .chain(std::iter::once(&FIFO))
-        .filter(|info| (0..8).any(|_| (info.build)(&random_params(&mut rng, info.instance_params)).is_ok()))
+        .filter(|info| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == info.name)))
+        .filter(|info| {
+            (0..8).any(|_| (info.build)(&random_params(&mut rng, info.instance_params)).is_ok())
+        })
         .collect()
 }
 
@@ -106,7 +112,11 @@ struct World {
 
 impl World {
     fn info_of(&self, id: InstanceId) -> &'static PolicyInfo {
-        self.instances.iter().find(|(i, _)| *i == id).map(|(_, p)| *p).expect("known instance")
+        self.instances
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, p)| *p)
+            .expect("known instance")
     }
 
     fn child_params(&self, rng: &mut Rng, parent: InstanceId) -> Params {
@@ -126,13 +136,26 @@ fn tolerate(r: Result<(), HsiError>) -> Result<(), String> {
 fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result<(), String> {
     let mut rng = Rng(seed);
     let cpus = rng.range(1, 17) as usize;
-    let mut w = World { hsi: Hsi::new(cpus), instances: Vec::new(), threads: Vec::new(), now: 0 };
+    let mut w = World {
+        hsi: Hsi::new(cpus),
+        instances: Vec::new(),
+        threads: Vec::new(),
+        now: 0,
+    };
     w.hsi.set_checking(true);
     let t0 = Instant(0);
 
     // Roots: one over every processor, or two on disjoint sets.
-    let split = if cpus > 1 && rng.chance(30) { rng.range(1, cpus as u64 - 1) as usize } else { cpus };
-    let single_parent: Vec<_> = policies.iter().copied().filter(|p| p.min_parents <= 1).collect();
+    let split = if cpus > 1 && rng.chance(30) {
+        rng.range(1, cpus as u64 - 1) as usize
+    } else {
+        cpus
+    };
+    let single_parent: Vec<_> = policies
+        .iter()
+        .copied()
+        .filter(|p| p.min_parents <= 1)
+        .collect();
     let mut roots = vec![(0..split).collect::<Vec<_>>()];
     if split < cpus {
         roots.push((split..cpus).collect());
@@ -140,12 +163,19 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
     for (k, set) in roots.into_iter().enumerate() {
         for _ in 0..8 {
             let info = single_parent[rng.below(single_parent.len() as u64) as usize];
-            let Ok(policy) = (info.build)(&random_params(&mut rng, info.instance_params)) else { continue };
+            let Ok(policy) = (info.build)(&random_params(&mut rng, info.instance_params)) else {
+                continue;
+            };
             let link = ParentLink {
-                parent: ParentRef::Top { cpus: set.iter().map(|&c| CpuId(c as u32)).collect() },
+                parent: ParentRef::Top {
+                    cpus: set.iter().map(|&c| CpuId(c as u32)).collect(),
+                },
                 params: Params::new(),
             };
-            if let Ok(id) = w.hsi.create_instance(t0, &format!("root{k}"), policy, vec![link]) {
+            if let Ok(id) = w
+                .hsi
+                .create_instance(t0, &format!("root{k}"), policy, vec![link])
+            {
                 w.instances.push((id, info));
                 break;
             }
@@ -157,16 +187,24 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
     // Inner instances.
     for n in 0..rng.range(0, 10) {
         let info = policies[rng.below(policies.len() as u64) as usize];
-        let Ok(policy) = (info.build)(&random_params(&mut rng, info.instance_params)) else { continue };
+        let Ok(policy) = (info.build)(&random_params(&mut rng, info.instance_params)) else {
+            continue;
+        };
         let nparents = info.min_parents.max(1).min(w.instances.len());
         let mut links = Vec::new();
         for _ in 0..nparents {
             let (p, _) = w.instances[rng.below(w.instances.len() as u64) as usize];
-            if links.iter().any(|l: &ParentLink| l.parent == ParentRef::Instance(p)) {
+            if links
+                .iter()
+                .any(|l: &ParentLink| l.parent == ParentRef::Instance(p))
+            {
                 continue;
             }
             let params = w.child_params(&mut rng, p);
-            links.push(ParentLink { parent: ParentRef::Instance(p), params });
+            links.push(ParentLink {
+                parent: ParentRef::Instance(p),
+                params,
+            });
         }
         if links.len() < info.min_parents {
             continue;
@@ -182,7 +220,10 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
         let (p, _) = w.instances[rng.below(w.instances.len() as u64) as usize];
         let params = w.child_params(rng, p);
         next_thread += 1;
-        match w.hsi.create_thread(Instant(w.now), &format!("t{next_thread}"), p, params) {
+        match w
+            .hsi
+            .create_thread(Instant(w.now), &format!("t{next_thread}"), p, params)
+        {
             Ok(t) => {
                 w.threads.push(t);
                 Ok(())
@@ -206,7 +247,12 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
             }
         }
         let now = Instant(w.now);
-        let live: Vec<ThreadId> = w.threads.iter().copied().filter(|&t| w.hsi.thread_live(t)).collect();
+        let live: Vec<ThreadId> = w
+            .threads
+            .iter()
+            .copied()
+            .filter(|&t| w.hsi.thread_live(t))
+            .collect();
         let pick = |rng: &mut Rng| live.get(rng.below(live.len() as u64) as usize).copied();
         let r = match rng.below(100) {
             0..=29 => pick(&mut rng).map(|t| w.hsi.wake(now, t)),
@@ -222,8 +268,12 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
                 w.hsi.move_thread(now, t, to, params)
             }),
             80..=86 => {
-                let rez: Vec<InstanceId> =
-                    w.instances.iter().filter(|(_, p)| p.name.starts_with("rez")).map(|(i, _)| *i).collect();
+                let rez: Vec<InstanceId> = w
+                    .instances
+                    .iter()
+                    .filter(|(_, p)| p.name.starts_with("rez"))
+                    .map(|(i, _)| *i)
+                    .collect();
                 match (pick(&mut rng), rez.is_empty()) {
                     (Some(t), false) => {
                         let r = rez[rng.below(rez.len() as u64) as usize];
@@ -240,7 +290,12 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
             }),
             _ => {
                 // Destroy a childless, non-root instance now and then.
-                let victim = w.instances.iter().skip(1).find(|(i, _)| w.hsi.instance_children(*i).is_empty()).copied();
+                let victim = w
+                    .instances
+                    .iter()
+                    .skip(1)
+                    .find(|(i, _)| w.hsi.instance_children(*i).is_empty())
+                    .copied();
                 victim.map(|(i, _)| {
                     let r = w.hsi.destroy_instance(now, i);
                     if r.is_ok() {
@@ -269,7 +324,10 @@ fn random_hierarchies_never_violate_the_protocol() {
         }
         return;
     }
-    let seeds: u64 = std::env::var("HSCHED_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1500);
+    let seeds: u64 = std::env::var("HSCHED_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1500);
     let mut failures = Vec::new();
     for seed in 0..seeds {
         if let Err(e) = run_seed(seed, &policies, 300) {
@@ -281,5 +339,9 @@ fn random_hierarchies_never_violate_the_protocol() {
             }
         }
     }
-    assert!(failures.is_empty(), "policies {names:?}\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "policies {names:?}\n{}",
+        failures.join("\n")
+    );
 }
