@@ -1,7 +1,159 @@
-//! The hierarchy file and workload descriptions of hsched.
+//! hsched's input files: the hierarchy file (TOML), rt-app workload files
+//! (JSON), and the builder that turns a validated hierarchy into a running
+//! [`hsched_core::Hsi`].
+//!
+//! * [`parse_str`] / [`load`] read a hierarchy file into the [`Hierarchy`]
+//!   model, reporting *every* problem at once as [`ConfigErrors`]: each with
+//!   `file:line:col`, what was wrong, what was expected and a hint, rendered
+//!   like rustc's diagnostics. Parameters are checked against the specs the
+//!   policies declare in `hsched_policies::registry()`.
+//! * [`parse_rtapp`] reads an rt-app file; [`attach_rtapp`] maps its tasks
+//!   onto threads with the file's `[[workload.map]]` rules.
+//! * [`build_hsi`], [`create_thread`], [`create_scheduler`] and [`apply_op`]
+//!   drive the HSI from the model (the simulator and live mode use them).
+//!
+//! The format is documented in `docs/hierarchy-format.md`.
+//!
+//! ```
+//! let text = r#"
+//! default = "ts"
+//! [[scheduler]]
+//! name = "ts"
+//! policy = "ts"
+//! [[thread]]
+//! name = "worker"
+//! workload = { kind = "cpu-bound" }
+//! "#;
+//! let h = hsched_config::parse_str(text, "example.toml").unwrap();
+//! assert_eq!(h.threads[0].scheduler, "ts");
+//!
+//! let err = hsched_config::parse_str("[machine]\ncpus = 0\n", "bad.toml").unwrap_err();
+//! assert!(err.to_string().contains("bad.toml:2:8"));
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod build;
+mod check;
+mod error;
+mod json;
 pub mod model;
+mod parse;
+mod read;
+mod rtapp;
 
+pub use build::{
+    apply_op, apply_op_with, build_hsi, build_hsi_with, create_scheduler, create_scheduler_with,
+    create_thread, BuildError,
+};
+pub use error::{ConfigError, ConfigErrors};
 pub use model::*;
+pub use parse::{parse_str, parse_str_with_policies};
+pub use rtapp::{attach_rtapp, attach_rtapp_with_policies, glob_match, parse_rtapp};
+
+use std::path::Path;
+
+/// Reads a hierarchy file and the rt-app file it names (`[workload] rtapp`,
+/// relative to the hierarchy file), and attaches the rt-app tasks.
+///
+/// # Errors
+/// A file that cannot be read, or every problem in either file.
+pub fn load(path: &Path) -> Result<Hierarchy, ConfigErrors> {
+    load_with_policies(path, hsched_policies::registry())
+}
+
+/// [`load`] against another table of policies.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_with_policies(
+    path: &Path,
+    policies: &[hsched_policies::PolicyInfo],
+) -> Result<Hierarchy, ConfigErrors> {
+    let name = path.display().to_string();
+    let text = read_file(path, &name, None)?;
+    let mut h = parse_str_with_policies(&text, &name, policies)?;
+    let Some(rel) = h.workload.rtapp_file.clone() else {
+        return Ok(h);
+    };
+    let rpath = path.parent().unwrap_or(Path::new("")).join(&rel);
+    let rname = rpath.display().to_string();
+    let span = h.workload_span();
+    let rtext = read_file(&rpath, &name, Some((span, &text)))?;
+    let w = parse_rtapp(&rtext, &rname)?;
+    let mut r = attach_rtapp_with_policies(&mut h, w, policies);
+    if let Err(e) = &mut r {
+        e.fill_source(&name, &text);
+        e.fill_source(&rname, &rtext);
+    }
+    r.map(|()| h)
+}
+
+/// Reads a file; a failure is reported against `file` (and, for a file
+/// named inside another, at the line that names it).
+fn read_file(
+    path: &Path,
+    file: &str,
+    named_at: Option<(Span, &str)>,
+) -> Result<String, ConfigErrors> {
+    std::fs::read_to_string(path).map_err(|e| {
+        let mut err = match named_at {
+            Some((span, _)) => ConfigError::at_span(
+                file,
+                span,
+                format!("cannot read the rt-app file `{}`: {e}", path.display()),
+            ),
+            None => ConfigError::new(file, 0, 0, format!("cannot read `{}`: {e}", path.display())),
+        };
+        err = err.expected("a readable UTF-8 text file");
+        if named_at.is_some() {
+            err = err.hint("the path is relative to the hierarchy file");
+        }
+        let mut errs = ConfigErrors::one(err);
+        if let Some((_, text)) = named_at {
+            errs.fill_source(file, text);
+        }
+        errs
+    })
+}
+
+impl Hierarchy {
+    /// Where `[workload]` names its rt-app file (the first line of the
+    /// file when unknown).
+    fn workload_span(&self) -> Span {
+        self.workload.rtapp_span.unwrap_or(Span { line: 1, col: 1 })
+    }
+}
+
+/// A guarantee's syntax problem, for diagnostics.
+pub(crate) struct GuaranteeProblem {
+    pub offset: usize,
+    pub token: String,
+    pub problem: String,
+    pub expected: String,
+    pub hint: String,
+}
+
+/// Checks guarantee text with `hsched_guarantee`'s parser (seed 000
+/// §5.2.1).
+pub(crate) fn guarantee_syntax(text: &str) -> Result<(), GuaranteeProblem> {
+    use hsched_guarantee::parse::ParseErrorKind as K;
+    match text.parse::<hsched_guarantee::Guarantee>() {
+        Ok(_) => Ok(()),
+        Err(e) => Err(GuaranteeProblem {
+            offset: e.offset,
+            token: e.token.clone(),
+            problem: match e.kind {
+                K::Empty => "the guarantee is empty".into(),
+                K::UnknownType => format!("unknown guarantee type `{}`", e.token),
+                K::MissingParameter => "a parameter is missing".into(),
+                K::ExtraParameter => format!("too many parameters (`{}`)", e.token),
+                K::BadDuration => format!("`{}` is not a duration", e.token),
+                K::BadShare => format!("`{}` is not a share", e.token),
+                K::Invalid => "the parameters do not make a valid guarantee".into(),
+            },
+            expected: e.expected,
+            hint: e.hint,
+        }),
+    }
+}

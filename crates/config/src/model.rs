@@ -24,6 +24,39 @@ pub struct Hierarchy {
     /// rt-app tasks imported by the file (`[workload] rtapp = "file.json"`)
     /// or given on the command line, each mapped onto a thread.
     pub rtapp: Option<RtAppWorkload>,
+    /// The `[workload]` section: the rt-app file named by the hierarchy
+    /// file and the rules that map rt-app tasks onto schedulers.
+    pub workload: WorkloadConfig,
+    /// Name of the file this hierarchy was read from, for diagnostics.
+    pub file: String,
+}
+
+/// The `[workload]` section of a hierarchy file.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct WorkloadConfig {
+    /// The rt-app file as written (relative to the hierarchy file);
+    /// [`crate::load`] reads it, [`crate::parse_str`] only records it.
+    pub rtapp_file: Option<String>,
+    /// Where `rtapp` is written in the hierarchy file.
+    pub rtapp_span: Option<Span>,
+    /// `[[workload.map]]` rules for rt-app tasks that no `[[thread]]`
+    /// names, in file order: the first matching rule wins; tasks that no
+    /// rule matches go to the default scheduler.
+    pub rules: Vec<MapRule>,
+}
+
+/// One `[[workload.map]]` rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapRule {
+    /// Glob on the task name (`*` any run of characters, `?` one).
+    pub task: String,
+    /// The scheduler the matching tasks join.
+    pub scheduler: String,
+    /// Parent-side parameters; when given they replace the scheduling
+    /// fields of the task (`priority`, `dl-runtime`, ...).
+    pub params: Option<Params>,
+    /// Where it was declared.
+    pub span: Span,
 }
 
 /// The simulated (or, in live mode, managed) machine.
@@ -131,8 +164,12 @@ pub struct ThreadSpec {
     pub scheduler: String,
     /// Parent-side parameters.
     pub params: Params,
-    /// What it does (simulator).
-    pub workload: WorkloadSpec,
+    /// What it does (simulator). `None` for a live-mode thread that only
+    /// gives `exec`, and for a thread whose rt-app task is not attached
+    /// yet; [`Hierarchy::check_simulatable`] reports both.
+    pub workload: Option<WorkloadSpec>,
+    /// The rt-app task this thread runs, if it comes from an rt-app file.
+    pub rtapp: Option<RtAppBinding>,
     /// Its principal, if any.
     pub principal: Option<String>,
     /// Guarantee it requests, as written (`"RESBH 10 33"`).
@@ -145,6 +182,38 @@ pub struct ThreadSpec {
     pub exec: Option<Vec<String>>,
     /// Where it was declared.
     pub span: Span,
+}
+
+impl ThreadSpec {
+    /// A thread under `scheduler` started at time zero, with no
+    /// parameters, principal, guarantee, exit or program to execute.
+    pub fn new(name: &str, scheduler: &str, workload: WorkloadSpec) -> Self {
+        ThreadSpec {
+            name: name.to_string(),
+            scheduler: scheduler.to_string(),
+            params: Params::new(),
+            workload: Some(workload),
+            rtapp: None,
+            principal: None,
+            guarantee: None,
+            start: Duration::ZERO,
+            exit: None,
+            exec: None,
+            span: Span::default(),
+        }
+    }
+}
+
+/// How a thread is tied to an rt-app task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RtAppBinding {
+    /// The task name (after expanding `instance`).
+    pub task: String,
+    /// `true` when a `[[thread]]` names the task (`rtapp = "task"`);
+    /// `false` when a `[[workload.map]]` rule or the default scheduler
+    /// placed it. [`crate::attach_rtapp`] replaces the latter when another
+    /// workload is attached.
+    pub declared: bool,
 }
 
 /// A principal: a user or domain whose total CPU share is reported.
@@ -272,8 +341,12 @@ pub struct Program {
 /// One step of a program (the rt-app events hsched supports).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// Use this much CPU time (rt-app `run`/`runtime`).
+    /// Use this much CPU time (rt-app `run`).
     Run(Duration),
+    /// Run until this much time has passed since the step began, whether
+    /// or not the thread had the processor all along (rt-app `runtime`,
+    /// which spins on the wall clock).
+    Runtime(Duration),
     /// Block for this long (rt-app `sleep`).
     Sleep(Duration),
     /// Block until the next multiple of `period` from the program's timer
@@ -295,6 +368,8 @@ pub struct RtAppWorkload {
     pub duration: Option<Duration>,
     /// Tasks after expanding `instance`.
     pub tasks: Vec<RtAppTask>,
+    /// The file the tasks were read from, for diagnostics.
+    pub file: String,
 }
 
 /// One rt-app task.
@@ -309,6 +384,8 @@ pub struct RtAppTask {
     pub params: Params,
     /// Allowed processors (`cpus`), empty for all.
     pub cpus: Vec<usize>,
+    /// Where the task is declared in the rt-app file.
+    pub span: Span,
 }
 
 /// An operation at a given time (mode changes, §4.3.9).

@@ -10,8 +10,20 @@ use crate::policy::Policy;
 use crate::state::{State, VpState};
 use crate::violation::{Rule, Violation};
 
-fn push(out: &mut Vec<Violation>, st: &State, rule: Rule, culprit: Node, vp: Option<VpId>, detail: String) {
-    out.push(Violation { rule, culprit: st.node_name(culprit), vp, detail });
+fn push(
+    out: &mut Vec<Violation>,
+    st: &State,
+    rule: Rule,
+    culprit: Node,
+    vp: Option<VpId>,
+    detail: String,
+) {
+    out.push(Violation {
+        rule,
+        culprit: st.node_name(culprit),
+        vp,
+        detail,
+    });
 }
 
 /// Checks the whole state; violations are appended to `st.violations`.
@@ -28,20 +40,41 @@ pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
         let state = st.vps[th.vp.index()].state;
         if th.runnable == (state == VpState::Waiting) {
             let detail = format!("runnable={} but its VP is {state:?}", th.runnable);
-            push(&mut out, st, Rule::ThreadStateMismatch, Node::Thread(t), Some(th.vp), detail);
+            push(
+                &mut out,
+                st,
+                Rule::ThreadStateMismatch,
+                Node::Thread(t),
+                Some(th.vp),
+                detail,
+            );
             continue;
         }
         if let VpState::Running(c) = state {
             if let Some(other) = leaf[c.index()] {
-                let detail = format!("{c} runs both '{}' and '{}'", st.threads[other.index()].name, th.name);
-                push(&mut out, st, Rule::CpuRunsTwo, Node::Thread(t), Some(th.vp), detail);
+                let detail = format!(
+                    "{c} runs both '{}' and '{}'",
+                    st.threads[other.index()].name,
+                    th.name
+                );
+                push(
+                    &mut out,
+                    st,
+                    Rule::CpuRunsTwo,
+                    Node::Thread(t),
+                    Some(th.vp),
+                    detail,
+                );
             }
             leaf[c.index()] = Some(t);
         }
     }
-    for c in 0..ncpu {
-        if st.cpus[c].running != leaf[c] {
-            let detail = format!("dispatch table says {:?} but the VPs say {:?}", st.cpus[c].running, leaf[c]);
+    for (c, &by_vps) in leaf.iter().enumerate() {
+        if st.cpus[c].running != by_vps {
+            let detail = format!(
+                "dispatch table says {:?} but the VPs say {by_vps:?}",
+                st.cpus[c].running
+            );
             push(&mut out, st, Rule::CpuRunsTwo, Node::Top, None, detail);
         }
     }
@@ -54,14 +87,22 @@ pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
         if let VpState::Running(c) = v.state {
             let ok = match v.parent {
                 Node::Top => v.top_cpu == Some(c),
-                Node::Instance(p) => {
-                    st.insts[p.index()].parents.iter().any(|&pv| st.vps[pv.index()].state == VpState::Running(c))
-                }
+                Node::Instance(p) => st.insts[p.index()]
+                    .parents
+                    .iter()
+                    .any(|&pv| st.vps[pv.index()].state == VpState::Running(c)),
                 Node::Thread(_) => false,
             };
             if !ok {
                 let parent = v.parent;
-                push(&mut out, st, Rule::RunningWithoutParentCpu, parent, Some(VpId(i as u32)), format!("child VP still runs on {c}"));
+                push(
+                    &mut out,
+                    st,
+                    Rule::RunningWithoutParentCpu,
+                    parent,
+                    Some(VpId(i as u32)),
+                    format!("child VP still runs on {c}"),
+                );
             }
         }
     }
@@ -82,8 +123,22 @@ pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
             if let VpState::Running(c) = st.vps[pv.index()].state {
                 match count[c.index()] {
                     1 => {}
-                    0 => push(&mut out, st, Rule::HeldCpuNotPassedOn, me, Some(pv), format!("holds {c} but granted it to no child")),
-                    n => push(&mut out, st, Rule::CpuRunsTwo, me, Some(pv), format!("granted {c} to {n} children")),
+                    0 => push(
+                        &mut out,
+                        st,
+                        Rule::HeldCpuNotPassedOn,
+                        me,
+                        Some(pv),
+                        format!("holds {c} but granted it to no child"),
+                    ),
+                    n => push(
+                        &mut out,
+                        st,
+                        Rule::CpuRunsTwo,
+                        me,
+                        Some(pv),
+                        format!("granted {c} to {n} children"),
+                    ),
                 }
             }
         }
@@ -97,9 +152,21 @@ pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
         if let Some(p) = p {
             let me = InstanceId(i as u32);
             let base = st.actions.len();
-            let ctx = Ctx { st: &mut *st, me, base };
+            let ctx = Ctx {
+                st: &mut *st,
+                me,
+                base,
+                revoked: None,
+            };
             if let Err(detail) = p.check_invariants(&ctx) {
-                push(&mut out, st, Rule::PolicyInvariant, Node::Instance(me), None, detail);
+                push(
+                    &mut out,
+                    st,
+                    Rule::PolicyInvariant,
+                    Node::Instance(me),
+                    None,
+                    detail,
+                );
             }
         }
     }

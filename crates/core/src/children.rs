@@ -24,7 +24,10 @@ pub struct VpTable<T> {
 impl<T> VpTable<T> {
     /// An empty table for VPs on `side`.
     pub fn new(side: Side) -> Self {
-        VpTable { side, items: Vec::new() }
+        VpTable {
+            side,
+            items: Vec::new(),
+        }
     }
 
     fn tag(&self, ctx: &Ctx<'_>, vp: VpId) -> u32 {

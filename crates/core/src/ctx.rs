@@ -16,6 +16,9 @@ pub struct Ctx<'a> {
     pub(crate) me: InstanceId,
     /// Where this hook's queued actions start in `st.actions`.
     pub(crate) base: usize,
+    /// During `revoke`: the parent VP and the processor it lost, which may
+    /// differ from the VP's state by now if the notification waited.
+    pub(crate) revoked: Option<(VpId, CpuId)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -59,8 +62,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// The processor a VP ran on most recently (also after a revoke).
+    ///
+    /// Inside `revoke`, for the revoked parent VP, this is the processor the
+    /// revocation took, even if the VP has run elsewhere since.
     pub fn vp_last_cpu(&self, vp: VpId) -> Option<CpuId> {
-        self.st.vps[vp.index()].last_cpu
+        match self.revoked {
+            Some((v, c)) if v == vp => Some(c),
+            _ => self.st.vps[vp.index()].last_cpu,
+        }
     }
 
     /// The parent-side parameters the VP was registered with (or last set
@@ -211,18 +220,21 @@ impl<'a> Ctx<'a> {
     /// Arms this instance's single timer (`HLSSetTimer`), replacing any
     /// earlier setting. A time in the past fires at the next timer input.
     pub fn set_timer(&mut self, at: Instant) {
-        self.st.set_timer(self.me, at);
+        if at == Instant::NEVER {
+            self.st.timers.cancel(self.me);
+        } else {
+            self.st.timers.set(self.me, at);
+        }
     }
 
     /// Disarms this instance's timer.
     pub fn cancel_timer(&mut self) {
-        self.st.insts[self.me.index()].timer_at = Instant::NEVER;
+        self.st.timers.cancel(self.me);
     }
 
     /// When this instance's timer fires next, if armed.
     pub fn timer(&self) -> Option<Instant> {
-        let t = self.st.insts[self.me.index()].timer_at;
-        (t != Instant::NEVER).then_some(t)
+        self.st.timers.get(self.me)
     }
 
     /// Whether events are being traced (so policies can skip building them).
@@ -234,7 +246,13 @@ impl<'a> Ctx<'a> {
     pub fn event(&mut self, event: PolicyEvent) {
         let (at, me) = (self.st.now, self.me);
         if let Some(t) = self.st.trace.as_mut() {
-            t.push(TraceEvent { at, kind: TraceKind::Policy { instance: me, event } });
+            t.push(TraceEvent {
+                at,
+                kind: TraceKind::Policy {
+                    instance: me,
+                    event,
+                },
+            });
         }
     }
 }

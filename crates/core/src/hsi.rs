@@ -12,13 +12,21 @@
 //!
 //! Actions a policy asks for are applied depth first: each action's
 //! notification is delivered, and the receiver's own actions applied, before
-//! the next action of the same hook, the order nested calls had in the
-//! dissertation's kernel implementation (§4.3.1). One difference makes
-//! policies simpler to write: a policy's hooks never nest. A notification
-//! for an instance whose hook is still having its actions applied (a child
-//! that releases at once the processor it was just granted, the top
-//! scheduler granting at once what was just requested) waits until those
-//! actions are all applied, then is delivered in arrival order.
+//! the next action of the same hook: the order nested calls had in the
+//! dissertation's kernel implementation (§4.3.1), with one difference that
+//! makes policies simpler to write: a policy's hooks never nest. A
+//! notification for an instance whose hook is still having its actions
+//! applied (a child that releases at once the processor it was just
+//! granted, the top scheduler granting at once what was just requested)
+//! waits until those actions are all applied, then is delivered in arrival
+//! order.
+//!
+//! An action can go stale while it waits to be applied: planned as "revoke
+//! A, grant B on cpu c", its first half may make the parent take c back. An
+//! invalid action of an instance that has notifications waiting is
+//! therefore dropped (with a trace note) rather than reported: the waiting
+//! notification tells the policy what changed. An invalid action of an
+//! instance with nothing waiting is a protocol violation.
 
 use crate::ctx::Ctx;
 use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
@@ -71,6 +79,9 @@ pub struct VpInfo {
 /// Safety valve: timer callbacks in one `fire_timers` call.
 const MAX_TIMER_FIRINGS: usize = 1_000_000;
 
+/// Safety valve: notifications delivered for one input.
+const MAX_NOTIFICATIONS: u64 = 10_000_000;
+
 /// The hierarchical scheduler infrastructure.
 pub struct Hsi {
     policies: Vec<Option<Box<dyn Policy>>>,
@@ -78,6 +89,8 @@ pub struct Hsi {
     names: BTreeMap<String, InstanceId>,
     default: Option<InstanceId>,
     checking: bool,
+    /// Handed to the `Ctx` of the revoke hook being delivered.
+    revoking: Option<(VpId, CpuId)>,
 }
 
 impl std::fmt::Debug for Hsi {
@@ -101,6 +114,7 @@ impl Hsi {
             names: BTreeMap::new(),
             default: None,
             checking: cfg!(debug_assertions),
+            revoking: None,
         }
     }
 
@@ -117,7 +131,11 @@ impl Hsi {
 
     /// Turns event recording on or off; see [`Hsi::drain_trace`].
     pub fn set_tracing(&mut self, on: bool) {
-        self.st.trace = if on { Some(self.st.trace.take().unwrap_or_default()) } else { None };
+        self.st.trace = if on {
+            Some(self.st.trace.take().unwrap_or_default())
+        } else {
+            None
+        };
     }
 
     /// The latest time seen.
@@ -182,7 +200,6 @@ impl Hsi {
             name: name.to_string(),
             parents: Vec::new(),
             children: Vec::new(),
-            timer_at: Instant::NEVER,
             live: true,
         });
         self.policies.push(Some(policy));
@@ -207,7 +224,9 @@ impl Hsi {
                         registered.push(vp);
                     }
                     ParentRef::Instance(p) => {
-                        let vp = self.st.new_vp(Node::Instance(*p), child, link.params.clone());
+                        let vp = self
+                            .st
+                            .new_vp(Node::Instance(*p), child, link.params.clone());
                         match self.register_with(*p, vp) {
                             Ok(()) => registered.push(vp),
                             Err(error) => {
@@ -244,7 +263,11 @@ impl Hsi {
         self.live_instance(id)?;
         let slot = &self.st.insts[id.index()];
         if !slot.children.is_empty() {
-            return Err(OpError::InstanceNotEmpty { name: slot.name.clone(), children: slot.children.len() }.into());
+            return Err(OpError::InstanceNotEmpty {
+                name: slot.name.clone(),
+                children: slot.children.len(),
+            }
+            .into());
         }
         for vp in slot.parents.clone() {
             if self.st.vps[vp.index()].state != VpState::Waiting {
@@ -256,7 +279,8 @@ impl Hsi {
         let slot = &mut self.st.insts[id.index()];
         slot.live = false;
         slot.parents.clear();
-        slot.timer_at = Instant::NEVER;
+        self.st.timers.cancel(id);
+        let slot = &mut self.st.insts[id.index()];
         let name = std::mem::take(&mut slot.name);
         self.names.remove(&name);
         self.policies[id.index()] = None;
@@ -272,13 +296,21 @@ impl Hsi {
     ///
     /// # Errors
     /// Unknown instance, or a parent refused.
-    pub fn instance_msg(&mut self, now: Instant, id: InstanceId, msg: &Msg) -> Result<(), HsiError> {
+    pub fn instance_msg(
+        &mut self,
+        now: Instant,
+        id: InstanceId,
+        msg: &Msg,
+    ) -> Result<(), HsiError> {
         self.advance(now);
         self.live_instance(id)?;
         for vp in self.st.insts[id.index()].parents.clone() {
             if let Node::Instance(p) = self.st.vps[vp.index()].parent {
                 self.deliver(p, |pol, ctx| pol.msg(ctx, vp, msg))
-                    .map_err(|error| OpError::Refused { instance: self.st.insts[p.index()].name.clone(), error })?;
+                    .map_err(|error| OpError::Refused {
+                        instance: self.st.insts[p.index()].name.clone(),
+                        error,
+                    })?;
             }
         }
         self.finish()
@@ -291,7 +323,12 @@ impl Hsi {
     /// # Errors
     /// Unknown instance, or the new default refused a thread (the others
     /// are still moved; the first refusal is returned).
-    pub fn set_default(&mut self, now: Instant, id: InstanceId, move_threads: bool) -> Result<(), HsiError> {
+    pub fn set_default(
+        &mut self,
+        now: Instant,
+        id: InstanceId,
+        move_threads: bool,
+    ) -> Result<(), HsiError> {
         self.advance(now);
         self.live_instance(id)?;
         let old = self.default.replace(id);
@@ -300,7 +337,9 @@ impl Hsi {
             if old != id {
                 let movers: Vec<ThreadId> = self.threads_of(old).collect();
                 for t in movers {
-                    let params = self.st.vps[self.st.threads[t.index()].vp.index()].params.clone();
+                    let params = self.st.vps[self.st.threads[t.index()].vp.index()]
+                        .params
+                        .clone();
                     if let Err(e) = self.move_thread(now, t, id, params) {
                         first_err.get_or_insert(e);
                     }
@@ -321,11 +360,19 @@ impl Hsi {
     ///
     /// # Errors
     /// Unknown parent, or the parent refused the parameters.
-    pub fn create_thread(&mut self, now: Instant, name: &str, parent: InstanceId, params: Params) -> Result<ThreadId, HsiError> {
+    pub fn create_thread(
+        &mut self,
+        now: Instant,
+        name: &str,
+        parent: InstanceId,
+        params: Params,
+    ) -> Result<ThreadId, HsiError> {
         self.advance(now);
         self.live_instance(parent)?;
         let t = ThreadId(self.st.threads.len() as u32);
-        let vp = self.st.new_vp(Node::Instance(parent), Node::Thread(t), params);
+        let vp = self
+            .st
+            .new_vp(Node::Instance(parent), Node::Thread(t), params);
         self.st.threads.push(ThreadSlot {
             name: name.to_string(),
             vp,
@@ -341,7 +388,11 @@ impl Hsi {
             self.st.free_vp(vp);
             self.st.threads.pop();
             self.st.actions.clear();
-            return Err(OpError::Refused { instance: self.st.insts[parent.index()].name.clone(), error }.into());
+            return Err(OpError::Refused {
+                instance: self.st.insts[parent.index()].name.clone(),
+                error,
+            }
+            .into());
         }
         self.finish()?;
         Ok(t)
@@ -409,7 +460,13 @@ impl Hsi {
     ///
     /// # Errors
     /// Unknown thread or instance, or `to` refused.
-    pub fn move_thread(&mut self, now: Instant, t: ThreadId, to: InstanceId, params: Params) -> Result<(), HsiError> {
+    pub fn move_thread(
+        &mut self,
+        now: Instant,
+        t: ThreadId,
+        to: InstanceId,
+        params: Params,
+    ) -> Result<(), HsiError> {
         self.advance(now);
         self.live_thread(t)?;
         self.live_instance(to)?;
@@ -417,7 +474,11 @@ impl Hsi {
         if let Err(error) = self.register_with(to, new_vp) {
             self.st.free_vp(new_vp);
             self.st.actions.clear();
-            return Err(OpError::Refused { instance: self.st.insts[to.index()].name.clone(), error }.into());
+            return Err(OpError::Refused {
+                instance: self.st.insts[to.index()].name.clone(),
+                error,
+            }
+            .into());
         }
         let old_vp = self.st.threads[t.index()].vp;
         let runnable = self.st.threads[t.index()].runnable;
@@ -441,7 +502,13 @@ impl Hsi {
     ///
     /// # Errors
     /// As [`Hsi::move_thread`]; admission refusal leaves the thread in place.
-    pub fn begin_reservation(&mut self, now: Instant, t: ThreadId, rez: InstanceId, params: Params) -> Result<(), HsiError> {
+    pub fn begin_reservation(
+        &mut self,
+        now: Instant,
+        t: ThreadId,
+        rez: InstanceId,
+        params: Params,
+    ) -> Result<(), HsiError> {
         self.live_thread(t)?;
         let th = &self.st.threads[t.index()];
         let before = match &th.before_reservation {
@@ -464,7 +531,11 @@ impl Hsi {
         let Some((back, params)) = self.st.threads[t.index()].before_reservation.clone() else {
             return Err(OpError::NotInReservation(t).into());
         };
-        let to = if self.st.insts[back.index()].live { back } else { self.default.ok_or(OpError::DeadInstance(back))? };
+        let to = if self.st.insts[back.index()].live {
+            back
+        } else {
+            self.default.ok_or(OpError::DeadInstance(back))?
+        };
         self.move_thread(now, t, to, params)?;
         self.st.threads[t.index()].before_reservation = None;
         Ok(())
@@ -482,7 +553,10 @@ impl Hsi {
         let th = &self.st.threads[t.index()];
         let (parent, vp) = (th.parent, th.vp);
         self.deliver(parent, |p, ctx| p.msg(ctx, vp, msg))
-            .map_err(|error| OpError::Refused { instance: self.st.insts[parent.index()].name.clone(), error })?;
+            .map_err(|error| OpError::Refused {
+                instance: self.st.insts[parent.index()].name.clone(),
+                error,
+            })?;
         self.finish()
     }
 
@@ -496,23 +570,26 @@ impl Hsi {
     pub fn fire_timers(&mut self, now: Instant) -> Result<(), HsiError> {
         self.advance(now);
         let mut fired = 0usize;
-        while let Some(std::cmp::Reverse((at, inst))) = self.st.timers.peek().copied() {
+        while let Some((at, inst)) = self.st.timers.first() {
             if at > self.st.now {
                 break;
             }
-            self.st.timers.pop();
-            let slot = &mut self.st.insts[inst.index()];
-            if !slot.live || slot.timer_at != at {
-                continue;
-            }
-            slot.timer_at = Instant::NEVER;
+            self.st.timers.cancel(inst);
             fired += 1;
             if fired > MAX_TIMER_FIRINGS {
-                self.violate(Rule::TimerStorm, Node::Instance(inst), None, format!("more than {MAX_TIMER_FIRINGS} timer callbacks at {at}"));
+                self.violate(
+                    Rule::TimerStorm,
+                    Node::Instance(inst),
+                    None,
+                    format!("more than {MAX_TIMER_FIRINGS} timer callbacks at {at}"),
+                );
                 break;
             }
             if let Some(tr) = self.st.trace.as_mut() {
-                tr.push(TraceEvent { at: self.st.now, kind: TraceKind::Timer { instance: inst } });
+                tr.push(TraceEvent {
+                    at: self.st.now,
+                    kind: TraceKind::Timer { instance: inst },
+                });
             }
             self.deliver(inst, |p, ctx| p.timer(ctx));
         }
@@ -520,15 +597,8 @@ impl Hsi {
     }
 
     /// The earliest armed timer, if any: call [`Hsi::fire_timers`] then.
-    pub fn next_timer(&mut self) -> Option<Instant> {
-        while let Some(std::cmp::Reverse((at, inst))) = self.st.timers.peek().copied() {
-            let slot = &self.st.insts[inst.index()];
-            if slot.live && slot.timer_at == at {
-                return Some(at);
-            }
-            self.st.timers.pop();
-        }
-        None
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.st.timers.first().map(|(at, _)| at)
     }
 
     /// Reports `d` of time stolen on `cpu` (interrupts, deferred work, the
@@ -577,7 +647,12 @@ impl Hsi {
 
     /// Live instances in creation order.
     pub fn instances(&self) -> impl Iterator<Item = InstanceId> + '_ {
-        self.st.insts.iter().enumerate().filter(|(_, s)| s.live).map(|(i, _)| InstanceId(i as u32))
+        self.st
+            .insts
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.live)
+            .map(|(i, _)| InstanceId(i as u32))
     }
 
     /// An instance's name (empty once destroyed).
@@ -602,13 +677,22 @@ impl Hsi {
 
     /// CPU time an instance has received from its parents, net of stolen time.
     pub fn instance_supply(&self, id: InstanceId) -> Duration {
-        self.st.insts[id.index()].parents.iter().fold(Duration::ZERO, |a, &vp| a + self.st.vp_received(vp))
+        self.st.insts[id.index()]
+            .parents
+            .iter()
+            .fold(Duration::ZERO, |a, &vp| a + self.st.vp_received(vp))
     }
 
     /// A VP's sides, state, received time and parameters.
     pub fn vp_info(&self, vp: VpId) -> VpInfo {
         let s = &self.st.vps[vp.index()];
-        VpInfo { parent: s.parent, child: s.child, state: s.state, received: self.st.vp_received(vp), params: s.params.clone() }
+        VpInfo {
+            parent: s.parent,
+            child: s.child,
+            state: s.state,
+            received: self.st.vp_received(vp),
+            params: s.params.clone(),
+        }
     }
 
     /// Threads in creation order (including exited ones).
@@ -664,7 +748,9 @@ impl Hsi {
     // ----- internals --------------------------------------------------------
 
     fn policy(&self, id: InstanceId) -> &dyn Policy {
-        self.policies[id.index()].as_deref().expect("live instance has a policy")
+        self.policies[id.index()]
+            .as_deref()
+            .expect("live instance has a policy")
     }
 
     fn live_instance(&self, id: InstanceId) -> Result<(), OpError> {
@@ -698,7 +784,12 @@ impl Hsi {
         let s = &self.st.vps[vp.index()];
         let (parent, child, state) = (s.parent, s.child, s.state);
         if state != VpState::Waiting {
-            self.violate(Rule::UnregisterNotWaiting, child, Some(vp), format!("unregistered while {state:?}"));
+            self.violate(
+                Rule::UnregisterNotWaiting,
+                child,
+                Some(vp),
+                format!("unregistered while {state:?}"),
+            );
             return;
         }
         match parent {
@@ -720,12 +811,23 @@ impl Hsi {
 
     /// Calls one hook of `inst` and applies the actions it asked for, then
     /// delivers the notifications that arrived for `inst` meanwhile.
-    fn deliver<R>(&mut self, inst: InstanceId, f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>) -> R) -> R {
+    fn deliver<R>(
+        &mut self,
+        inst: InstanceId,
+        f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>) -> R,
+    ) -> R {
         let base = self.st.actions.len();
         self.st.busy[inst.index()] = true;
         let r = {
-            let p = self.policies[inst.index()].as_deref_mut().expect("notifications go to live instances");
-            let mut ctx = Ctx { st: &mut self.st, me: inst, base };
+            let p = self.policies[inst.index()]
+                .as_deref_mut()
+                .expect("notifications go to live instances");
+            let mut ctx = Ctx {
+                st: &mut self.st,
+                me: inst,
+                base,
+                revoked: self.revoking.take(),
+            };
             f(p, &mut ctx)
         };
         let mut i = base;
@@ -738,46 +840,109 @@ impl Hsi {
         self.st.busy[inst.index()] = false;
         while let Some(k) = self.st.deferred.iter().position(|&(i, _)| i == inst) {
             let (_, note) = self.st.deferred.remove(k).expect("position is in range");
+            if let Note::Grant(vp, cpu) = note {
+                if self.st.vps[vp.index()].state != VpState::Running(cpu) {
+                    // Superseded while waiting: the instance released the VP
+                    // itself, or the parent took the processor back (then
+                    // the matching revocation is dropped too).
+                    let later = self.st.deferred.iter().position(|&(i, n)| {
+                        i == inst && matches!(n, Note::Revoke(v, c, _) if v == vp && c == cpu)
+                    });
+                    if let Some(j) = later {
+                        self.st.deferred.remove(j);
+                    }
+                    continue;
+                }
+            }
             self.notify(inst, note);
         }
         r
     }
 
-    /// Delivers a VP notification caused by another node's action. A policy's
-    /// hooks never nest: while `inst` is handling a hook (its actions are
-    /// still being applied), notifications for it wait, in order, until that
-    /// hook's actions are all applied.
+    /// Delivers a VP notification caused by another node's action. A
+    /// policy's hooks never nest: while `inst` is handling a hook (its
+    /// actions are still being applied), notifications for it wait, in
+    /// order, until that hook's actions are all applied.
     fn notify(&mut self, inst: InstanceId, note: Note) {
         if self.st.busy[inst.index()] {
             self.st.deferred.push_back((inst, note));
             return;
         }
+        self.st.notes += 1;
+        if self.st.notes > MAX_NOTIFICATIONS {
+            if self.st.notes == MAX_NOTIFICATIONS + 1 {
+                let detail = format!("more than {MAX_NOTIFICATIONS} notifications for one input: the policies are looping");
+                self.violate(Rule::Livelock, Node::Instance(inst), None, detail);
+            }
+            return;
+        }
         match note {
             Note::Grant(vp, cpu) => self.deliver(inst, |p, ctx| p.grant(ctx, vp, cpu)),
-            Note::Revoke(vp, reason) => self.deliver(inst, |p, ctx| p.revoke(ctx, vp, reason)),
+            Note::Revoke(vp, cpu, reason) => {
+                self.revoking = Some((vp, cpu));
+                self.deliver(inst, |p, ctx| p.revoke(ctx, vp, reason))
+            }
             Note::Request(vp) => self.deliver(inst, |p, ctx| p.request(ctx, vp)),
             Note::Release(vp) => self.deliver(inst, |p, ctx| p.release(ctx, vp)),
             Note::Msg(vp, msg, from) => {
-                let Some(m) = self.st.msgs.get_mut(msg as usize).and_then(Option::take) else { return };
+                let Some(m) = self.st.msgs.get_mut(msg as usize).and_then(Option::take) else {
+                    return;
+                };
                 if let Err(e) = self.deliver(inst, |pol, ctx| pol.msg(ctx, vp, &m)) {
-                    let note = format!("message from {} refused: {e}", self.st.node_name(Node::Instance(from)));
+                    let note = format!(
+                        "message from {} refused: {e}",
+                        self.st.node_name(Node::Instance(from))
+                    );
                     let at = self.st.now;
                     if let Some(t) = self.st.trace.as_mut() {
-                        t.push(TraceEvent { at, kind: TraceKind::Policy { instance: from, event: PolicyEvent::Note(note) } });
+                        t.push(TraceEvent {
+                            at,
+                            kind: TraceKind::Policy {
+                                instance: from,
+                                event: PolicyEvent::Note(note),
+                            },
+                        });
                     }
                 }
             }
         }
     }
 
+    /// Reports an invalid action of `actor`, or drops it as stale when the
+    /// actor has notifications waiting that explain the change.
+    fn refuse(&mut self, rule: Rule, actor: Node, vp: Option<VpId>, detail: String) {
+        if let Node::Instance(i) = actor {
+            if self.st.deferred.iter().any(|&(j, _)| j == i) {
+                let at = self.st.now;
+                if let Some(t) = self.st.trace.as_mut() {
+                    let event = PolicyEvent::Note(format!("stale action dropped: {detail}"));
+                    t.push(TraceEvent {
+                        at,
+                        kind: TraceKind::Policy { instance: i, event },
+                    });
+                }
+                return;
+            }
+        }
+        self.violate(rule, actor, vp, detail);
+    }
+
     fn violate(&mut self, rule: Rule, culprit: Node, vp: Option<VpId>, detail: String) {
         let culprit = self.st.node_name(culprit);
-        self.st.violations.push(Violation { rule, culprit, vp, detail });
+        self.st.violations.push(Violation {
+            rule,
+            culprit,
+            vp,
+            detail,
+        });
     }
 
     fn trace(&mut self, kind: impl FnOnce() -> TraceKind) {
         if let Some(t) = self.st.trace.as_mut() {
-            t.push(TraceEvent { at: self.st.now, kind: kind() });
+            t.push(TraceEvent {
+                at: self.st.now,
+                kind: kind(),
+            });
         }
     }
 
@@ -785,9 +950,10 @@ impl Hsi {
     fn holds(&self, n: Node, cpu: CpuId) -> bool {
         match n {
             Node::Top => true,
-            Node::Instance(i) => {
-                self.st.insts[i.index()].parents.iter().any(|&vp| self.st.vps[vp.index()].state == VpState::Running(cpu))
-            }
+            Node::Instance(i) => self.st.insts[i.index()]
+                .parents
+                .iter()
+                .any(|&vp| self.st.vps[vp.index()].state == VpState::Running(cpu)),
             Node::Thread(_) => false,
         }
     }
@@ -800,25 +966,49 @@ impl Hsi {
             Action::Request { vp } | Action::Release { vp } | Action::Msg { vp, .. } => (vp, false),
         };
         let Some(s) = self.st.vps.get(vp.index()).filter(|s| s.live) else {
-            return self.violate(Rule::NotOwner, actor, Some(vp), "acted on a VP that is not registered".into());
+            return self.refuse(
+                Rule::NotOwner,
+                actor,
+                Some(vp),
+                "acted on a VP that is not registered".into(),
+            );
         };
-        let (owner, other, state) = if parent_side { (s.parent, s.child, s.state) } else { (s.child, s.parent, s.state) };
+        let (owner, other, state) = if parent_side {
+            (s.parent, s.child, s.state)
+        } else {
+            (s.child, s.parent, s.state)
+        };
         if owner != actor {
             let side = if parent_side { "parent" } else { "child" };
             let detail = format!("{a:?} on a VP whose {side} is {}", self.st.node_name(owner));
-            return self.violate(Rule::NotOwner, actor, Some(vp), detail);
+            return self.refuse(Rule::NotOwner, actor, Some(vp), detail);
         }
         match a {
             Action::Grant { cpu, .. } => {
                 if state != VpState::Ready {
-                    return self.violate(Rule::IllegalTransition, actor, Some(vp), format!("grant of {cpu} to a VP that is {state:?}, not Ready"));
+                    return self.refuse(
+                        Rule::IllegalTransition,
+                        actor,
+                        Some(vp),
+                        format!("grant of {cpu} to a VP that is {state:?}, not Ready"),
+                    );
                 }
                 if cpu.index() >= self.st.cpus.len() || !self.holds(actor, cpu) {
-                    return self.violate(Rule::CpuNotHeld, actor, Some(vp), format!("granted {cpu}, which it does not hold"));
+                    return self.refuse(
+                        Rule::CpuNotHeld,
+                        actor,
+                        Some(vp),
+                        format!("granted {cpu}, which it does not hold"),
+                    );
                 }
                 self.st.vps[vp.index()].state = VpState::Running(cpu);
                 self.st.start_segment(vp, cpu);
-                self.trace(|| TraceKind::Grant { vp, parent: actor, child: other, cpu });
+                self.trace(|| TraceKind::Grant {
+                    vp,
+                    parent: actor,
+                    child: other,
+                    cpu,
+                });
                 match other {
                     Node::Instance(c) => self.notify(c, Note::Grant(vp, cpu)),
                     Node::Thread(t) => self.st.set_running(cpu, Some(t)),
@@ -827,13 +1017,24 @@ impl Hsi {
             }
             Action::Revoke { reason, .. } => {
                 let VpState::Running(cpu) = state else {
-                    return self.violate(Rule::IllegalTransition, actor, Some(vp), format!("revoke from a VP that is {state:?}, not Running"));
+                    return self.refuse(
+                        Rule::IllegalTransition,
+                        actor,
+                        Some(vp),
+                        format!("revoke from a VP that is {state:?}, not Running"),
+                    );
                 };
                 self.st.end_segment(vp);
                 self.st.vps[vp.index()].state = VpState::Ready;
-                self.trace(|| TraceKind::Revoke { vp, parent: actor, child: other, cpu, reason });
+                self.trace(|| TraceKind::Revoke {
+                    vp,
+                    parent: actor,
+                    child: other,
+                    cpu,
+                    reason,
+                });
                 match other {
-                    Node::Instance(c) => self.notify(c, Note::Revoke(vp, reason)),
+                    Node::Instance(c) => self.notify(c, Note::Revoke(vp, cpu, reason)),
                     Node::Thread(t) => {
                         if self.st.cpus[cpu.index()].running == Some(t) {
                             self.st.set_running(cpu, None);
@@ -844,10 +1045,19 @@ impl Hsi {
             }
             Action::Request { .. } => {
                 if state != VpState::Waiting {
-                    return self.violate(Rule::IllegalTransition, actor, Some(vp), format!("request from a VP that is {state:?}, not Waiting"));
+                    return self.refuse(
+                        Rule::IllegalTransition,
+                        actor,
+                        Some(vp),
+                        format!("request from a VP that is {state:?}, not Waiting"),
+                    );
                 }
                 self.st.vps[vp.index()].state = VpState::Ready;
-                self.trace(|| TraceKind::Request { vp, parent: other, child: actor });
+                self.trace(|| TraceKind::Request {
+                    vp,
+                    parent: other,
+                    child: actor,
+                });
                 match other {
                     Node::Instance(p) => self.notify(p, Note::Request(vp)),
                     Node::Top => {
@@ -856,7 +1066,12 @@ impl Hsi {
                         let cpu = self.st.vps[vp.index()].top_cpu.expect("top VPs have a CPU");
                         self.st.vps[vp.index()].state = VpState::Running(cpu);
                         self.st.start_segment(vp, cpu);
-                        self.trace(|| TraceKind::Grant { vp, parent: Node::Top, child: actor, cpu });
+                        self.trace(|| TraceKind::Grant {
+                            vp,
+                            parent: Node::Top,
+                            child: actor,
+                            cpu,
+                        });
                         if let Node::Instance(c) = actor {
                             self.notify(c, Note::Grant(vp, cpu));
                         }
@@ -867,7 +1082,12 @@ impl Hsi {
             Action::Release { .. } => {
                 match state {
                     VpState::Waiting => {
-                        return self.violate(Rule::IllegalTransition, actor, Some(vp), "release from a VP that is already Waiting".into());
+                        return self.refuse(
+                            Rule::IllegalTransition,
+                            actor,
+                            Some(vp),
+                            "release from a VP that is already Waiting".into(),
+                        );
                     }
                     VpState::Running(cpu) => {
                         self.st.end_segment(vp);
@@ -880,7 +1100,11 @@ impl Hsi {
                     VpState::Ready => {}
                 }
                 self.st.vps[vp.index()].state = VpState::Waiting;
-                self.trace(|| TraceKind::Release { vp, parent: other, child: actor });
+                self.trace(|| TraceKind::Release {
+                    vp,
+                    parent: other,
+                    child: actor,
+                });
                 if let Node::Instance(p) = other {
                     self.notify(p, Note::Release(vp));
                 }
@@ -895,6 +1119,7 @@ impl Hsi {
 
     /// Ends an input: runs the protocol checker if on, reports violations.
     fn finish(&mut self) -> Result<(), HsiError> {
+        self.st.notes = 0;
         if self.st.actions.is_empty() {
             self.st.msgs.clear();
         }
@@ -921,4 +1146,3 @@ impl Hsi {
         }
     }
 }
-

@@ -38,6 +38,7 @@ mod policy;
 mod state;
 pub mod testing;
 pub mod time;
+mod timers;
 mod trace;
 mod violation;
 

@@ -84,11 +84,17 @@ impl Params {
 
     /// Keys not in `known`, in key order: callers report them as errors.
     pub fn unknown_keys<'a>(&'a self, known: &'a [&str]) -> impl Iterator<Item = &'a str> + 'a {
-        self.0.keys().map(|k| k.as_str()).filter(move |k| !known.contains(k))
+        self.0
+            .keys()
+            .map(|k| k.as_str())
+            .filter(move |k| !known.contains(k))
     }
 
     fn err(key: &str, message: impl Into<String>) -> ParamError {
-        ParamError { key: key.to_string(), message: message.into() }
+        ParamError {
+            key: key.to_string(),
+            message: message.into(),
+        }
     }
 
     /// A duration with a unit (`"10ms"`).
@@ -98,9 +104,14 @@ impl Params {
     pub fn duration(&self, key: &str) -> Result<Option<Duration>, ParamError> {
         match self.0.get(key) {
             None => Ok(None),
-            Some(ParamValue::Str(s)) => parse_duration(s, None).map(Some).map_err(|e| Self::err(key, e.message)),
+            Some(ParamValue::Str(s)) => parse_duration(s, None)
+                .map(Some)
+                .map_err(|e| Self::err(key, e.message)),
             Some(ParamValue::Int(0)) => Ok(Some(Duration::ZERO)),
-            Some(v) => Err(Self::err(key, format!("expected a duration with a unit such as \"10ms\", found `{v}`"))),
+            Some(v) => Err(Self::err(
+                key,
+                format!("expected a duration with a unit such as \"10ms\", found `{v}`"),
+            )),
         }
     }
 
@@ -112,7 +123,10 @@ impl Params {
         match self.0.get(key) {
             None => Ok(None),
             Some(ParamValue::Int(v)) if *v >= 0 => Ok(Some(*v as u64)),
-            Some(v) => Err(Self::err(key, format!("expected a non-negative integer, found `{v}`"))),
+            Some(v) => Err(Self::err(
+                key,
+                format!("expected a non-negative integer, found `{v}`"),
+            )),
         }
     }
 
@@ -161,7 +175,10 @@ impl Params {
         match self.0.get(key) {
             None => Ok(None),
             Some(ParamValue::Bool(b)) => Ok(Some(*b)),
-            Some(v) => Err(Self::err(key, format!("expected true or false, found `{v}`"))),
+            Some(v) => Err(Self::err(
+                key,
+                format!("expected true or false, found `{v}`"),
+            )),
         }
     }
 
@@ -170,7 +187,8 @@ impl Params {
     /// # Errors
     /// Missing, or not a duration.
     pub fn require_duration(&self, key: &str) -> Result<Duration, ParamError> {
-        self.duration(key)?.ok_or_else(|| Self::err(key, "is required (a duration such as \"10ms\")"))
+        self.duration(key)?
+            .ok_or_else(|| Self::err(key, "is required (a duration such as \"10ms\")"))
     }
 }
 
@@ -211,12 +229,18 @@ mod tests {
             .with("amount", ParamValue::Str("10ms".into()))
             .with("share", ParamValue::Int(3))
             .with("bad", ParamValue::Str("ten".into()));
-        assert_eq!(p.duration("amount").unwrap(), Some(Duration::from_millis(10)));
+        assert_eq!(
+            p.duration("amount").unwrap(),
+            Some(Duration::from_millis(10))
+        );
         assert_eq!(p.f64("share").unwrap(), Some(3.0));
         assert_eq!(p.u64("missing").unwrap(), None);
         let e = p.duration("bad").unwrap_err();
         assert_eq!(e.key, "bad");
         assert!(p.duration("share").is_err());
-        assert_eq!(p.unknown_keys(&["amount", "share"]).collect::<Vec<_>>(), vec!["bad"]);
+        assert_eq!(
+            p.unknown_keys(&["amount", "share"]).collect::<Vec<_>>(),
+            vec!["bad"]
+        );
     }
 }

@@ -138,7 +138,12 @@ pub trait Policy: Send + 'static {
     ///
     /// # Errors
     /// Bad parameters, or admission refused.
-    fn register_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId, params: &Params) -> Result<(), PolicyError>;
+    fn register_vp(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        vp: VpId,
+        params: &Params,
+    ) -> Result<(), PolicyError>;
 
     /// A child unregisters `vp`; it is waiting (`UnregisterVP`).
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId);
@@ -163,7 +168,10 @@ pub trait Policy: Send + 'static {
     /// # Errors
     /// The message is not understood or is refused.
     fn msg(&mut self, _ctx: &mut Ctx<'_>, _vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
-        Err(PolicyError::Unsupported(format!("{} does not accept {msg:?}", self.policy_name())))
+        Err(PolicyError::Unsupported(format!(
+            "{} does not accept {msg:?}",
+            self.policy_name()
+        )))
     }
 
     /// The instance's timer expired (`TimerCallback`).

@@ -6,10 +6,10 @@ use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
 use crate::params::Params;
 use crate::policy::{Msg, RevokeReason};
 use crate::time::{Duration, Instant};
+use crate::timers::Timers;
 use crate::trace::TraceEvent;
 use crate::violation::Violation;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// The state of a virtual processor (seed 000 Fig 4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -25,19 +25,33 @@ pub enum VpState {
 /// An action a policy asked for; applied by the HSI after the hook returns.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Action {
-    Grant { vp: VpId, cpu: CpuId },
-    Revoke { vp: VpId, reason: RevokeReason },
-    Request { vp: VpId },
-    Release { vp: VpId },
+    Grant {
+        vp: VpId,
+        cpu: CpuId,
+    },
+    Revoke {
+        vp: VpId,
+        reason: RevokeReason,
+    },
+    Request {
+        vp: VpId,
+    },
+    Release {
+        vp: VpId,
+    },
     /// Index into `State::msgs`.
-    Msg { vp: VpId, msg: u32 },
+    Msg {
+        vp: VpId,
+        msg: u32,
+    },
 }
 
-/// A notification waiting for a busy instance (see `Hsi::notify`).
+/// A notification caused by an action, possibly waiting for a busy
+/// instance (see `Hsi::notify`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Note {
     Grant(VpId, CpuId),
-    Revoke(VpId, RevokeReason),
+    Revoke(VpId, CpuId, RevokeReason),
     Request(VpId),
     Release(VpId),
     /// Message index into `State::msgs`, and the sending instance.
@@ -72,8 +86,6 @@ pub(crate) struct InstSlot {
     pub name: String,
     pub parents: Vec<VpId>,
     pub children: Vec<VpId>,
-    /// `Instant::NEVER` when no timer is set.
-    pub timer_at: Instant,
     pub live: bool,
 }
 
@@ -120,11 +132,12 @@ pub(crate) struct State {
     pub busy: Vec<bool>,
     /// Notifications waiting for busy instances, in arrival order.
     pub deferred: VecDeque<(InstanceId, Note)>,
+    /// Notifications delivered during the current input.
+    pub notes: u64,
     pub violations: Vec<Violation>,
     pub trace: Option<Vec<TraceEvent>>,
-    /// (deadline, instance); entries whose deadline no longer matches the
-    /// instance's `timer_at` are stale and skipped.
-    pub timers: BinaryHeap<Reverse<(Instant, InstanceId)>>,
+    /// The instances' timers.
+    pub timers: Timers,
 }
 
 impl State {
@@ -141,9 +154,10 @@ impl State {
             msgs: Vec::new(),
             busy: Vec::new(),
             deferred: VecDeque::new(),
+            notes: 0,
             violations: Vec::new(),
             trace: None,
-            timers: BinaryHeap::new(),
+            timers: Timers::default(),
         }
     }
 
@@ -205,18 +219,6 @@ impl State {
 
     pub fn end_segment(&mut self, vp: VpId) {
         self.vps[vp.index()].received = self.vp_received(vp);
-    }
-
-    pub fn set_timer(&mut self, inst: InstanceId, at: Instant) {
-        self.insts[inst.index()].timer_at = at;
-        if at != Instant::NEVER {
-            self.timers.push(Reverse((at, inst)));
-        }
-        // Stale entries are skipped when popped; compact when they pile up.
-        if self.timers.len() > 4 * self.insts.len() + 64 {
-            let insts = &self.insts;
-            self.timers.retain(|Reverse((at, i))| insts[i.index()].timer_at == *at);
-        }
     }
 
     pub fn set_running(&mut self, cpu: CpuId, thread: Option<ThreadId>) {

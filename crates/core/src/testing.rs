@@ -37,7 +37,10 @@ impl Fifo {
     }
 
     fn parent_on(ctx: &Ctx<'_>, cpu: CpuId) -> Option<VpId> {
-        ctx.parent_vps().iter().copied().find(|&p| ctx.vp_cpu(p) == Some(cpu))
+        ctx.parent_vps()
+            .iter()
+            .copied()
+            .find(|&p| ctx.vp_cpu(p) == Some(cpu))
     }
 }
 
@@ -46,7 +49,12 @@ impl Policy for Fifo {
         "fifo"
     }
 
-    fn register_vp(&mut self, _ctx: &mut Ctx<'_>, _vp: VpId, _params: &Params) -> Result<(), PolicyError> {
+    fn register_vp(
+        &mut self,
+        _ctx: &mut Ctx<'_>,
+        _vp: VpId,
+        _params: &Params,
+    ) -> Result<(), PolicyError> {
         Ok(())
     }
 
@@ -76,10 +84,16 @@ impl Policy for Fifo {
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
-        let Some(cpu) = ctx.vp_last_cpu(parent_vp) else { return };
+        let Some(cpu) = ctx.vp_last_cpu(parent_vp) else {
+            return;
+        };
         if let Some(i) = self.running.iter().position(|&(c, _)| c == cpu) {
             let (_, vp) = self.running.swap_remove(i);
-            ctx.revoke(vp, reason);
+            // A grant planned before this revocation may have been dropped
+            // as stale; only a child that really runs there is revoked.
+            if ctx.vp_cpu(vp) == Some(cpu) {
+                ctx.revoke(vp, reason);
+            }
             self.ready.push_front(vp);
         }
     }
@@ -87,7 +101,10 @@ impl Policy for Fifo {
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         for &(cpu, vp) in &self.running {
             if ctx.vp_cpu(vp) != Some(cpu) {
-                return Err(format!("thinks {vp} runs on {cpu} but it is {:?}", ctx.vp_state(vp)));
+                return Err(format!(
+                    "thinks {vp} runs on {cpu} but it is {:?}",
+                    ctx.vp_state(vp)
+                ));
             }
         }
         Ok(())
@@ -164,7 +181,13 @@ impl Driver {
     pub fn new(hsi: Hsi) -> Self {
         let n = hsi.cpu_count();
         let since = hsi.now();
-        Driver { hsi, threads: Vec::new(), on_cpu: vec![None; n], since, changes: Vec::new() }
+        Driver {
+            hsi,
+            threads: Vec::new(),
+            on_cpu: vec![None; n],
+            since,
+            changes: Vec::new(),
+        }
     }
 
     /// Gives thread `id` a behaviour; CPU-bound threads wake at once.
@@ -177,7 +200,14 @@ impl Driver {
             Behaviour::CpuBound => None,
             Behaviour::Periodic { offset, .. } => Some(now + offset),
         };
-        self.threads.push(DriverThread { id, behaviour, left: Duration::ZERO, release, job_release: now, finishes: Vec::new() });
+        self.threads.push(DriverThread {
+            id,
+            behaviour,
+            left: Duration::ZERO,
+            release,
+            job_release: now,
+            finishes: Vec::new(),
+        });
         if behaviour == Behaviour::CpuBound {
             self.hsi.wake(now, id)?;
         }
@@ -187,7 +217,10 @@ impl Driver {
 
     /// Completion times of a periodic thread's jobs: (release, finish).
     pub fn finishes(&self, id: ThreadId) -> &[(Instant, Instant)] {
-        self.threads.iter().find(|t| t.id == id).map_or(&[], |t| &t.finishes)
+        self.threads
+            .iter()
+            .find(|t| t.id == id)
+            .map_or(&[], |t| &t.finishes)
     }
 
     fn sync(&mut self) {

@@ -144,10 +144,15 @@ impl SubAssign for Duration {
 /// Writes a duration with the largest unit that keeps it readable:
 /// `33ms`, `1.5ms`, `250us`, `2s`.
 fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    const UNITS: [(u64, &str); 4] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
     for (scale, unit) in UNITS {
         if ns >= scale || scale == 1 {
-            if ns % scale == 0 {
+            if ns.is_multiple_of(scale) {
                 return write!(f, "{}{}", ns / scale, unit);
             }
             let v = ns as f64 / scale as f64;
@@ -204,22 +209,31 @@ impl std::error::Error for ParseDurationError {}
 /// # Errors
 /// Empty text, a negative or non-finite number, an unknown unit, or a bare
 /// number where a unit is required.
-pub fn parse_duration(text: &str, bare_unit_ns: Option<u64>) -> Result<Duration, ParseDurationError> {
+pub fn parse_duration(
+    text: &str,
+    bare_unit_ns: Option<u64>,
+) -> Result<Duration, ParseDurationError> {
     let t = text.trim();
     let err = |m: String| ParseDurationError { message: m };
     if t.is_empty() {
-        return Err(err("empty duration; expected a number with a unit such as `10ms`".into()));
+        return Err(err(
+            "empty duration; expected a number with a unit such as `10ms`".into(),
+        ));
     }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let unit = unit.trim();
-    let value: f64 = num
-        .parse()
-        .map_err(|_| err(format!("`{t}` is not a duration; expected a number with a unit such as `10ms`, `1.5ms`, `2s`")))?;
+    let value: f64 = num.parse().map_err(|_| {
+        err(format!(
+            "`{t}` is not a duration; expected a number with a unit such as `10ms`, `1.5ms`, `2s`"
+        ))
+    })?;
     if !value.is_finite() || value < 0.0 {
-        return Err(err(format!("`{t}`: a duration must be a finite, non-negative number")));
+        return Err(err(format!(
+            "`{t}`: a duration must be a finite, non-negative number"
+        )));
     }
     let scale: f64 = match unit {
         "ns" => 1.0,
@@ -254,14 +268,29 @@ mod tests {
 
     #[test]
     fn parses_units_and_bare_numbers() {
-        assert_eq!(parse_duration("33ms", None).unwrap(), Duration::from_millis(33));
-        assert_eq!(parse_duration("1.5ms", None).unwrap(), Duration::from_micros(1500));
+        assert_eq!(
+            parse_duration("33ms", None).unwrap(),
+            Duration::from_millis(33)
+        );
+        assert_eq!(
+            parse_duration("1.5ms", None).unwrap(),
+            Duration::from_micros(1500)
+        );
         assert_eq!(parse_duration("2s", None).unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_duration("250us", None).unwrap(), Duration::from_micros(250));
-        assert_eq!(parse_duration("10", Some(1_000_000)).unwrap(), Duration::from_millis(10));
+        assert_eq!(
+            parse_duration("250us", None).unwrap(),
+            Duration::from_micros(250)
+        );
+        assert_eq!(
+            parse_duration("10", Some(1_000_000)).unwrap(),
+            Duration::from_millis(10)
+        );
         assert!(parse_duration("10", None).is_err());
         assert!(parse_duration("-1ms", None).is_err());
-        assert!(parse_duration("10 parsecs", None).unwrap_err().message.contains("unknown unit"));
+        assert!(parse_duration("10 parsecs", None)
+            .unwrap_err()
+            .message
+            .contains("unknown unit"));
         assert!(parse_duration("", None).is_err());
     }
 

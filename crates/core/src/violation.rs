@@ -29,6 +29,8 @@ pub enum Rule {
     PolicyInvariant,
     /// A timer kept firing at the same instant.
     TimerStorm,
+    /// Policies kept notifying each other without end.
+    Livelock,
 }
 
 impl Rule {
@@ -49,6 +51,7 @@ impl Rule {
             Rule::UnregisterNotWaiting => "VPs may only be unregistered while waiting",
             Rule::PolicyInvariant => "the scheduler's own invariants (CheckInvar)",
             Rule::TimerStorm => "a timer callback must not re-arm its timer at the current instant forever",
+            Rule::Livelock => "an input must settle after finitely many notifications",
         }
     }
 }
@@ -123,13 +126,20 @@ impl fmt::Display for OpError {
                 f,
                 "instance '{name}' still has {children} child VP(s); move or destroy them first"
             ),
-            OpError::Refused { instance, error } => write!(f, "instance '{instance}' refused: {error}"),
+            OpError::Refused { instance, error } => {
+                write!(f, "instance '{instance}' refused: {error}")
+            }
             OpError::CpuUnavailable(c) => {
-                write!(f, "{c} does not exist or already belongs to another root instance")
+                write!(
+                    f,
+                    "{c} does not exist or already belongs to another root instance"
+                )
             }
             OpError::NoParent(n) => write!(f, "instance '{n}' needs at least one parent"),
             OpError::NotInReservation(t) => write!(f, "{t} has no reservation begun by the HSI"),
-            OpError::WouldCreateCycle(n) => write!(f, "making '{n}' its own ancestor would create a cycle"),
+            OpError::WouldCreateCycle(n) => {
+                write!(f, "making '{n}' its own ancestor would create a cycle")
+            }
         }
     }
 }
@@ -167,4 +177,3 @@ impl From<OpError> for HsiError {
         HsiError::Op(e)
     }
 }
-

@@ -4,11 +4,19 @@ use hsched_core::testing::{Fifo, Hoarder};
 use hsched_core::*;
 
 fn top(cpus: &[u32]) -> Vec<ParentLink> {
-    vec![ParentLink { parent: ParentRef::Top { cpus: cpus.iter().map(|&c| CpuId(c)).collect() }, params: Params::new() }]
+    vec![ParentLink {
+        parent: ParentRef::Top {
+            cpus: cpus.iter().map(|&c| CpuId(c)).collect(),
+        },
+        params: Params::new(),
+    }]
 }
 
 fn under(p: InstanceId) -> Vec<ParentLink> {
-    vec![ParentLink { parent: ParentRef::Instance(p), params: Params::new() }]
+    vec![ParentLink {
+        parent: ParentRef::Instance(p),
+        params: Params::new(),
+    }]
 }
 
 fn ms(x: u64) -> Instant {
@@ -19,9 +27,17 @@ fn ms(x: u64) -> Instant {
 fn two_levels_dispatch_and_release() {
     let mut hsi = Hsi::new(2);
     hsi.set_checking(true);
-    let root = hsi.create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0, 1])).unwrap();
-    let mid = hsi.create_instance(ms(0), "mid", Box::new(Fifo::default()), under(root)).unwrap();
-    assert_eq!(hsi.instance_parents(mid).len(), 2, "a multiprocessor child takes every processor offered");
+    let root = hsi
+        .create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0, 1]))
+        .unwrap();
+    let mid = hsi
+        .create_instance(ms(0), "mid", Box::new(Fifo::default()), under(root))
+        .unwrap();
+    assert_eq!(
+        hsi.instance_parents(mid).len(),
+        2,
+        "a multiprocessor child takes every processor offered"
+    );
     let a = hsi.create_thread(ms(0), "a", mid, Params::new()).unwrap();
     let b = hsi.create_thread(ms(0), "b", mid, Params::new()).unwrap();
     let c = hsi.create_thread(ms(0), "c", root, Params::new()).unwrap();
@@ -33,7 +49,10 @@ fn two_levels_dispatch_and_release() {
     // FIFO does not preempt: c waits until a processor frees up.
     assert!(!(0..2).any(|i| hsi.running(CpuId(i)) == Some(c)));
     hsi.block(ms(5), a).unwrap();
-    assert!((0..2).any(|i| hsi.running(CpuId(i)) == Some(c)), "the freed processor goes to c");
+    assert!(
+        (0..2).any(|i| hsi.running(CpuId(i)) == Some(c)),
+        "the freed processor goes to c"
+    );
     assert_eq!(hsi.thread_received(a), Duration::from_millis(4));
     let mut changes = Vec::new();
     hsi.drain_dispatch(&mut changes);
@@ -47,10 +66,14 @@ fn two_levels_dispatch_and_release() {
 fn hoarding_a_processor_is_a_named_violation() {
     let mut hsi = Hsi::new(1);
     hsi.set_checking(true);
-    let root = hsi.create_instance(ms(0), "greedy", Box::new(Hoarder), top(&[0])).unwrap();
+    let root = hsi
+        .create_instance(ms(0), "greedy", Box::new(Hoarder), top(&[0]))
+        .unwrap();
     let t = hsi.create_thread(ms(0), "t", root, Params::new()).unwrap();
     let err = hsi.wake(ms(1), t).unwrap_err();
-    let HsiError::Protocol(v) = err else { panic!("expected a protocol violation") };
+    let HsiError::Protocol(v) = err else {
+        panic!("expected a protocol violation")
+    };
     assert_eq!(v[0].rule, Rule::HeldCpuNotPassedOn);
     assert_eq!(v[0].culprit, "instance 'greedy'");
     assert!(v[0].to_string().contains("must immediately grant"));
@@ -59,17 +82,23 @@ fn hoarding_a_processor_is_a_named_violation() {
 #[test]
 fn operations_refuse_with_typed_errors() {
     let mut hsi = Hsi::new(2);
-    let root = hsi.create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0])).unwrap();
+    let root = hsi
+        .create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0]))
+        .unwrap();
     assert_eq!(
-        hsi.create_instance(ms(0), "root", Box::new(Fifo::default()), under(root)).unwrap_err(),
+        hsi.create_instance(ms(0), "root", Box::new(Fifo::default()), under(root))
+            .unwrap_err(),
         HsiError::Op(OpError::NameTaken("root".into()))
     );
     assert_eq!(
-        hsi.create_instance(ms(0), "other", Box::new(Fifo::default()), top(&[0])).unwrap_err(),
+        hsi.create_instance(ms(0), "other", Box::new(Fifo::default()), top(&[0]))
+            .unwrap_err(),
         HsiError::Op(OpError::CpuUnavailable(CpuId(0)))
     );
     // A second hierarchy on the other processor is fine.
-    let other = hsi.create_instance(ms(0), "other", Box::new(Fifo::default()), top(&[1])).unwrap();
+    let other = hsi
+        .create_instance(ms(0), "other", Box::new(Fifo::default()), top(&[1]))
+        .unwrap();
     let t = hsi.create_thread(ms(0), "t", root, Params::new()).unwrap();
     match hsi.destroy_instance(ms(0), root).unwrap_err() {
         HsiError::Op(OpError::InstanceNotEmpty { name, children }) => {
@@ -90,7 +119,9 @@ fn operations_refuse_with_typed_errors() {
 #[test]
 fn stolen_time_is_not_received() {
     let mut hsi = Hsi::new(1);
-    let root = hsi.create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0])).unwrap();
+    let root = hsi
+        .create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0]))
+        .unwrap();
     let t = hsi.create_thread(ms(0), "t", root, Params::new()).unwrap();
     hsi.wake(ms(0), t).unwrap();
     hsi.add_stolen(ms(5), CpuId(0), Duration::from_millis(2));
@@ -124,7 +155,8 @@ impl Policy for Ticker {
     }
     fn revoke(&mut self, _: &mut Ctx<'_>, _: VpId, _: RevokeReason) {}
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
-        self.fired.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.fired
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         ctx.set_timer(ctx.now() + Duration::from_millis(10));
     }
 }
@@ -134,16 +166,28 @@ fn timers_fire_in_order_and_refusals_change_nothing() {
     let mut hsi = Hsi::new(1);
     let ticker = Ticker::default();
     let fired = ticker.fired.clone();
-    let root = hsi.create_instance(ms(0), "root", Box::new(ticker), top(&[0])).unwrap();
+    let root = hsi
+        .create_instance(ms(0), "root", Box::new(ticker), top(&[0]))
+        .unwrap();
     assert_eq!(hsi.next_timer(), Some(ms(10)));
     hsi.fire_timers(ms(9)).unwrap();
-    assert_eq!(fired.load(std::sync::atomic::Ordering::Relaxed), 0, "not early");
+    assert_eq!(
+        fired.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "not early"
+    );
     hsi.fire_timers(ms(10)).unwrap();
     assert_eq!(hsi.next_timer(), Some(ms(20)));
     assert_eq!(fired.load(std::sync::atomic::Ordering::Relaxed), 1);
-    let err = hsi.create_thread(ms(11), "t", root, Params::new()).unwrap_err();
+    let err = hsi
+        .create_thread(ms(11), "t", root, Params::new())
+        .unwrap_err();
     assert!(err.to_string().contains("parameter `amount`"), "{err}");
-    assert_eq!(hsi.thread_count(), 0, "a refused thread leaves nothing behind");
+    assert_eq!(
+        hsi.thread_count(),
+        0,
+        "a refused thread leaves nothing behind"
+    );
     let ok = Params::new().with("amount", ParamValue::Str("1ms".into()));
     hsi.create_thread(ms(11), "t", root, ok).unwrap();
 }
@@ -153,13 +197,25 @@ fn driver_runs_periodic_threads_under_fifo() {
     use hsched_core::testing::{Behaviour, Driver};
     let mut hsi = Hsi::new(1);
     hsi.set_checking(true);
-    let root = hsi.create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0])).unwrap();
+    let root = hsi
+        .create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0]))
+        .unwrap();
     let p = hsi.create_thread(ms(0), "p", root, Params::new()).unwrap();
     let mut d = Driver::new(hsi);
-    d.add(p, Behaviour::Periodic { period: Duration::from_millis(10), exec: Duration::from_millis(3), offset: Duration::ZERO }).unwrap();
+    d.add(
+        p,
+        Behaviour::Periodic {
+            period: Duration::from_millis(10),
+            exec: Duration::from_millis(3),
+            offset: Duration::ZERO,
+        },
+    )
+    .unwrap();
     d.run_until(ms(100)).unwrap();
     let f = d.finishes(p);
     assert_eq!(f.len(), 10);
-    assert!(f.iter().all(|&(r, e)| e.saturating_since(r) == Duration::from_millis(3)));
+    assert!(f
+        .iter()
+        .all(|&(r, e)| e.saturating_since(r) == Duration::from_millis(3)));
     assert_eq!(d.hsi.thread_received(p), Duration::from_millis(30));
 }

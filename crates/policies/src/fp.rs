@@ -1,20 +1,734 @@
-//! Placeholder for the `fp` policy (being written).
+//! # Fixed priority (`fp`)
+//!
+//! Preemptive fixed-priority scheduling of child VPs: seed 000 §5.3.1.1,
+//! the FP scheduler of Figure 1.1, and the root of the §4.4 example ("FP, by
+//! design, will always revoke the CPU from TS in response to a request from
+//! RES").
+//!
+//! ## Algorithm
+//! Each child VP has an integer priority; higher runs first. Children of
+//! equal priority are served first come, first served by the time they
+//! asked for a processor. A child that loses its processor (to a more
+//! important sibling, or because the parent took it) keeps its place, so it
+//! runs before equal-priority children that asked later.
+//!
+//! The scheduler is multiprocessor: it registers one VP per processor its
+//! parent can offer, and with `k` processors held it runs the `k`
+//! highest-priority ready children. A child that becomes ready with a higher
+//! priority than the least important running child preempts that child at
+//! once ([`RevokeReason::Preempted`]) and receives its processor; it also
+//! asks the parent for one more processor. When the parent revokes a
+//! processor, the child on it loses it with the *same* reason the parent
+//! gave (so a budget exhaustion seen above reaches the Join or Limit below);
+//! if that child outranks another running child, the other child is
+//! preempted and the revoked child moves to its processor, so no ready child
+//! ever waits while a lower-priority one runs.
+//!
+//! ## Parameters
+//! | side | key | kind | default | meaning |
+//! |---|---|---|---|---|
+//! | instance | `unique_priorities` | bool | `false` | refuse a child whose priority another child already has (§5.3.1.1's admission control) |
+//! | child | `priority` | integer | `0` | higher runs first |
+//!
+//! `Msg::SetParams { priority }` changes a child's priority at run time; the
+//! schedule is re-evaluated at once.
+//!
+//! ## Guarantees (Table 5.1)
+//! `any ↦ (any, NULL⁺)`: the highest-priority child receives whatever
+//! guarantee FP receives, every other child receives NULL. The pass-through
+//! is exact only with one child per priority (`unique_priorities = true`);
+//! otherwise equal-priority children share the top guarantee.
+//!
+//! ## Shared machinery
+//! This file also holds `Parents` and `PrioSet` (crate-private), the
+//! multiprocessor bookkeeping that `ts`, `limit` and `join` reuse: an eager
+//! view of VP states and a fixed order of actions that stay correct when a
+//! hook of this instance runs nested inside the application of its own
+//! earlier actions (see the comment above `Run`).
 
-use crate::registry::PolicyInfo;
-use hsched_core::{Params, Policy, PolicyError};
+use crate::registry::{check_child_params, PolicyInfo};
+use hsched_core::{
+    CpuId, Ctx, Instant, Msg, ParamError, ParamSpec, Params, Policy, PolicyError, RevokeReason,
+    Side, VpId, VpState, VpTable,
+};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "fp",
-    summary: "",
-    seed: "",
-    instance_params: &[],
-    child_params: &[],
+    summary:
+        "preemptive fixed priority over child VPs, multiprocessor, FIFO among equal priorities",
+    seed: "seed 000 §5.3.1.1, Fig 1.1, §4.4",
+    instance_params: &[ParamSpec {
+        key: "unique_priorities",
+        kind: "bool",
+        default: "false",
+        doc: "refuse a child whose priority another child already has",
+    }],
+    child_params: &[ParamSpec {
+        key: "priority",
+        kind: "integer",
+        default: "0",
+        doc: "higher runs first",
+    }],
     min_parents: 1,
     max_parents: 1,
     build,
 };
 
-fn build(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
-    Err(PolicyError::Unsupported("Fp is not built yet".into()))
+fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(Fp::from_params(params)?))
+}
+
+/// The fixed-priority scheduler.
+#[derive(Debug)]
+pub struct Fp {
+    set: PrioSet<()>,
+    unique: bool,
+}
+
+impl Default for Fp {
+    fn default() -> Self {
+        Fp {
+            set: PrioSet::new(),
+            unique: false,
+        }
+    }
+}
+
+impl Fp {
+    /// An instance from its `[[scheduler]]` parameters.
+    ///
+    /// # Errors
+    /// `unique_priorities` is not a boolean.
+    pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
+        let unique = params.bool("unique_priorities")?.unwrap_or(false);
+        Ok(Fp {
+            set: PrioSet::new(),
+            unique,
+        })
+    }
+
+    fn priority(params: &Params) -> Result<Option<i64>, PolicyError> {
+        check_child_params(&INFO, params)?;
+        Ok(params.i64("priority")?)
+    }
+
+    fn taken(&self, prio: i64, except: Option<VpId>) -> bool {
+        self.set
+            .kids
+            .iter()
+            .any(|(vp, e)| e.prio == prio && Some(vp) != except)
+    }
+
+    /// Plans and queues the actions; the hook has called `begin`.
+    fn settle(&mut self, ctx: &mut Ctx<'_>) {
+        self.set.rebalance(ctx);
+        self.set.finish(ctx);
+    }
+}
+
+impl Policy for Fp {
+    fn policy_name(&self) -> &'static str {
+        "fp"
+    }
+
+    fn init(&mut self, ctx: &mut Ctx<'_>) {
+        self.set.parents.ensure(ctx);
+    }
+
+    fn register_vp(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        vp: VpId,
+        params: &Params,
+    ) -> Result<(), PolicyError> {
+        let prio = Self::priority(params)?.unwrap_or(0);
+        if self.unique && self.taken(prio, None) {
+            return Err(PolicyError::Refused(format!(
+                "priority {prio} is taken and this fp scheduler admits one child per priority"
+            )));
+        }
+        self.set.add(ctx, vp, prio, ());
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.set.remove(ctx, vp);
+    }
+
+    fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.set.request(ctx, vp);
+        self.set.begin(ctx);
+        self.settle(ctx);
+    }
+
+    fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.set.release(ctx, vp);
+        self.set.begin(ctx);
+        self.settle(ctx);
+    }
+
+    fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
+        if self.set.parents.on_grant(ctx, parent_vp, cpu).is_some() {
+            self.set.begin(ctx);
+            self.settle(ctx);
+        }
+    }
+
+    fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
+        self.set.parent_revoked(ctx, parent_vp, reason);
+        self.settle(ctx);
+    }
+
+    fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
+        let Msg::SetParams(params) = msg else {
+            return Err(PolicyError::Unsupported(format!(
+                "fp accepts only SetParams {{ priority }}, not {msg:?}"
+            )));
+        };
+        let Some(i) = self.set.kids.index_of(ctx, vp) else {
+            return Err(PolicyError::Refused(format!(
+                "{vp} is not a child of this fp scheduler"
+            )));
+        };
+        let Some(prio) = Self::priority(params)? else {
+            return Ok(());
+        };
+        if self.unique && self.taken(prio, Some(vp)) {
+            return Err(PolicyError::Refused(format!("priority {prio} is taken")));
+        }
+        self.set.kids.at_mut(i).1.prio = prio;
+        let merged = merge(ctx.vp_params(vp), params);
+        ctx.set_vp_params(vp, merged);
+        self.set.begin(ctx);
+        self.settle(ctx);
+        Ok(())
+    }
+
+    fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        self.set.check(ctx)
+    }
+
+    fn describe(&self) -> String {
+        if self.unique {
+            "unique_priorities=true".into()
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// `base` with the keys of `update` replaced.
+pub(crate) fn merge(base: &Params, update: &Params) -> Params {
+    let mut out = base.clone();
+    for (k, v) in update.iter() {
+        out.insert(k, v.clone());
+    }
+    out
+}
+
+/// A `ParamError` for `key`.
+pub(crate) fn param_err(key: &str, message: impl Into<String>) -> PolicyError {
+    PolicyError::Param(ParamError {
+        key: key.to_string(),
+        message: message.into(),
+    })
+}
+
+// ----- shared machinery ------------------------------------------------------
+//
+// The HSI applies the actions of a hook only after the hook returns, one by
+// one, delivering each one's notifications (and applying the receivers'
+// actions) before the next. A notification for an instance whose actions
+// are still being applied waits until they all are (the HSI never nests a
+// policy's hooks), so when it arrives the VPs may already have moved on:
+// a grant may have been revoked since, a request withdrawn, and the
+// notifications saying so follow in order. Three rules keep the policies
+// here correct:
+//
+// 1. An eager view. Each policy updates its own idea of every VP's state
+//    when it queues an action, and a hook acts only on VPs whose state the
+//    HSI agrees with (*settled* ones); an unsettled VP has a notification
+//    still to come, which settles it.
+// 2. Stale news is dropped: a grant is taken only if the VP still runs on
+//    that processor, a request only if the VP is still ready. Revocations
+//    and releases are facts and always processed.
+// 3. A fixed order of actions within a hook: revocations from children
+//    first, then releases of parent VPs (asking ones before held ones, so a
+//    parent re-granting a freed processor never lands on a VP about to be
+//    released), then grants to children, then requests to parents. So the
+//    reactions to a revocation cannot invalidate a grant queued before it.
+//
+// Policies also keep revocation quiet: revoked, they stay asking for the
+// processor and leave any release to a later notification or their timer,
+// so a parent that revokes and re-grants in one hook finds its plan valid.
+
+/// Where a VP stands as this instance last arranged it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Run {
+    /// Not asking for a processor.
+    #[default]
+    Waiting,
+    /// Asking for a processor.
+    Ready,
+    /// Holding this processor.
+    Running(CpuId),
+}
+
+impl Run {
+    pub(crate) fn of(s: VpState) -> Run {
+        match s {
+            VpState::Waiting => Run::Waiting,
+            VpState::Ready => Run::Ready,
+            VpState::Running(c) => Run::Running(c),
+        }
+    }
+
+    pub(crate) fn cpu(self) -> Option<CpuId> {
+        match self {
+            Run::Running(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// The eager view of this instance's parent VPs, indexed by their position
+/// in [`Ctx::parent_vps`] (declaration order).
+#[derive(Debug, Default)]
+pub(crate) struct Parents {
+    view: Vec<Run>,
+}
+
+impl Parents {
+    /// Builds the view from the HSI when the set of parent VPs changed (at
+    /// `init`, or if a hook arrives first).
+    pub(crate) fn ensure(&mut self, ctx: &Ctx<'_>) {
+        if self.view.len() != ctx.parent_vps().len() {
+            self.view = ctx
+                .parent_vps()
+                .iter()
+                .map(|&p| Run::of(ctx.vp_state(p)))
+                .collect();
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.view.len()
+    }
+
+    fn index(ctx: &Ctx<'_>, vp: VpId) -> Option<usize> {
+        ctx.parent_vps().iter().position(|&p| p == vp)
+    }
+
+    fn settled(&self, ctx: &Ctx<'_>, i: usize) -> bool {
+        ctx.parent_vps()
+            .get(i)
+            .is_some_and(|&p| Run::of(ctx.vp_state(p)) == self.view[i])
+    }
+
+    /// Parent VP `vp` was granted `cpu`. Returns its index when the grant
+    /// is wanted; `None` when this instance has released the VP since, or
+    /// the grant is already stale (the notification waited while this
+    /// instance was busy and the VP has been revoked since: the revoke's own
+    /// notification follows).
+    pub(crate) fn on_grant(&mut self, ctx: &Ctx<'_>, vp: VpId, cpu: CpuId) -> Option<usize> {
+        self.ensure(ctx);
+        let i = Self::index(ctx, vp)?;
+        if ctx.vp_state(vp) != VpState::Running(cpu) {
+            return None;
+        }
+        match self.view[i] {
+            Run::Waiting => None,
+            _ => {
+                self.view[i] = Run::Running(cpu);
+                Some(i)
+            }
+        }
+    }
+
+    /// Parent VP `vp` lost its processor; returns its index and the
+    /// processor when the view had it running there.
+    pub(crate) fn on_revoke(&mut self, ctx: &Ctx<'_>, vp: VpId) -> Option<(usize, CpuId)> {
+        self.ensure(ctx);
+        let i = Self::index(ctx, vp)?;
+        match self.view[i] {
+            Run::Running(c) => {
+                self.view[i] = Run::Ready;
+                Some((i, c))
+            }
+            _ => None,
+        }
+    }
+
+    /// Processors held, as (parent index, processor), in parent order.
+    pub(crate) fn held(&self) -> impl Iterator<Item = (usize, CpuId)> + '_ {
+        self.view
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.cpu().map(|c| (i, c)))
+    }
+
+    /// Parent VPs asking for a processor.
+    pub(crate) fn asking(&self) -> usize {
+        self.view.iter().filter(|r| **r == Run::Ready).count()
+    }
+
+    /// Requests parent `i` if it is settled and waiting.
+    pub(crate) fn request(&mut self, ctx: &mut Ctx<'_>, i: usize) -> bool {
+        if self.view[i] == Run::Waiting && self.settled(ctx, i) {
+            self.view[i] = Run::Ready;
+            let vp = ctx.parent_vps()[i];
+            ctx.request(vp);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Releases parent `i` (its request or its processor) if it is settled
+    /// and not waiting.
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>, i: usize) -> bool {
+        if self.view[i] != Run::Waiting && self.settled(ctx, i) {
+            self.view[i] = Run::Waiting;
+            let vp = ctx.parent_vps()[i];
+            ctx.release(vp);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Requests waiting parents in order, or releases asking ones from the
+    /// back, until `want` parents are asking (never touching held ones).
+    /// Policies that also grant in the same hook should prefer
+    /// [`Parents::ask_at_most`] before their grants and
+    /// [`Parents::ask_at_least`] after them.
+    pub(crate) fn set_asking(&mut self, ctx: &mut Ctx<'_>, want: usize) {
+        self.ask_at_least(ctx, want);
+        self.ask_at_most(ctx, want);
+    }
+
+    /// Releases asking parents from the back until at most `want` ask.
+    pub(crate) fn ask_at_most(&mut self, ctx: &mut Ctx<'_>, want: usize) {
+        let mut asking = self.asking();
+        let mut i = self.view.len();
+        while asking > want && i > 0 {
+            i -= 1;
+            if self.view[i] == Run::Ready {
+                asking -= self.release(ctx, i) as usize;
+            }
+        }
+    }
+
+    /// Requests waiting parents in order until at least `want` ask.
+    pub(crate) fn ask_at_least(&mut self, ctx: &mut Ctx<'_>, want: usize) {
+        let mut asking = self.asking();
+        let mut i = 0;
+        while asking < want && i < self.view.len() {
+            asking += self.request(ctx, i) as usize;
+            i += 1;
+        }
+    }
+
+    /// Releases every held processor for which `used` is false.
+    pub(crate) fn release_idle(&mut self, ctx: &mut Ctx<'_>, used: impl Fn(CpuId) -> bool) {
+        let idle: Vec<usize> = self
+            .held()
+            .filter(|&(_, c)| !used(c))
+            .map(|(i, _)| i)
+            .collect();
+        for i in idle {
+            self.release(ctx, i);
+        }
+    }
+
+    /// Every parent VP is settled (true after each input).
+    pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        if self.view.len() != ctx.parent_vps().len() {
+            return Err(format!(
+                "tracks {} parent VPs but has {}",
+                self.view.len(),
+                ctx.parent_vps().len()
+            ));
+        }
+        for (i, &p) in ctx.parent_vps().iter().enumerate() {
+            if Run::of(ctx.vp_state(p)) != self.view[i] {
+                return Err(format!(
+                    "believes parent {p} is {:?} but it is {:?}",
+                    self.view[i],
+                    ctx.vp_state(p)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One child of a priority scheduler.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry<E> {
+    /// Effective priority; higher runs first.
+    pub prio: i64,
+    /// Queue position: lower was queued earlier (FIFO among equals).
+    pub seq: u64,
+    /// Eager state.
+    pub run: Run,
+    /// Unsettled when the current hook began: a notification about it is
+    /// still to come, so this hook leaves it alone.
+    pub busy: bool,
+    /// When it last became ready (woke, or lost its processor).
+    pub since: Instant,
+    /// Policy-specific data.
+    pub extra: E,
+}
+
+/// Children ranked by (priority, queue position) on any number of
+/// processors: the dispatch core of `fp` and `ts`.
+///
+/// A hook updates the entry its notification is about, calls
+/// [`PrioSet::begin`], plans with [`PrioSet::preempt`] and
+/// [`PrioSet::rebalance`], and ends with [`PrioSet::finish`], which queues
+/// the planned actions in the order described above.
+#[derive(Debug)]
+pub(crate) struct PrioSet<E> {
+    pub kids: VpTable<Entry<E>>,
+    pub parents: Parents,
+    next_seq: u64,
+    revokes: Vec<(VpId, RevokeReason)>,
+    grants: Vec<(VpId, CpuId)>,
+}
+
+impl<E> PrioSet<E> {
+    pub(crate) fn new() -> Self {
+        PrioSet {
+            kids: VpTable::new(Side::Child),
+            parents: Parents::default(),
+            next_seq: 0,
+            revokes: Vec::new(),
+            grants: Vec::new(),
+        }
+    }
+
+    /// A queue position behind every earlier one.
+    pub(crate) fn take_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    pub(crate) fn add(&mut self, ctx: &mut Ctx<'_>, vp: VpId, prio: i64, extra: E) {
+        let seq = self.take_seq();
+        let since = ctx.now();
+        self.kids.insert(
+            ctx,
+            vp,
+            Entry {
+                prio,
+                seq,
+                run: Run::Waiting,
+                busy: false,
+                since,
+                extra,
+            },
+        );
+    }
+
+    pub(crate) fn remove(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.kids.remove(ctx, vp);
+    }
+
+    /// Marks the children a notification is still to come about.
+    pub(crate) fn begin(&mut self, ctx: &Ctx<'_>) {
+        self.parents.ensure(ctx);
+        for (vp, e) in self.kids.iter_mut() {
+            e.busy = Run::of(ctx.vp_state(vp)) != e.run;
+        }
+    }
+
+    /// Child `vp` asks for a processor: it joins the back of its priority.
+    /// A request already withdrawn (the notification waited while this
+    /// instance was busy; the release's notification follows) is ignored.
+    pub(crate) fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) -> Option<usize> {
+        if ctx.vp_state(vp) != VpState::Ready {
+            return None;
+        }
+        let i = self.kids.index_of(ctx, vp)?;
+        let seq = self.take_seq();
+        let now = ctx.now();
+        let e = self.kids.at_mut(i).1;
+        e.run = Run::Ready;
+        e.seq = seq;
+        e.since = now;
+        Some(i)
+    }
+
+    /// Child `vp` stopped asking; its processor, if any, is free.
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) -> Option<usize> {
+        let i = self.kids.index_of(ctx, vp)?;
+        self.kids.at_mut(i).1.run = Run::Waiting;
+        Some(i)
+    }
+
+    /// The parent took back `parent_vp`'s processor: the child on it loses
+    /// it for the same reason and keeps its queue position. Calls `begin`.
+    pub(crate) fn parent_revoked(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        parent_vp: VpId,
+        reason: RevokeReason,
+    ) {
+        let lost = self.parents.on_revoke(ctx, parent_vp);
+        self.begin(ctx);
+        if let Some((_, cpu)) = lost {
+            if let Some(i) = self.on_cpu(cpu) {
+                let (vp, e) = self.kids.at_mut(i);
+                match ctx.vp_state(vp) {
+                    VpState::Running(c) if c == cpu => self.preempt(ctx, i, reason, false),
+                    // The grant to it never took effect: it is simply ready.
+                    VpState::Ready => {
+                        e.run = Run::Ready;
+                        e.busy = false;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The child running on `cpu` (as planned).
+    pub(crate) fn on_cpu(&self, cpu: CpuId) -> Option<usize> {
+        (0..self.kids.len()).find(|&i| self.kids.at(i).1.run == Run::Running(cpu))
+    }
+
+    /// Plans to take the processor from running child `i`; `back` sends it
+    /// behind the other children of its priority (a used-up quantum).
+    pub(crate) fn preempt(&mut self, ctx: &Ctx<'_>, i: usize, reason: RevokeReason, back: bool) {
+        let seq = if back { Some(self.take_seq()) } else { None };
+        let (vp, e) = self.kids.at_mut(i);
+        e.run = Run::Ready;
+        e.since = ctx.now();
+        if let Some(s) = seq {
+            e.seq = s;
+        }
+        self.revokes.push((vp, reason));
+    }
+
+    fn grant(&mut self, i: usize, cpu: CpuId) {
+        let (vp, e) = self.kids.at_mut(i);
+        e.run = Run::Running(cpu);
+        self.grants.push((vp, cpu));
+    }
+
+    /// The ready child to run next: highest priority, then earliest queued.
+    pub(crate) fn best_ready(&self) -> Option<usize> {
+        (0..self.kids.len())
+            .filter(|&i| {
+                let e = self.kids.at(i).1;
+                e.run == Run::Ready && !e.busy
+            })
+            .max_by_key(|&i| {
+                let e = self.kids.at(i).1;
+                (e.prio, std::cmp::Reverse(e.seq))
+            })
+    }
+
+    /// The running child to preempt first: lowest priority, then latest
+    /// queued.
+    pub(crate) fn worst_running(&self) -> Option<usize> {
+        (0..self.kids.len())
+            .filter(|&i| {
+                let e = self.kids.at(i).1;
+                matches!(e.run, Run::Running(_)) && !e.busy
+            })
+            .min_by_key(|&i| {
+                let e = self.kids.at(i).1;
+                (e.prio, std::cmp::Reverse(e.seq))
+            })
+    }
+
+    /// Plans to give every free held processor to the best ready child, then
+    /// to preempt while a ready child outranks a running one.
+    pub(crate) fn rebalance(&mut self, ctx: &Ctx<'_>) {
+        let held: Vec<CpuId> = self.parents.held().map(|(_, c)| c).collect();
+        for cpu in held {
+            if self.on_cpu(cpu).is_none() {
+                match self.best_ready() {
+                    Some(i) => self.grant(i, cpu),
+                    None => break,
+                }
+            }
+        }
+        while let (Some(b), Some(w)) = (self.best_ready(), self.worst_running()) {
+            if self.kids.at(b).1.prio <= self.kids.at(w).1.prio {
+                break;
+            }
+            let Some(cpu) = self.kids.at(w).1.run.cpu() else {
+                break;
+            };
+            self.preempt(ctx, w, RevokeReason::Preempted, false);
+            self.grant(b, cpu);
+        }
+    }
+
+    /// Queues the planned actions (revocations, parent releases, grants,
+    /// parent requests) with one asking parent VP per ready child without a
+    /// processor, and every unused held processor released.
+    pub(crate) fn finish(&mut self, ctx: &mut Ctx<'_>) {
+        for (vp, reason) in self.revokes.drain(..) {
+            ctx.revoke(vp, reason);
+        }
+        let unserved = self
+            .kids
+            .iter()
+            .filter(|(_, e)| e.run == Run::Ready)
+            .count();
+        self.parents.ask_at_most(ctx, unserved);
+        let kids = &self.kids;
+        self.parents
+            .release_idle(ctx, |c| kids.iter().any(|(_, e)| e.run == Run::Running(c)));
+        for (vp, cpu) in self.grants.drain(..) {
+            ctx.grant(vp, cpu);
+        }
+        self.parents.ask_at_least(ctx, unserved);
+    }
+
+    /// The view matches the HSI, running children sit on held processors,
+    /// and no ready child outranks a running one.
+    pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        self.parents.check(ctx)?;
+        for (vp, e) in self.kids.iter() {
+            if Run::of(ctx.vp_state(vp)) != e.run {
+                return Err(format!(
+                    "believes child {vp} is {:?} but it is {:?}",
+                    e.run,
+                    ctx.vp_state(vp)
+                ));
+            }
+            if let Some(c) = e.run.cpu() {
+                if !self.parents.held().any(|(_, h)| h == c) {
+                    return Err(format!(
+                        "child {vp} runs on {c}, which this scheduler does not hold"
+                    ));
+                }
+            }
+        }
+        let ready = self
+            .kids
+            .iter()
+            .filter(|(_, e)| e.run == Run::Ready)
+            .max_by_key(|(_, e)| e.prio);
+        let running = self
+            .kids
+            .iter()
+            .filter(|(_, e)| e.run.cpu().is_some())
+            .min_by_key(|(_, e)| e.prio);
+        if let (Some((bv, be)), Some((wv, we))) = (ready, running) {
+            if be.prio > we.prio {
+                return Err(format!(
+                    "ready child {bv} (priority {}) waits while {wv} (priority {}) runs",
+                    be.prio, we.prio
+                ));
+            }
+        }
+        Ok(())
+    }
 }

@@ -1,20 +1,420 @@
-//! Placeholder for the `ts` policy (being written).
+//! # Time sharing (`ts`)
+//!
+//! The HLS time-sharing scheduler of seed 000 §9.3.1: a multiprocessor
+//! priority and round-robin scheduler "very much like the native Windows
+//! 2000 scheduler", that handles revocation, schedules any number of
+//! processors, and can instead act as a fixed-priority scheduler without
+//! time slicing.
+//!
+//! ## Algorithm
+//! Each child has a base priority in 1..=31 (Windows' range; 0 is Windows'
+//! zero-page thread and is not offered). With `k` processors held, the `k`
+//! children with the highest effective priority run; §9.3.1's invariant holds
+//! after every input: *no child is ready while a lower-priority child runs*
+//! (a waking child that outranks a running one preempts it at once; a
+//! child whose processor the parent revokes takes the processor of a
+//! lower-priority sibling).
+//!
+//! `mode = "rr"` (default) adds round robin: a running child that has
+//! received `quantum` of CPU time since its quantum began gives its
+//! processor to a ready child of equal or higher priority and goes to the
+//! back of its priority; with no such rival it starts a new quantum in
+//! place. Quanta are counted in CPU time actually received
+//! ([`Ctx::vp_received`], net of stolen time), so a child preempted or
+//! revoked mid-quantum keeps the rest of its quantum and its place at the
+//! front of its priority; a child that wakes up starts a fresh quantum at the
+//! back. When several quanta end at once, the children that have waited
+//! longest in the queue yield first, one per waiting rival.
+//!
+//! Starvation boost (rr mode), after Windows' balance set manager: a ready
+//! child with base priority below 15 that has not run for `starvation` since
+//! it last became ready is raised to priority 15 (the highest time-sharing
+//! priority, seed 000 §5.2.2.5) for one quantum of CPU time, then drops back
+//! to its base priority and the back of its queue. Seed 000 §5.2.2.5 says
+//! Windows 2000 boosts a thread that is "runnable but does not get to run for
+//! more than about three seconds"; the balance set manager scans once a
+//! second for threads ready for about 300 clock ticks (3–4.7 s depending on
+//! the tick). We take 3 s and check it exactly (the instance timer fires
+//! when the oldest waiter reaches it) rather than by a once-a-second scan,
+//! which keeps the boost deterministic and independent of a tick. Windows
+//! also doubles the boosted quantum; we give one quantum as HLS does not
+//! vary quanta (§9.3.1: "does not support variable sized scheduling
+//! quanta").
+//!
+//! `mode = "fp"` is §9.3.1's "non-preemptive fixed-priority" mode: no quanta
+//! and no boosts, so a child keeps its processor until it blocks or a
+//! higher-priority child needs it (equal priorities run first come, first
+//! served). We read "non-preemptive" as "not preempted by the clock": a
+//! higher-priority child still preempts, because §9.3.1 states the
+//! invariant above for the scheduler as a whole.
+//!
+//! ## Parameters
+//! | side | key | kind | default | meaning |
+//! |---|---|---|---|---|
+//! | instance | `mode` | `"rr"` or `"fp"` | `"rr"` | round robin with quanta, or fixed priority without |
+//! | instance | `quantum` | duration | `30ms` | CPU time per turn (rr only) |
+//! | instance | `starvation` | duration | `3s` | ready this long without running earns a boost; `"0s"` turns boosts off (rr only) |
+//! | child | `priority` | integer 1..=31 | `8` | base priority (Windows' normal priority is 8) |
+//!
+//! The 30 ms quantum is Windows 2000 Professional's: two clock ticks of the
+//! 15.6 ms multiprocessor HAL (seed 000 §10.4 uses that HAL). Giving
+//! `quantum` or `starvation` with `mode = "fp"` is refused, as they would
+//! have no effect. `Msg::SetParams { priority }` changes a child's base
+//! priority at run time (ending a boost if the new base is 15 or more).
+//!
+//! ## Guarantees (Table 5.1)
+//! `NULL ↦ NULL⁺` (§5.3.1.6): TS makes no promise to its children and so
+//! accepts any guarantee.
 
-use crate::registry::PolicyInfo;
-use hsched_core::{Params, Policy, PolicyError};
+use crate::fp::{merge, param_err, PrioSet, Run};
+use crate::registry::{check_child_params, PolicyInfo};
+use hsched_core::{
+    CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
+    RevokeReason, VpId,
+};
+
+/// Lowest child priority.
+pub const MIN_PRIORITY: i64 = 1;
+/// Highest child priority.
+pub const MAX_PRIORITY: i64 = 31;
+/// Default child priority (Windows' normal priority).
+pub const DEFAULT_PRIORITY: i64 = 8;
+/// Priority of a starvation boost: the highest time-sharing priority.
+pub const BOOST_PRIORITY: i64 = 15;
+/// Default quantum.
+pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(30);
+/// Default starvation threshold.
+pub const DEFAULT_STARVATION: Duration = Duration::from_secs(3);
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "ts",
-    summary: "",
-    seed: "",
-    instance_params: &[],
-    child_params: &[],
+    summary: "multiprocessor priority + round-robin time sharing like Windows 2000, with a starvation boost",
+    seed: "seed 000 §9.3.1, §5.3.1.6",
+    instance_params: &[
+        ParamSpec { key: "mode", kind: "\"rr\" or \"fp\"", default: "rr", doc: "round robin with quanta, or fixed priority without time slicing" },
+        ParamSpec { key: "quantum", kind: "duration", default: "30ms", doc: "CPU time per turn (rr only)" },
+        ParamSpec {
+            key: "starvation",
+            kind: "duration",
+            default: "3s",
+            doc: "a ready child that has not run for this long runs one quantum at priority 15; 0s turns it off (rr only)",
+        },
+    ],
+    child_params: &[ParamSpec { key: "priority", kind: "integer 1..=31", default: "8", doc: "base priority; higher runs first" }],
     min_parents: 1,
     max_parents: 1,
     build,
 };
 
-fn build(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
-    Err(PolicyError::Unsupported("Ts is not built yet".into()))
+fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(Ts::from_params(params)?))
+}
+
+/// How a TS instance treats children of equal priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Round robin with quanta and starvation boosts.
+    RoundRobin,
+    /// Fixed priority: no quanta, no boosts.
+    FixedPriority,
+}
+
+#[derive(Clone, Debug)]
+struct Kid {
+    base: i64,
+    /// Received CPU time when the current quantum began.
+    mark: Duration,
+    boosted: bool,
+}
+
+/// The time-sharing scheduler.
+#[derive(Debug)]
+pub struct Ts {
+    set: PrioSet<Kid>,
+    mode: Mode,
+    quantum: Duration,
+    /// `None`: boosts off.
+    starvation: Option<Duration>,
+}
+
+impl Ts {
+    /// An instance from its `[[scheduler]]` parameters.
+    ///
+    /// # Errors
+    /// An unknown mode, a zero quantum, or `quantum`/`starvation` given in
+    /// fp mode.
+    pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
+        let mode = match params.str("mode")? {
+            None | Some("rr") => Mode::RoundRobin,
+            Some("fp") => Mode::FixedPriority,
+            Some(other) => {
+                return Err(param_err(
+                    "mode",
+                    format!("unknown mode `{other}`; expected \"rr\" or \"fp\""),
+                ))
+            }
+        };
+        let quantum = params.duration("quantum")?;
+        let starvation = params.duration("starvation")?;
+        if mode == Mode::FixedPriority {
+            for (key, v) in [("quantum", quantum), ("starvation", starvation)] {
+                if v.is_some() {
+                    return Err(param_err(key, "has no effect with mode = \"fp\" (no time slicing); remove it or use mode = \"rr\""));
+                }
+            }
+        }
+        let quantum = quantum.unwrap_or(DEFAULT_QUANTUM);
+        if quantum == Duration::ZERO {
+            return Err(param_err("quantum", "must be longer than zero"));
+        }
+        let starvation = match starvation {
+            None => Some(DEFAULT_STARVATION),
+            Some(Duration::ZERO) => None,
+            Some(s) => Some(s),
+        };
+        Ok(Ts {
+            set: PrioSet::new(),
+            mode,
+            quantum,
+            starvation,
+        })
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    fn priority(params: &Params) -> Result<Option<i64>, PolicyError> {
+        check_child_params(&INFO, params)?;
+        match params.i64("priority")? {
+            Some(p) if !(MIN_PRIORITY..=MAX_PRIORITY).contains(&p) => Err(param_err(
+                "priority",
+                format!("{p} is out of range; expected {MIN_PRIORITY}..={MAX_PRIORITY}"),
+            )),
+            p => Ok(p),
+        }
+    }
+
+    fn rr(&self) -> bool {
+        self.mode == Mode::RoundRobin
+    }
+
+    fn used(&self, ctx: &Ctx<'_>, i: usize) -> Duration {
+        let (vp, e) = self.set.kids.at(i);
+        ctx.vp_received(vp) - e.extra.mark
+    }
+
+    fn fresh_quantum(&mut self, ctx: &Ctx<'_>, i: usize) {
+        let (vp, e) = self.set.kids.at_mut(i);
+        e.extra.mark = ctx.vp_received(vp);
+    }
+
+    fn unboost(&mut self, i: usize) {
+        let e = self.set.kids.at_mut(i).1;
+        e.extra.boosted = false;
+        e.prio = e.extra.base;
+    }
+
+    fn boostable(&self, i: usize) -> bool {
+        let e = self.set.kids.at(i).1;
+        e.run == Run::Ready && !e.extra.boosted && e.extra.base < BOOST_PRIORITY
+    }
+
+    /// Ends used-up quanta (rotating among equal priorities) and boosts
+    /// starving children.
+    fn on_clock(&mut self, ctx: &mut Ctx<'_>) {
+        if !self.rr() {
+            return;
+        }
+        let round = self.set.take_seq();
+        let mut expiring: Vec<usize> = (0..self.set.kids.len())
+            .filter(|&i| {
+                let e = self.set.kids.at(i).1;
+                matches!(e.run, Run::Running(_)) && !e.busy && self.used(ctx, i) >= self.quantum
+            })
+            .collect();
+        expiring.sort_by_key(|&i| self.set.kids.at(i).1.seq);
+        // Compare by VP: preempting reorders nothing, but keep indices honest.
+        let expiring: Vec<VpId> = expiring
+            .into_iter()
+            .map(|i| self.set.kids.at(i).0)
+            .collect();
+        let mut claimed = 0;
+        for vp in expiring {
+            let Some(i) = self.set.kids.index_of(ctx, vp) else {
+                continue;
+            };
+            self.unboost(i);
+            self.fresh_quantum(ctx, i);
+            let prio = self.set.kids.at(i).1.prio;
+            let rivals = self
+                .set
+                .kids
+                .iter()
+                .filter(|(_, e)| e.run == Run::Ready && !e.busy && e.seq < round && e.prio >= prio)
+                .count();
+            if rivals > claimed {
+                claimed += 1;
+                self.set.preempt(ctx, i, RevokeReason::Preempted, true);
+            }
+        }
+        if let Some(starve) = self.starvation {
+            let now = ctx.now();
+            for i in 0..self.set.kids.len() {
+                if self.boostable(i) && self.set.kids.at(i).1.since + starve <= now {
+                    self.fresh_quantum(ctx, i);
+                    let (vp, e) = self.set.kids.at_mut(i);
+                    e.extra.boosted = true;
+                    e.prio = BOOST_PRIORITY;
+                    if ctx.tracing() {
+                        ctx.event(PolicyEvent::Note(format!(
+                            "starvation boost: {vp} to priority {BOOST_PRIORITY}"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Arms the timer for the next quantum end or starvation boost.
+    fn arm(&mut self, ctx: &mut Ctx<'_>) {
+        if !self.rr() {
+            return;
+        }
+        let now = ctx.now();
+        let mut next = Instant::NEVER;
+        for i in 0..self.set.kids.len() {
+            let e = self.set.kids.at(i).1;
+            if matches!(e.run, Run::Running(_)) {
+                next = next.min(now + (self.quantum - self.used(ctx, i)));
+            } else if let Some(s) = self.starvation.filter(|_| self.boostable(i)) {
+                next = next.min(e.since + s);
+            }
+        }
+        if next == Instant::NEVER {
+            ctx.cancel_timer();
+        } else if ctx.timer() != Some(next) {
+            ctx.set_timer(next);
+        }
+    }
+
+    /// Plans and queues the actions, then re-arms the timer; the hook has
+    /// called `begin`.
+    fn settle(&mut self, ctx: &mut Ctx<'_>) {
+        self.set.rebalance(ctx);
+        self.set.finish(ctx);
+        self.arm(ctx);
+    }
+}
+
+impl Policy for Ts {
+    fn policy_name(&self) -> &'static str {
+        "ts"
+    }
+
+    fn init(&mut self, ctx: &mut Ctx<'_>) {
+        self.set.parents.ensure(ctx);
+    }
+
+    fn register_vp(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        vp: VpId,
+        params: &Params,
+    ) -> Result<(), PolicyError> {
+        let base = Self::priority(params)?.unwrap_or(DEFAULT_PRIORITY);
+        self.set.add(
+            ctx,
+            vp,
+            base,
+            Kid {
+                base,
+                mark: Duration::ZERO,
+                boosted: false,
+            },
+        );
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.set.remove(ctx, vp);
+    }
+
+    fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        if let Some(i) = self.set.request(ctx, vp) {
+            self.unboost(i);
+            self.fresh_quantum(ctx, i);
+        }
+        self.set.begin(ctx);
+        self.settle(ctx);
+    }
+
+    fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        if let Some(i) = self.set.release(ctx, vp) {
+            self.unboost(i);
+        }
+        self.set.begin(ctx);
+        self.settle(ctx);
+    }
+
+    fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
+        if self.set.parents.on_grant(ctx, parent_vp, cpu).is_some() {
+            self.set.begin(ctx);
+            self.settle(ctx);
+        }
+    }
+
+    fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
+        self.set.parent_revoked(ctx, parent_vp, reason);
+        self.settle(ctx);
+    }
+
+    fn timer(&mut self, ctx: &mut Ctx<'_>) {
+        self.set.begin(ctx);
+        self.on_clock(ctx);
+        self.settle(ctx);
+    }
+
+    fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
+        let Msg::SetParams(params) = msg else {
+            return Err(PolicyError::Unsupported(format!(
+                "ts accepts only SetParams {{ priority }}, not {msg:?}"
+            )));
+        };
+        let Some(i) = self.set.kids.index_of(ctx, vp) else {
+            return Err(PolicyError::Refused(format!(
+                "{vp} is not a child of this ts scheduler"
+            )));
+        };
+        let Some(base) = Self::priority(params)? else {
+            return Ok(());
+        };
+        let e = self.set.kids.at_mut(i).1;
+        e.extra.base = base;
+        if !e.extra.boosted || base >= BOOST_PRIORITY {
+            e.extra.boosted = false;
+            e.prio = base;
+        }
+        let merged = merge(ctx.vp_params(vp), params);
+        ctx.set_vp_params(vp, merged);
+        self.set.begin(ctx);
+        self.settle(ctx);
+        Ok(())
+    }
+
+    fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        self.set.check(ctx)
+    }
+
+    fn describe(&self) -> String {
+        match self.mode {
+            Mode::FixedPriority => "mode=fp".into(),
+            Mode::RoundRobin => match self.starvation {
+                Some(s) => format!("mode=rr quantum={} starvation={s}", self.quantum),
+                None => format!("mode=rr quantum={} starvation=off", self.quantum),
+            },
+        }
+    }
 }

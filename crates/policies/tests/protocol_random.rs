@@ -6,7 +6,8 @@
 //! A failure prints its seed; replay one seed with
 //! `HSCHED_SEED=N cargo test -p hsched-policies --test protocol_random`.
 //! `HSCHED_SEEDS=N` changes how many seeds run (default 1500);
-//! `HSCHED_POLICIES=fp,ts` restricts the mix.
+//! `HSCHED_POLICIES=fp,ts` restricts the mix; `HSCHED_TRACE=1` prints the
+//! last events before a failure.
 
 use hsched_core::{
     CpuId, Hsi, HsiError, InstanceId, Instant, Msg, ParamSpec, ParamValue, Params, ParentLink,
@@ -95,7 +96,10 @@ fn usable() -> Vec<&'static PolicyInfo> {
     registry()
         .iter()
         .chain(std::iter::once(&FIFO))
-        .filter(|info| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == info.name)))
+        .filter(|info| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|n| n == info.name))
+        })
         .filter(|info| {
             (0..8).any(|_| (info.build)(&random_params(&mut rng, info.instance_params)).is_ok())
         })
@@ -143,6 +147,8 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
         now: 0,
     };
     w.hsi.set_checking(true);
+    let tracing = std::env::var("HSCHED_TRACE").is_ok();
+    w.hsi.set_tracing(tracing);
     let t0 = Instant(0);
 
     // Roots: one over every processor, or two on disjoint sets.
@@ -236,80 +242,99 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
         spawn(&mut w, &mut rng)?;
     }
 
-    for step in 0..steps {
-        // Time passes; timers fire.
-        w.now += rng.range(0, 3_000_000);
-        let at = Instant(w.now);
-        let ctx = |e: String| format!("step {step} at {at}: {e}");
-        if let Some(t) = w.hsi.next_timer() {
-            if t.as_nanos() <= w.now {
-                tolerate(w.hsi.fire_timers(Instant(w.now))).map_err(ctx)?;
-            }
-        }
-        let now = Instant(w.now);
-        let live: Vec<ThreadId> = w
-            .threads
-            .iter()
-            .copied()
-            .filter(|&t| w.hsi.thread_live(t))
-            .collect();
-        let pick = |rng: &mut Rng| live.get(rng.below(live.len() as u64) as usize).copied();
-        let r = match rng.below(100) {
-            0..=29 => pick(&mut rng).map(|t| w.hsi.wake(now, t)),
-            30..=54 => pick(&mut rng).map(|t| w.hsi.block(now, t)),
-            55..=59 => pick(&mut rng).map(|t| w.hsi.exit(now, t)),
-            60..=69 => {
-                spawn(&mut w, &mut rng).map_err(ctx)?;
-                None
-            }
-            70..=79 => pick(&mut rng).map(|t| {
-                let (to, _) = w.instances[rng.below(w.instances.len() as u64) as usize];
-                let params = w.child_params(&mut rng, to);
-                w.hsi.move_thread(now, t, to, params)
-            }),
-            80..=86 => {
-                let rez: Vec<InstanceId> = w
-                    .instances
-                    .iter()
-                    .filter(|(_, p)| p.name.starts_with("rez"))
-                    .map(|(i, _)| *i)
-                    .collect();
-                match (pick(&mut rng), rez.is_empty()) {
-                    (Some(t), false) => {
-                        let r = rez[rng.below(rez.len() as u64) as usize];
-                        let params = w.child_params(&mut rng, r);
-                        Some(w.hsi.begin_reservation(now, t, r, params))
-                    }
-                    _ => None,
+    let mut events = Vec::new();
+    let result = (|| -> Result<(), String> {
+        for step in 0..steps {
+            // Time passes; timers fire.
+            w.now += rng.range(0, 3_000_000);
+            let at = Instant(w.now);
+            let ctx = |e: String| format!("step {step} at {at}: {e}");
+            if let Some(t) = w.hsi.next_timer() {
+                if t.as_nanos() <= w.now {
+                    tolerate(w.hsi.fire_timers(Instant(w.now))).map_err(ctx)?;
                 }
             }
-            87..=91 => pick(&mut rng).map(|t| w.hsi.end_reservation(now, t)),
-            92..=97 => pick(&mut rng).map(|t| {
-                let params = w.child_params(&mut rng, w.hsi.thread_parent(t));
-                w.hsi.thread_msg(now, t, &Msg::SetParams(params))
-            }),
-            _ => {
-                // Destroy a childless, non-root instance now and then.
-                let victim = w
-                    .instances
-                    .iter()
-                    .skip(1)
-                    .find(|(i, _)| w.hsi.instance_children(*i).is_empty())
-                    .copied();
-                victim.map(|(i, _)| {
-                    let r = w.hsi.destroy_instance(now, i);
-                    if r.is_ok() {
-                        w.instances.retain(|(x, _)| *x != i);
+            let now = Instant(w.now);
+            let live: Vec<ThreadId> = w
+                .threads
+                .iter()
+                .copied()
+                .filter(|&t| w.hsi.thread_live(t))
+                .collect();
+            let pick = |rng: &mut Rng| live.get(rng.below(live.len() as u64) as usize).copied();
+            let r = match rng.below(100) {
+                0..=29 => pick(&mut rng).map(|t| w.hsi.wake(now, t)),
+                30..=54 => pick(&mut rng).map(|t| w.hsi.block(now, t)),
+                55..=59 => pick(&mut rng).map(|t| w.hsi.exit(now, t)),
+                60..=69 => {
+                    spawn(&mut w, &mut rng).map_err(ctx)?;
+                    None
+                }
+                70..=79 => pick(&mut rng).map(|t| {
+                    let (to, _) = w.instances[rng.below(w.instances.len() as u64) as usize];
+                    let params = w.child_params(&mut rng, to);
+                    w.hsi.move_thread(now, t, to, params)
+                }),
+                80..=86 => {
+                    let rez: Vec<InstanceId> = w
+                        .instances
+                        .iter()
+                        .filter(|(_, p)| p.name.starts_with("rez"))
+                        .map(|(i, _)| *i)
+                        .collect();
+                    match (pick(&mut rng), rez.is_empty()) {
+                        (Some(t), false) => {
+                            let r = rez[rng.below(rez.len() as u64) as usize];
+                            let params = w.child_params(&mut rng, r);
+                            Some(w.hsi.begin_reservation(now, t, r, params))
+                        }
+                        _ => None,
                     }
-                    r
-                })
+                }
+                87..=91 => pick(&mut rng).map(|t| w.hsi.end_reservation(now, t)),
+                92..=97 => pick(&mut rng).map(|t| {
+                    let params = w.child_params(&mut rng, w.hsi.thread_parent(t));
+                    w.hsi.thread_msg(now, t, &Msg::SetParams(params))
+                }),
+                _ => {
+                    // Destroy a childless, non-root instance now and then.
+                    let victim = w
+                        .instances
+                        .iter()
+                        .skip(1)
+                        .find(|(i, _)| w.hsi.instance_children(*i).is_empty())
+                        .copied();
+                    victim.map(|(i, _)| {
+                        let r = w.hsi.destroy_instance(now, i);
+                        if r.is_ok() {
+                            w.instances.retain(|(x, _)| *x != i);
+                        }
+                        r
+                    })
+                }
+            };
+            if let Some(r) = r {
+                tolerate(r).map_err(ctx)?;
             }
-        };
-        if let Some(r) = r {
-            tolerate(r).map_err(ctx)?;
+            if tracing && step % 16 == 0 {
+                events.clear();
+                w.hsi.drain_trace(&mut events);
+            }
+        }
+        Ok(())
+    })();
+    let result = result.map_err(|e| {
+        let who: Vec<String> =
+            w.instances.iter().map(|(i, p)| format!("{}={}", w.hsi.instance_name(*i), p.name)).collect();
+        format!("{e}\n  instances: {}", who.join(" "))
+    });
+    if result.is_err() && tracing {
+        w.hsi.drain_trace(&mut events);
+        for ev in events.iter().rev().take(80).rev() {
+            eprintln!("{ev:?}");
         }
     }
-    Ok(())
+    result
 }
 
 #[test]

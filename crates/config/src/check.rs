@@ -1,0 +1,1108 @@
+//! Checks that need more than one table: parameters against the policies'
+//! declared specs, the scheduler graph (parents, cycles, roots and their
+//! processors), and the timeline of thread creations and `[[at]]`
+//! operations (every name an operation uses exists at that time).
+
+use crate::error::{did_you_mean, one_of, one_of_these, ConfigError, ConfigErrors};
+use crate::model::*;
+use crate::read::{duration_of, Diag};
+use hsched_core::{Duration, ParamSpec, ParamValue, Params};
+use hsched_policies::PolicyInfo;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The policy called `name` in `policies`.
+pub(crate) fn find_policy<'p>(policies: &'p [PolicyInfo], name: &str) -> Option<&'p PolicyInfo> {
+    policies.iter().find(|p| p.name == name)
+}
+
+fn keys_of(specs: &[ParamSpec]) -> Vec<&'static str> {
+    specs.iter().map(|s| s.key).collect()
+}
+
+/// What is wrong with `v` as a value of the declared `kind`, if anything:
+/// (message, expected, hint).
+pub(crate) fn check_kind(
+    key: &str,
+    v: &ParamValue,
+    kind: &str,
+) -> Option<(String, String, Option<String>)> {
+    let k = kind.trim().to_ascii_lowercase();
+    // Alternatives (`number or "a/b"`, `"rr" or "fp"`) are left to the
+    // policy's own parser, which runs when the scheduler is built.
+    if k.contains(" or ") || k.contains('"') {
+        return None;
+    }
+    if k.starts_with("duration") || k == "time" {
+        return duration_of(key, v)
+            .err()
+            .map(|p| (p.message, p.expected, p.hint));
+    }
+    let bad = |what: &str| {
+        Some((
+            format!("`{key}` must be {what}, found `{v}`"),
+            what.to_string(),
+            None,
+        ))
+    };
+    if k.starts_with("int") {
+        let ParamValue::Int(n) = v else {
+            let hint = match v {
+                ParamValue::Str(s) if s.trim().parse::<i64>().is_ok() => {
+                    Some(format!("remove the quotes: `{key} = {}`", s.trim()))
+                }
+                _ => None,
+            };
+            return Some((
+                format!("`{key}` must be an integer, found `{v}`"),
+                "an integer".into(),
+                hint,
+            ));
+        };
+        // `integer A..=B`: a range.
+        if let Some((lo, hi)) = k
+            .split_whitespace()
+            .nth(1)
+            .and_then(|r| r.split_once("..="))
+        {
+            if let (Ok(lo), Ok(hi)) = (lo.parse::<i64>(), hi.parse::<i64>()) {
+                if *n < lo || *n > hi {
+                    return Some((
+                        format!("`{key}` = {n} is out of range"),
+                        format!("an integer from {lo} to {hi}"),
+                        None,
+                    ));
+                }
+            }
+        }
+        return None;
+    }
+    if k.starts_with("bool") {
+        return (!matches!(v, ParamValue::Bool(_)))
+            .then(|| bad("true or false"))
+            .flatten();
+    }
+    if k.starts_with("string") {
+        return (!matches!(v, ParamValue::Str(_)))
+            .then(|| bad("a string"))
+            .flatten();
+    }
+    if k.starts_with("number") || k.starts_with("float") || k.starts_with("fraction") {
+        return match v {
+            ParamValue::Int(_) | ParamValue::Float(_) => None,
+            ParamValue::Str(s) => Some((
+                format!("`{key}` must be a number, found the string \"{s}\""),
+                "a number such as `0.25`".into(),
+                s.trim()
+                    .parse::<f64>()
+                    .is_ok()
+                    .then(|| format!("remove the quotes: `{key} = {}`", s.trim())),
+            )),
+            _ => bad("a number"),
+        };
+    }
+    None
+}
+
+/// Checks `amount`/`period` pairs wherever they appear: a zero period, or
+/// an amount larger than its period.
+fn check_amount_period(d: &mut Diag<'_>, params: &Params, path: &str, fallback: Span, whose: &str) {
+    let dur = |k: &str| params.get(k).and_then(|v| duration_of(k, v).ok());
+    let period = dur("period");
+    if period == Some(Duration::ZERO) {
+        let e = d
+            .make(
+                &format!("{path}.period="),
+                fallback,
+                format!("{whose} has a zero `period`"),
+            )
+            .expected("a period longer than zero");
+        d.push(e);
+        return;
+    }
+    if let (Some(a), Some(p)) = (dur("amount"), period) {
+        if a > p {
+            let e = d
+                .make(&format!("{path}.amount="), fallback, format!("{whose}: `amount` ({a}) is larger than `period` ({p})"))
+                .expected(format!("an amount of at most the period ({p})"))
+                .hint("a reservation cannot give more than the whole processor: lower `amount` or raise `period`");
+            d.push(e);
+        }
+    }
+}
+
+/// Checks parameters against a spec list: unknown keys (with the closest
+/// accepted one), missing required keys, values of the wrong kind, and
+/// amount/period consistency. `path` is the site prefix of the parameter
+/// table (`path.key` for keys, `path.key=` for values).
+pub(crate) fn check_params(
+    d: &mut Diag<'_>,
+    specs: &[ParamSpec],
+    params: &Params,
+    path: &str,
+    fallback: Span,
+    whose: &str,
+    owner: &str,
+) {
+    let keys = keys_of(specs);
+    let mut suggested: Vec<&str> = Vec::new();
+    for (k, v) in params.iter() {
+        match specs.iter().find(|s| s.key == k) {
+            None => {
+                let close = crate::error::closest(k, keys.iter().copied());
+                suggested.extend(close);
+                let e = d
+                    .make(
+                        &format!("{path}.{k}"),
+                        fallback,
+                        format!("unknown parameter `{k}` for {whose}"),
+                    )
+                    .expected(if keys.is_empty() {
+                        format!("no parameters: {owner} take none")
+                    } else {
+                        format!("{} (what {owner} take)", one_of(&keys))
+                    })
+                    .maybe_hint(close.map(|c| format!("did you mean `{c}`?")));
+                d.push(e);
+            }
+            Some(spec) => {
+                if let Some((msg, exp, hint)) = check_kind(k, v, spec.kind) {
+                    let e = d
+                        .make(&format!("{path}.{k}="), fallback, format!("{whose}: {msg}"))
+                        .expected(exp)
+                        .maybe_hint(hint);
+                    d.push(e);
+                }
+            }
+        }
+    }
+    for s in specs {
+        if s.default.eq_ignore_ascii_case("required")
+            && params.get(s.key).is_none()
+            && !suggested.contains(&s.key)
+        {
+            let site = if d.has(path) {
+                path.to_string()
+            } else {
+                format!("{path}!")
+            };
+            let e = d
+                .make(
+                    &site,
+                    fallback,
+                    format!("{whose} has no `{}`, which {owner} need", s.key),
+                )
+                .expected(format!(
+                    "`{} = ...` ({}{})",
+                    s.key,
+                    s.kind,
+                    if s.doc.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", s.doc)
+                    }
+                ));
+            d.push(e);
+        }
+    }
+    check_amount_period(d, params, path, fallback, whose);
+}
+
+/// Checks the parent-side parameters a child registers with a scheduler of
+/// policy `parent`.
+pub(crate) fn check_child_params(
+    d: &mut Diag<'_>,
+    parent: &PolicyInfo,
+    parent_name: &str,
+    params: &Params,
+    path: &str,
+    fallback: Span,
+    whose: &str,
+) {
+    let owner = format!("children of `{parent_name}` (policy `{}`)", parent.name);
+    check_params(
+        d,
+        parent.child_params,
+        params,
+        path,
+        fallback,
+        whose,
+        &owner,
+    );
+}
+
+/// Scheduler graph checks over the schedulers of a file. `paths[i]` is the
+/// site prefix of scheduler `i`. Fills root CPU sets (all processors when
+/// not given) and returns the schedulers parents-first (file order among
+/// independents), or `None` when the graph is broken.
+pub(crate) fn check_graph(
+    d: &mut Diag<'_>,
+    scheds: &mut [SchedulerSpec],
+    paths: &[String],
+    sound: &[bool],
+    cpus: usize,
+    policies: &[PolicyInfo],
+    thread_names: &BTreeSet<String>,
+) -> Option<Vec<usize>> {
+    let n = scheds.len();
+    let before = d.errs.len();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut dup = vec![false; n];
+    for (i, s) in scheds.iter().enumerate() {
+        if let Some(&first) = index.get(s.name.as_str()) {
+            let e = d
+                .make(
+                    &format!("{}.name=", paths[i]),
+                    s.span,
+                    format!("duplicate scheduler name `{}`", s.name),
+                )
+                .expected("a name no other [[scheduler]] uses")
+                .hint(format!(
+                    "`{}` is first declared at line {}",
+                    s.name, scheds[first].span.line
+                ));
+            d.push(e);
+            dup[i] = true;
+        } else {
+            index.insert(s.name.clone(), i);
+        }
+    }
+    let names: Vec<String> = index.keys().cloned().collect();
+    // Edges child -> parent, by index.
+    let mut edges: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+    for (i, s) in scheds.iter().enumerate() {
+        for (j, p) in s.parents.iter().enumerate() {
+            match index.get(p.name.as_str()) {
+                Some(&pi) => edges[i].push((pi, j)),
+                None => {
+                    let others: Vec<&str> = names
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|n| *n != s.name)
+                        .collect();
+                    let hint = if thread_names.contains(&p.name) {
+                        Some(format!(
+                            "`{}` is a thread; a parent must be a scheduler",
+                            p.name
+                        ))
+                    } else {
+                        did_you_mean(&p.name, others.iter().copied())
+                    };
+                    let e = d
+                        .make(
+                            &format!("{}.parent.{j}", paths[i]),
+                            s.span,
+                            format!(
+                                "scheduler `{}` has parent `{}`, which is not a declared scheduler",
+                                s.name, p.name
+                            ),
+                        )
+                        .expected(if others.is_empty() {
+                            "the name of another [[scheduler]]".to_string()
+                        } else {
+                            one_of_these(&others)
+                        })
+                        .maybe_hint(hint);
+                    d.push(e);
+                }
+            }
+        }
+    }
+    // Parent counts (not for tables that had errors: their parent list may
+    // be incomplete).
+    for (i, s) in scheds.iter().enumerate() {
+        let Some(info) = find_policy(policies, &s.policy).filter(|_| sound[i]) else {
+            continue;
+        };
+        let count = s.parents.len().max(1);
+        let site = if s.parents.len() > 1 {
+            format!("{}.parents", paths[i])
+        } else {
+            paths[i].clone()
+        };
+        if count < info.min_parents {
+            let e = d
+                .make(&site, s.span, format!("scheduler `{}` (policy `{}`) has {count} parent{}, but `{}` needs at least {}", s.name, s.policy, if count == 1 { "" } else { "s" }, s.policy, info.min_parents))
+                .expected(format!("`parents = [ {{ name = \"...\" }}, ... ]` with {} to {} entries", info.min_parents, info.max_parents))
+                .hint(format!("a `{}` instance joins several parents; give each one in `parents`", s.policy));
+            d.push(e);
+        } else if count > info.max_parents {
+            let e = d
+                .make(&site, s.span, format!("scheduler `{}` (policy `{}`) has {count} parents, but `{}` takes at most {}", s.name, s.policy, s.policy, info.max_parents))
+                .expected(format!("at most {} parent{}", info.max_parents, if info.max_parents == 1 { "" } else { "s" }))
+                .hint("only a join-style policy (e.g. `join`) can have several parents");
+            d.push(e);
+        }
+    }
+    // Cycles: depth-first search over child -> parent edges.
+    let mut color = vec![0u8; n];
+    let mut reported: BTreeSet<Vec<usize>> = BTreeSet::new();
+    for start in 0..n {
+        if color[start] != 0 {
+            continue;
+        }
+        // Iterative DFS keeping the path for cycle extraction.
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        color[start] = 1;
+        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+            if *next < edges[v].len() {
+                let (w, j) = edges[v][*next];
+                *next += 1;
+                if color[w] == 0 {
+                    color[w] = 1;
+                    stack.push((w, 0));
+                } else if color[w] == 1 {
+                    let from = stack.iter().position(|&(x, _)| x == w).unwrap_or(0);
+                    let cycle: Vec<usize> = stack[from..].iter().map(|&(x, _)| x).collect();
+                    let mut key = cycle.clone();
+                    key.sort_unstable();
+                    if reported.insert(key) {
+                        // Start at `v`, whose parent link closes the cycle.
+                        let mut path: Vec<&str> = vec![scheds[v].name.as_str()];
+                        path.extend(
+                            cycle
+                                .iter()
+                                .take(cycle.len() - 1)
+                                .map(|&x| scheds[x].name.as_str()),
+                        );
+                        path.push(&scheds[v].name);
+                        let msg = format!(
+                            "scheduler `{}` is its own ancestor: {} (each name is followed by its parent)",
+                            scheds[v].name,
+                            path.join(" -> ")
+                        );
+                        let e = d
+                            .make(&format!("{}.parent.{j}", paths[v]), scheds[v].span, msg)
+                            .expected("a hierarchy without cycles: every chain of parents ends at a root (a scheduler without `parent`)")
+                            .hint(format!("remove one of the links, e.g. the parent `{}` of `{}`", scheds[w].name, scheds[v].name));
+                        d.push(e);
+                    }
+                }
+            } else {
+                color[v] = 2;
+                stack.pop();
+            }
+        }
+    }
+    // Roots and their processors.
+    for (i, s) in scheds.iter_mut().enumerate() {
+        if s.parents.is_empty() && !dup[i] && s.cpus.is_empty() {
+            s.cpus = (0..cpus).collect();
+        }
+    }
+    let mut roots: Vec<(usize, &SchedulerSpec)> = Vec::new();
+    for (i, s) in scheds.iter().enumerate() {
+        if s.parents.is_empty() && !dup[i] && sound[i] {
+            check_root_cpus(d, s, &paths[i], cpus, roots.iter().map(|(_, r)| *r));
+            roots.push((i, s));
+        }
+    }
+    // Parent-side parameters.
+    for (i, s) in scheds.iter().enumerate() {
+        if !sound[i] {
+            continue;
+        }
+        for (j, p) in s.parents.iter().enumerate() {
+            let Some(&pi) = index.get(p.name.as_str()) else {
+                continue;
+            };
+            let Some(info) = find_policy(policies, &scheds[pi].policy) else {
+                continue;
+            };
+            let whose = format!("scheduler `{}`", s.name);
+            check_child_params(
+                d,
+                info,
+                &p.name,
+                &p.params,
+                &format!("{}.parent.{j}.params", paths[i]),
+                s.span,
+                &whose,
+            );
+        }
+    }
+    if d.errs.len() > before {
+        return None;
+    }
+    // Topological order, parents first, file order among ready ones.
+    let mut order = Vec::with_capacity(n);
+    let mut placed = vec![false; n];
+    while order.len() < n {
+        let next = (0..n).find(|&i| !placed[i] && edges[i].iter().all(|&(p, _)| placed[p]))?;
+        placed[next] = true;
+        order.push(next);
+    }
+    Some(order)
+}
+
+/// Checks a root's processors: each exists, is listed once, and belongs to
+/// no other root in `others`.
+fn check_root_cpus<'x>(
+    d: &mut Diag<'_>,
+    s: &SchedulerSpec,
+    path: &str,
+    cpus: usize,
+    others: impl Iterator<Item = &'x SchedulerSpec>,
+) {
+    let site = format!("{path}.cpus");
+    let mut seen = BTreeSet::new();
+    for &c in &s.cpus {
+        if c >= cpus {
+            let e = d
+                .make(
+                    &site,
+                    s.span,
+                    format!(
+                        "root `{}` names CPU {c}, but the machine has {cpus} CPU{}",
+                        s.name,
+                        if cpus == 1 { "" } else { "s" }
+                    ),
+                )
+                .expected(format!("CPU numbers from 0 to {}", cpus.saturating_sub(1)))
+                .hint("raise `cpus` in [machine] or remove the CPU from the list");
+            d.push(e);
+        } else if !seen.insert(c) {
+            let e = d
+                .make(
+                    &site,
+                    s.span,
+                    format!("root `{}` lists CPU {c} twice", s.name),
+                )
+                .expected("each CPU once");
+            d.push(e);
+        }
+    }
+    for other in others {
+        let shared: Vec<String> = other
+            .cpus
+            .iter()
+            .filter(|c| seen.contains(c))
+            .map(|c| c.to_string())
+            .collect();
+        if !shared.is_empty() {
+            let e = d
+                .make(&site, s.span, format!("roots overlap: {} {} to both `{}` and `{}`", if shared.len() == 1 { "CPU" } else { "CPUs" }, shared.join(", ") + if shared.len() == 1 { " belongs" } else { " belong" }, other.name, s.name))
+                .expected("roots on disjoint sets of CPUs")
+                .hint(format!("give each root its own `cpus` (a root without `cpus` takes all of them); `{}` is declared at line {}", other.name, other.span.line));
+            d.push(e);
+        }
+    }
+}
+
+/// Where the timeline check finds the sites of threads and operations.
+pub(crate) struct TimelineSites<'a> {
+    /// Site prefix per thread (`"thread.2"`), or empty when unknown.
+    pub threads: &'a [String],
+    /// Site prefix per operation (`"at.0"`), or empty when unknown.
+    pub ops: &'a [String],
+    /// Whether an operation naming a thread that does not exist is an
+    /// error (false while an rt-app file that may declare it is not read).
+    pub strict_threads: bool,
+    /// Threads (indices) whose tables had errors: their parameters are not
+    /// checked again.
+    pub broken_threads: &'a [usize],
+    /// Operations (indices) whose tables had errors.
+    pub broken_ops: &'a [usize],
+}
+
+struct Live {
+    policy: String,
+    parents: Vec<String>,
+    spec_cpus: Vec<usize>,
+    line: u32,
+}
+
+/// Walks thread creations, `[[at]]` operations and thread exits in time
+/// order (at equal times: creations, then operations in file order, then
+/// exits) and checks that every name exists when it is used, that
+/// parameters suit the scheduler that receives them, and that destroyed
+/// schedulers are empty. Fills in the scheduler of threads that name none
+/// (the default in force when they start) and the processors of roots
+/// created at run time.
+pub(crate) fn check_timeline(
+    d: &mut Diag<'_>,
+    h: &mut Hierarchy,
+    policies: &[PolicyInfo],
+    sites: &TimelineSites<'_>,
+) {
+    let broken_ops = sites.broken_ops;
+    let tpath = |i: usize| {
+        sites
+            .threads
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("?thread.{i}"))
+    };
+    let opath = |i: usize| {
+        sites
+            .ops
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("?at.{i}"))
+    };
+    let cpus = h.machine.cpus;
+    let mut live: BTreeMap<String, Live> = BTreeMap::new();
+    for s in &h.schedulers {
+        live.insert(
+            s.name.clone(),
+            Live {
+                policy: s.policy.clone(),
+                parents: s.parents.iter().map(|p| p.name.clone()).collect(),
+                spec_cpus: s.cpus.clone(),
+                line: s.span.line,
+            },
+        );
+    }
+    // Every scheduler name the file ever uses, with when it appears.
+    let mut created_at: BTreeMap<String, Duration> = BTreeMap::new();
+    for op in &h.operations {
+        if let OpSpec::CreateScheduler(s) = &op.op {
+            created_at.entry(s.name.clone()).or_insert(op.at);
+        }
+    }
+    let mut destroyed_at: BTreeMap<String, Duration> = BTreeMap::new();
+    let all_names: Vec<String> = live
+        .keys()
+        .chain(created_at.keys())
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+
+    let mut default = h.default_scheduler.clone();
+    // A bad `default` is reported once, not again for every thread.
+    let mut default_invalid = false;
+    if let Some(name) = &default {
+        if !live.contains_key(name) {
+            let hint = if let Some(t) = created_at.get(name) {
+                Some(format!(
+                    "`{name}` is created at {t}; the default must exist from the start"
+                ))
+            } else {
+                did_you_mean(name, all_names.iter().map(String::as_str))
+            };
+            let e = d
+                .make(
+                    "default=",
+                    Span { line: 1, col: 1 },
+                    format!("the default scheduler `{name}` is not a declared scheduler"),
+                )
+                .expected(one_of_these(&live.keys().collect::<Vec<_>>()))
+                .maybe_hint(hint);
+            d.push(e);
+            default = None;
+            default_invalid = true;
+        }
+    }
+
+    let n = h.threads.len();
+    let by_name: BTreeMap<String, usize> = h
+        .threads
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, t)| (t.name.clone(), i))
+        .collect();
+    let thread_names: Vec<&str> = by_name.keys().map(String::as_str).collect();
+    let thread_names: Vec<String> = thread_names.iter().map(|s| s.to_string()).collect();
+    let mut sched: Vec<Option<String>> = vec![None; n];
+    let mut rez_from: Vec<Option<String>> = vec![None; n];
+    let mut alive = vec![false; n];
+
+    // (time, phase, index): 0 create, 1 operation, 2 exit.
+    let mut events: Vec<(Duration, u8, usize)> = Vec::new();
+    for (i, t) in h.threads.iter().enumerate() {
+        events.push((t.start, 0, i));
+        if let Some(x) = t.exit {
+            events.push((x, 2, i));
+        }
+    }
+    for (i, op) in h.operations.iter().enumerate() {
+        events.push((op.at, 1, i));
+    }
+    events.sort();
+
+    for (now, phase, i) in events {
+        let at = At(now);
+        match phase {
+            0 => {
+                let t = &h.threads[i];
+                let explicit = !t.scheduler.is_empty();
+                let target = if explicit {
+                    Some(t.scheduler.clone())
+                } else {
+                    default.clone()
+                };
+                let Some(target) = target else {
+                    if default_invalid {
+                        continue;
+                    }
+                    let e = d
+                        .make(&tpath(i), t.span, format!("thread `{}` names no `scheduler` and no default scheduler is in force at {at}", t.name))
+                        .expected("`scheduler = \"...\"` in the [[thread]], or a top-level `default = \"...\"`");
+                    d.push(e);
+                    continue;
+                };
+                if !live.contains_key(&target) {
+                    let site = if explicit {
+                        format!("{}.scheduler=", tpath(i))
+                    } else {
+                        tpath(i)
+                    };
+                    let e = missing_scheduler(
+                        d,
+                        &site,
+                        t.span,
+                        &target,
+                        now,
+                        &format!("thread `{}` starts at {at} under", t.name),
+                        &created_at,
+                        &destroyed_at,
+                        &all_names,
+                    );
+                    let hint = match destroyed_at.get(&target) {
+                        Some(t) => format!("give the thread another scheduler, or destroy `{target}` after the thread starts (it is destroyed at {})", At(*t)),
+                        None => "give the thread a scheduler that exists when it starts".to_string(),
+                    };
+                    d.push(e.hint_if_none(hint));
+                    continue;
+                }
+                let info = find_policy(policies, &live[&target].policy);
+                let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared)
+                    || sites.broken_threads.contains(&i);
+                if let (Some(info), false) = (info, skip) {
+                    check_child_params(
+                        d,
+                        info,
+                        &target,
+                        &t.params,
+                        &format!("{}.params", tpath(i)),
+                        t.span,
+                        &format!("thread `{}`", t.name),
+                    );
+                }
+                h.threads[i].scheduler = target.clone();
+                sched[i] = Some(target);
+                alive[i] = true;
+            }
+            2 => alive[i] = false,
+            _ => {
+                let op_span = h.operations[i].span;
+                let p = opath(i);
+                // Resolves a thread name used by the operation.
+                let thread_ref = |d: &mut Diag<'_>,
+                                  name: &str,
+                                  key: &str,
+                                  alive: &[bool]|
+                 -> Option<usize> {
+                    let site = format!("{p}.{key}=");
+                    match by_name.get(name) {
+                        None => {
+                            if sites.strict_threads {
+                                let e = d
+                                    .make(&site, op_span, format!("no thread is named `{name}`"))
+                                    .expected(if thread_names.is_empty() {
+                                        "the name of a [[thread]]".to_string()
+                                    } else {
+                                        one_of_these(&thread_names)
+                                    })
+                                    .maybe_hint(did_you_mean(
+                                        name,
+                                        thread_names.iter().map(String::as_str),
+                                    ));
+                                d.push(e);
+                            }
+                            None
+                        }
+                        Some(&ti) if !alive[ti] => {
+                            let t = &h.threads[ti];
+                            let msg = if t.start > now {
+                                format!(
+                                    "thread `{name}` does not exist yet at {at}: it starts at {}",
+                                    t.start
+                                )
+                            } else {
+                                format!(
+                                    "thread `{name}` has already exited at {at} (exit = {})",
+                                    t.exit.unwrap_or_default()
+                                )
+                            };
+                            let e = d
+                                .make(&site, op_span, msg)
+                                .expected(format!("a thread alive at {at}"));
+                            d.push(e);
+                            None
+                        }
+                        Some(&ti) => Some(ti),
+                    }
+                };
+                let sched_ref = |d: &mut Diag<'_>,
+                                 name: &str,
+                                 key: &str,
+                                 live: &BTreeMap<String, Live>,
+                                 destroyed: &BTreeMap<String, Duration>|
+                 -> bool {
+                    if live.contains_key(name) {
+                        return true;
+                    }
+                    let e = missing_scheduler(
+                        d,
+                        &format!("{p}.{key}="),
+                        op_span,
+                        name,
+                        now,
+                        &format!("the operation at {at} uses"),
+                        &created_at,
+                        destroyed,
+                        &all_names,
+                    );
+                    d.push(e);
+                    false
+                };
+                let op = h.operations[i].op.clone();
+                match op {
+                    OpSpec::BeginReservation {
+                        thread,
+                        scheduler,
+                        params,
+                    } => {
+                        let t = thread_ref(d, &thread, "thread", &alive);
+                        let s_ok = sched_ref(d, &scheduler, "scheduler", &live, &destroyed_at);
+                        if s_ok {
+                            if let Some(info) = find_policy(policies, &live[&scheduler].policy) {
+                                check_child_params(
+                                    d,
+                                    info,
+                                    &scheduler,
+                                    &params,
+                                    &format!("{p}.params"),
+                                    op_span,
+                                    &format!(
+                                        "the reservation of thread `{thread}` under `{scheduler}`"
+                                    ),
+                                );
+                            }
+                        }
+                        if let (Some(t), true) = (t, s_ok) {
+                            if rez_from[t].is_none() {
+                                rez_from[t] = sched[t].clone();
+                            }
+                            sched[t] = Some(scheduler);
+                        }
+                    }
+                    OpSpec::EndReservation { thread } => {
+                        if let Some(t) = thread_ref(d, &thread, "thread", &alive) {
+                            match rez_from[t].take() {
+                                None => {
+                                    let e = d
+                                        .make(&format!("{p}.thread="), op_span, format!("thread `{thread}` has no reservation to end at {at}"))
+                                        .expected("a thread moved by an earlier `begin-reservation`")
+                                        .hint("add a `begin-reservation` operation before this one");
+                                    d.push(e);
+                                }
+                                Some(back) => {
+                                    let to = if live.contains_key(&back) {
+                                        Some(back.clone())
+                                    } else {
+                                        default.clone()
+                                    };
+                                    match to {
+                                        Some(to) => sched[t] = Some(to),
+                                        None => {
+                                            let e = d
+                                                .make(&format!("{p}.thread="), op_span, format!("thread `{thread}` cannot go back at {at}: `{back}` is destroyed and there is no default scheduler"))
+                                                .expected("the scheduler the reservation began from, or a default scheduler");
+                                            d.push(e);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    OpSpec::SetParams { thread, params } => {
+                        if let Some(t) = thread_ref(d, &thread, "thread", &alive) {
+                            if let Some(s) = &sched[t] {
+                                if let Some(info) =
+                                    live.get(s).and_then(|l| find_policy(policies, &l.policy))
+                                {
+                                    check_child_params(
+                                        d,
+                                        info,
+                                        s,
+                                        &params,
+                                        &format!("{p}.params"),
+                                        op_span,
+                                        &format!("thread `{thread}` under `{s}`"),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    OpSpec::MoveThread { thread, to, params } => {
+                        let t = thread_ref(d, &thread, "thread", &alive);
+                        let s_ok = sched_ref(d, &to, "to", &live, &destroyed_at);
+                        if s_ok {
+                            if let Some(info) = find_policy(policies, &live[&to].policy) {
+                                check_child_params(
+                                    d,
+                                    info,
+                                    &to,
+                                    &params,
+                                    &format!("{p}.params"),
+                                    op_span,
+                                    &format!("thread `{thread}` under `{to}`"),
+                                );
+                            }
+                        }
+                        if let (Some(t), true) = (t, s_ok) {
+                            sched[t] = Some(to);
+                        }
+                    }
+                    OpSpec::CreateScheduler(mut spec) => {
+                        let sp = format!("{p}.scheduler");
+                        let mut ok = !broken_ops.contains(&i);
+                        if live.contains_key(&spec.name) {
+                            let e = d
+                                .make(
+                                    &format!("{sp}.name="),
+                                    op_span,
+                                    format!(
+                                        "a scheduler named `{}` already exists at {at}",
+                                        spec.name
+                                    ),
+                                )
+                                .expected("a new name")
+                                .hint(format!(
+                                    "destroy `{}` first, or choose another name",
+                                    spec.name
+                                ));
+                            d.push(e);
+                            continue;
+                        }
+                        for (j, parent) in spec.parents.iter().enumerate() {
+                            if !sched_ref(
+                                d,
+                                &parent.name,
+                                &format!("scheduler.parent.{j}"),
+                                &live,
+                                &destroyed_at,
+                            ) {
+                                ok = false;
+                            }
+                        }
+                        if let Some(info) = find_policy(policies, &spec.policy) {
+                            let count = spec.parents.len().max(1);
+                            if count < info.min_parents || count > info.max_parents {
+                                let e = d
+                                    .make(&sp, op_span, format!("scheduler `{}` (policy `{}`) has {count} parent{}, but `{}` takes {} to {}", spec.name, spec.policy, if count == 1 { "" } else { "s" }, spec.policy, info.min_parents, info.max_parents))
+                                    .expected(format!("{} to {} parents", info.min_parents, info.max_parents));
+                                d.push(e);
+                                ok = false;
+                            }
+                        }
+                        if spec.parents.is_empty() {
+                            if spec.cpus.is_empty() {
+                                spec.cpus = (0..cpus).collect();
+                            }
+                            let others: Vec<SchedulerSpec> = live
+                                .iter()
+                                .filter(|(_, l)| l.parents.is_empty())
+                                .map(|(name, l)| SchedulerSpec {
+                                    name: name.clone(),
+                                    policy: l.policy.clone(),
+                                    params: Params::new(),
+                                    parents: Vec::new(),
+                                    cpus: l.spec_cpus.clone(),
+                                    guarantee: None,
+                                    span: Span {
+                                        line: l.line,
+                                        col: 1,
+                                    },
+                                })
+                                .collect();
+                            let before = d.errs.len();
+                            check_root_cpus(d, &spec, &sp, cpus, others.iter());
+                            ok &= d.errs.len() == before;
+                        }
+                        if ok {
+                            for (j, parent) in spec.parents.iter().enumerate() {
+                                if let Some(info) =
+                                    find_policy(policies, &live[&parent.name].policy)
+                                {
+                                    check_child_params(
+                                        d,
+                                        info,
+                                        &parent.name,
+                                        &parent.params,
+                                        &format!("{sp}.parent.{j}.params"),
+                                        op_span,
+                                        &format!("scheduler `{}`", spec.name),
+                                    );
+                                }
+                            }
+                        }
+                        // Known from now on even when broken, so later
+                        // operations are not reported again.
+                        live.insert(
+                            spec.name.clone(),
+                            Live {
+                                policy: spec.policy.clone(),
+                                parents: spec.parents.iter().map(|x| x.name.clone()).collect(),
+                                spec_cpus: spec.cpus.clone(),
+                                line: op_span.line,
+                            },
+                        );
+                        destroyed_at.remove(&spec.name);
+                        h.operations[i].op = OpSpec::CreateScheduler(spec);
+                    }
+                    OpSpec::DestroyScheduler { name } => {
+                        if sched_ref(d, &name, "name", &live, &destroyed_at) {
+                            let kids: Vec<String> = live
+                                .iter()
+                                .filter(|(_, l)| l.parents.contains(&name))
+                                .map(|(k, _)| format!("scheduler `{k}`"))
+                                .collect();
+                            let threads: Vec<String> = (0..n)
+                                .filter(|&t| alive[t] && sched[t].as_deref() == Some(name.as_str()))
+                                .map(|t| format!("thread `{}`", h.threads[t].name))
+                                .collect();
+                            if !kids.is_empty() || !threads.is_empty() {
+                                let all: Vec<String> = kids.into_iter().chain(threads).collect();
+                                let e = d
+                                    .make(&format!("{p}.name="), op_span, format!("scheduler `{name}` still has children at {at}: {}", all.join(", ")))
+                                    .expected("a scheduler without children")
+                                    .hint("move its threads away (`move-thread`, `end-reservation`) or destroy its child schedulers first");
+                                d.push(e);
+                            } else {
+                                live.remove(&name);
+                                destroyed_at.insert(name.clone(), now);
+                                if default.as_deref() == Some(name.as_str()) {
+                                    default = None;
+                                }
+                            }
+                        }
+                    }
+                    OpSpec::SetDefault { name, move_threads } => {
+                        if sched_ref(d, &name, "name", &live, &destroyed_at) {
+                            if let (true, Some(old)) = (move_threads, default.clone()) {
+                                let info = find_policy(policies, &live[&name].policy);
+                                for t in 0..n {
+                                    if alive[t] && sched[t].as_deref() == Some(old.as_str()) {
+                                        if let Some(info) = info {
+                                            let keys = keys_of(info.child_params);
+                                            for (k, _) in h.threads[t].params.iter() {
+                                                if !keys.contains(&k) {
+                                                    let e = d
+                                                        .make(&format!("{p}.name="), op_span, format!("moving thread `{}` to `{name}` at {at}: its parameter `{k}` is not accepted there", h.threads[t].name))
+                                                        .expected(if keys.is_empty() { format!("no parameters (policy `{}`)", info.name) } else { one_of(&keys) })
+                                                        .hint("use `move_threads = false`, or move the thread with `move-thread` and new `params`");
+                                                    d.push(e);
+                                                }
+                                            }
+                                        }
+                                        sched[t] = Some(name.clone());
+                                    }
+                                }
+                            }
+                            default = Some(name);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The error for a scheduler name that does not exist at `now`, saying
+/// whether it appears later, was destroyed, or is a typo.
+/// A time for messages: `0s` rather than `0ns`.
+pub(crate) struct At(pub Duration);
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 == Duration::ZERO {
+            f.write_str("0s")
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn missing_scheduler(
+    d: &Diag<'_>,
+    site: &str,
+    fallback: Span,
+    name: &str,
+    now: Duration,
+    what: &str,
+    created_at: &BTreeMap<String, Duration>,
+    destroyed_at: &BTreeMap<String, Duration>,
+    all: &[String],
+) -> ConfigError {
+    let (msg, hint) = if let Some(t) = destroyed_at.get(name) {
+        (
+            format!("{what} `{name}`, which was destroyed at {}", At(*t)),
+            None,
+        )
+    } else if let Some(t) = created_at.get(name).filter(|t| **t >= now) {
+        (
+            format!("{what} `{name}`, which does not exist until {}", At(*t)),
+            Some(format!(
+                "`{name}` is created by an [[at]] operation at {}",
+                At(*t)
+            )),
+        )
+    } else {
+        (
+            format!("{what} `{name}`, which is not a declared scheduler"),
+            did_you_mean(name, all.iter().map(String::as_str)),
+        )
+    };
+    d.make(site, fallback, msg)
+        .expected(format!("a scheduler that exists at {}", At(now)))
+        .maybe_hint(hint)
+}
+
+trait HintIfNone {
+    fn hint_if_none(self, h: String) -> Self;
+}
+impl HintIfNone for ConfigError {
+    fn hint_if_none(self, h: String) -> Self {
+        if self.hint.is_some() {
+            self
+        } else {
+            self.hint(h)
+        }
+    }
+}
+
+impl Hierarchy {
+    /// Checks that the simulator can run every thread: each has a
+    /// workload (a live-mode thread with only `exec`, or one whose rt-app
+    /// task was never attached, cannot be simulated).
+    ///
+    /// # Errors
+    /// One error per thread without a workload.
+    pub fn check_simulatable(&self) -> Result<(), ConfigErrors> {
+        let mut errs = Vec::new();
+        for t in &self.threads {
+            if t.workload.is_some() {
+                continue;
+            }
+            let e = match &t.rtapp {
+                Some(b) => ConfigError::at_span(&self.file, t.span, format!("thread `{}` runs rt-app task `{}`, but no rt-app workload is attached", t.name, b.task))
+                    .expected("the rt-app file loaded with the hierarchy (`[workload] rtapp = \"...\"`) or given with --workload")
+                    .hint("read the file with `load`, which also reads the rt-app file, or attach a workload"),
+                None => ConfigError::at_span(&self.file, t.span, format!("thread `{}` has no `workload`, so it cannot be simulated", t.name))
+                    .expected("`workload = { kind = \"...\" }` or `rtapp = \"task\"`")
+                    .hint("`exec` alone describes a thread for live mode only"),
+            };
+            errs.push(e);
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigErrors(errs))
+        }
+    }
+}

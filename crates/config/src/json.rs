@@ -1,0 +1,544 @@
+//! A small JSON reader that keeps what rt-app files need and generic JSON
+//! libraries drop: byte spans of every key and value (for `file:line:col`
+//! errors), key order (rt-app runs events in file order) and repeated keys
+//! (rt-app's `workgen` accepts `"run"` twice in one object).
+//!
+//! It is as lenient as rt-app's own reader (json-c): `/* */` and `//`
+//! comments and trailing commas are accepted. A key followed directly by `,`
+//! or `}` (`"suspend",`, a `workgen` shorthand) reads as `null`. Nesting is
+//! limited to [`MAX_DEPTH`] so hostile input cannot exhaust the stack.
+
+use std::ops::Range;
+
+/// Deepest nesting accepted.
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// A JSON value with its byte span.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct J {
+    pub v: JVal,
+    pub span: Range<usize>,
+}
+
+/// A JSON number as written, with its integer value when it is one.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct JNum {
+    pub text: String,
+    pub int: Option<i64>,
+}
+
+/// A key of an object, with its span (quotes included).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct JKey {
+    pub name: String,
+    pub span: Range<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum JVal {
+    Null,
+    Bool(bool),
+    Num(JNum),
+    Str(String),
+    Arr(Vec<J>),
+    /// Members in file order, repeated keys kept.
+    Obj(Vec<(JKey, J)>),
+}
+
+impl JVal {
+    /// What kind of value this is, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            JVal::Null => "null",
+            JVal::Bool(_) => "a boolean",
+            JVal::Num(n) if n.int.is_some() => "an integer",
+            JVal::Num(_) => "a number",
+            JVal::Str(_) => "a string",
+            JVal::Arr(_) => "an array",
+            JVal::Obj(_) => "an object",
+        }
+    }
+}
+
+/// A syntax error: where and what.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct JsonError {
+    pub span: Range<usize>,
+    pub message: String,
+    pub expected: String,
+}
+
+struct Reader<'a> {
+    s: &'a [u8],
+    text: &'a str,
+    i: usize,
+}
+
+type R<T> = Result<T, JsonError>;
+
+/// Parses one JSON document.
+pub(crate) fn parse(text: &str) -> R<J> {
+    let mut r = Reader {
+        s: text.as_bytes(),
+        text,
+        i: 0,
+    };
+    r.skip_ws()?;
+    if r.i >= r.s.len() {
+        return Err(r.err(
+            r.i..r.i,
+            "the file is empty",
+            "a JSON object such as `{ \"tasks\": { ... } }`",
+        ));
+    }
+    let v = r.value(0)?;
+    r.skip_ws()?;
+    if r.i < r.s.len() {
+        let end = r.token_end();
+        return Err(r.err(
+            r.i..end,
+            "unexpected text after the end of the JSON document",
+            "the end of the file",
+        ));
+    }
+    Ok(v)
+}
+
+impl<'a> Reader<'a> {
+    fn err(
+        &self,
+        span: Range<usize>,
+        message: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> JsonError {
+        JsonError {
+            span,
+            message: message.into(),
+            expected: expected.into(),
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    /// End of the run of non-space characters at `i`, for error spans.
+    fn token_end(&self) -> usize {
+        let mut j = self.i;
+        while j < self.s.len()
+            && !self.s[j].is_ascii_whitespace()
+            && !b",:{}[]".contains(&self.s[j])
+        {
+            j += 1;
+        }
+        if j == self.i {
+            j = (self.i + 1).min(self.s.len());
+        }
+        while j < self.s.len() && !self.text.is_char_boundary(j) {
+            j += 1;
+        }
+        j
+    }
+
+    fn skip_ws(&mut self) -> R<()> {
+        loop {
+            match self.peek() {
+                Some(b' ' | b'\t' | b'\n' | b'\r') => self.i += 1,
+                Some(b'/') if self.s.get(self.i + 1) == Some(&b'/') => {
+                    while let Some(c) = self.peek() {
+                        if c == b'\n' {
+                            break;
+                        }
+                        self.i += 1;
+                    }
+                }
+                Some(b'/') if self.s.get(self.i + 1) == Some(&b'*') => {
+                    let start = self.i;
+                    self.i += 2;
+                    loop {
+                        match self.peek() {
+                            None => {
+                                return Err(self.err(
+                                    start..start + 2,
+                                    "unterminated comment",
+                                    "`*/`",
+                                ))
+                            }
+                            Some(b'*') if self.s.get(self.i + 1) == Some(&b'/') => {
+                                self.i += 2;
+                                break;
+                            }
+                            Some(_) => self.i += 1,
+                        }
+                    }
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> R<J> {
+        if depth > MAX_DEPTH {
+            return Err(self.err(
+                self.i..self.i + 1,
+                format!("nesting deeper than {MAX_DEPTH} levels"),
+                "a flatter document",
+            ));
+        }
+        let start = self.i;
+        let v = match self.peek() {
+            Some(b'{') => self.object(depth)?,
+            Some(b'[') => self.array(depth)?,
+            Some(b'"') => JVal::Str(self.string()?.0),
+            Some(b'-' | b'0'..=b'9') => self.number()?,
+            Some(b't' | b'f' | b'n') => self.literal()?,
+            None => return Err(self.err(start..start, "unexpected end of file", "a value")),
+            Some(_) => {
+                let end = self.token_end();
+                let tok = &self.text[start..end];
+                return Err(self.err(
+                    start..end,
+                    format!("`{tok}` is not a JSON value"),
+                    "a number, a string in double quotes, an object, an array, true, false or null",
+                ));
+            }
+        };
+        Ok(J {
+            v,
+            span: start..self.i,
+        })
+    }
+
+    fn literal(&mut self) -> R<JVal> {
+        for (word, v) in [
+            ("true", JVal::Bool(true)),
+            ("false", JVal::Bool(false)),
+            ("null", JVal::Null),
+        ] {
+            if self.s[self.i..].starts_with(word.as_bytes()) {
+                let after = self.s.get(self.i + word.len()).copied();
+                if !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
+                    self.i += word.len();
+                    return Ok(v);
+                }
+            }
+        }
+        let start = self.i;
+        let end = self.token_end();
+        let tok = &self.text[start..end];
+        Err(self.err(
+            start..end,
+            format!("`{tok}` is not a JSON value"),
+            "true, false, null, or a string in double quotes",
+        ))
+    }
+
+    fn number(&mut self) -> R<JVal> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        let digits = |r: &mut Self| {
+            let s = r.i;
+            while r.peek().is_some_and(|c| c.is_ascii_digit()) {
+                r.i += 1;
+            }
+            r.i - s
+        };
+        let mut ok = digits(self) > 0;
+        let mut is_int = true;
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            is_int = false;
+            ok &= digits(self) > 0;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            is_int = false;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            ok &= digits(self) > 0;
+        }
+        if self.peek().is_some_and(|c| c.is_ascii_alphabetic()) {
+            ok = false;
+        }
+        if !ok {
+            self.i = start;
+            let end = self.token_end();
+            let tok = &self.text[start..end];
+            return Err(self.err(
+                start..end,
+                format!("`{tok}` is not a number"),
+                "a number such as `10000` (rt-app times are microseconds, without a unit)",
+            ));
+        }
+        let text = self.text[start..self.i].to_string();
+        let int = if is_int {
+            text.parse::<i64>().ok()
+        } else {
+            None
+        };
+        if is_int && int.is_none() {
+            return Err(self.err(
+                start..self.i,
+                format!("`{text}` is too large"),
+                "an integer that fits in 64 bits",
+            ));
+        }
+        Ok(JVal::Num(JNum { text, int }))
+    }
+
+    /// A string at `i` (which is `"`): its value and span.
+    fn string(&mut self) -> R<(String, Range<usize>)> {
+        let start = self.i;
+        self.i += 1;
+        let mut out = String::new();
+        loop {
+            let Some(c) = self.peek() else {
+                return Err(self.err(start..start + 1, "unterminated string", "a closing `\"`"));
+            };
+            match c {
+                b'"' => {
+                    self.i += 1;
+                    return Ok((out, start..self.i));
+                }
+                b'\\' => {
+                    let esc_at = self.i;
+                    self.i += 1;
+                    let Some(e) = self.peek() else {
+                        return Err(self.err(
+                            start..start + 1,
+                            "unterminated string",
+                            "a closing `\"`",
+                        ));
+                    };
+                    self.i += 1;
+                    match e {
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
+                        b'u' => {
+                            let hi = self.hex4(esc_at)?;
+                            let ch = if (0xD800..0xDC00).contains(&hi)
+                                && self.s[self.i..].starts_with(b"\\u")
+                            {
+                                let save = self.i;
+                                self.i += 2;
+                                let lo = self.hex4(esc_at)?;
+                                if (0xDC00..0xE000).contains(&lo) {
+                                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+                                } else {
+                                    self.i = save;
+                                    None
+                                }
+                            } else {
+                                char::from_u32(hi)
+                            };
+                            out.push(ch.unwrap_or('\u{FFFD}'));
+                        }
+                        _ => {
+                            return Err(self.err(
+                                esc_at..self.i.min(self.s.len()),
+                                "unknown escape in a string",
+                                "one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX",
+                            ));
+                        }
+                    }
+                }
+                _ => {
+                    // Copy one UTF-8 character.
+                    let rest = &self.text[self.i..];
+                    let ch = rest.chars().next().unwrap_or('\u{FFFD}');
+                    out.push(ch);
+                    self.i += ch.len_utf8().max(1);
+                }
+            }
+        }
+    }
+
+    fn hex4(&mut self, esc_at: usize) -> R<u32> {
+        let h = self
+            .s
+            .get(self.i..self.i + 4)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(|t| u32::from_str_radix(t, 16).ok());
+        match h {
+            Some(v) => {
+                self.i += 4;
+                Ok(v)
+            }
+            None => Err(self.err(
+                esc_at..(esc_at + 2).min(self.s.len()),
+                "bad \\u escape",
+                "four hexadecimal digits after \\u",
+            )),
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> R<JVal> {
+        let open = self.i;
+        self.i += 1;
+        let mut items = Vec::new();
+        loop {
+            self.skip_ws()?;
+            match self.peek() {
+                None => return Err(self.err(open..open + 1, "unclosed array", "`]`")),
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(JVal::Arr(items));
+                }
+                _ => {}
+            }
+            items.push(self.value(depth + 1)?);
+            self.skip_ws()?;
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b']') => {}
+                None => return Err(self.err(open..open + 1, "unclosed array", "`]`")),
+                Some(_) => {
+                    let end = self.token_end();
+                    return Err(self.err(
+                        self.i..end,
+                        "missing `,` between array elements",
+                        "`,` or `]`",
+                    ));
+                }
+            }
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> R<JVal> {
+        let open = self.i;
+        self.i += 1;
+        let mut members = Vec::new();
+        loop {
+            self.skip_ws()?;
+            match self.peek() {
+                None => return Err(self.err(open..open + 1, "unclosed object", "`}`")),
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(JVal::Obj(members));
+                }
+                Some(b'"') => {}
+                Some(_) => {
+                    let end = self.token_end();
+                    let tok = &self.text[self.i..end];
+                    return Err(self.err(
+                        self.i..end,
+                        format!("`{tok}` is not a key"),
+                        "a key in double quotes, or `}`",
+                    ));
+                }
+            }
+            let (name, kspan) = self.string()?;
+            self.skip_ws()?;
+            let value = match self.peek() {
+                Some(b':') => {
+                    self.i += 1;
+                    self.skip_ws()?;
+                    self.value(depth + 1)?
+                }
+                // `"suspend",`: a key alone reads as null.
+                Some(b',' | b'}') => J {
+                    v: JVal::Null,
+                    span: kspan.clone(),
+                },
+                None => return Err(self.err(open..open + 1, "unclosed object", "`}`")),
+                Some(_) => {
+                    let end = self.token_end();
+                    return Err(self.err(
+                        self.i..end,
+                        format!("missing `:` after key \"{name}\""),
+                        "`:`",
+                    ));
+                }
+            };
+            members.push((JKey { name, span: kspan }, value));
+            self.skip_ws()?;
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {}
+                None => return Err(self.err(open..open + 1, "unclosed object", "`}`")),
+                Some(_) => {
+                    let end = self.token_end();
+                    return Err(self.err(
+                        self.i..end,
+                        "missing `,` between object members",
+                        "`,` or `}`",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(j: &J) -> &[(JKey, J)] {
+        match &j.v {
+            JVal::Obj(m) => m,
+            _ => panic!("not an object"),
+        }
+    }
+
+    #[test]
+    fn keeps_order_duplicates_and_spans() {
+        let text = "{ /* c */ \"run\": 10, \"sleep\": 5, // x\n \"run\": 7, }";
+        let j = parse(text).unwrap();
+        let m = obj(&j);
+        let keys: Vec<&str> = m.iter().map(|(k, _)| k.name.as_str()).collect();
+        assert_eq!(keys, ["run", "sleep", "run"]);
+        assert_eq!(&text[m[2].1.span.clone()], "7");
+        assert_eq!(&text[m[0].0.span.clone()], "\"run\"");
+        assert_eq!(
+            m[2].1.v,
+            JVal::Num(JNum {
+                text: "7".into(),
+                int: Some(7)
+            })
+        );
+    }
+
+    #[test]
+    fn bare_key_is_null_and_strings_unescape() {
+        let j = parse(r#"{"suspend", "a": "x\"\u00e9\n", "b": [1, -2.5e3, true, null]}"#).unwrap();
+        let m = obj(&j);
+        assert_eq!(m[0].1.v, JVal::Null);
+        assert_eq!(m[1].1.v, JVal::Str("x\"é\n".into()));
+        match &m[2].1.v {
+            JVal::Arr(a) => assert_eq!(a.len(), 4),
+            _ => panic!(),
+        }
+    }
+
+    #[test]
+    fn errors_do_not_panic() {
+        for bad in [
+            "",
+            "{",
+            "{\"a\" 1}",
+            "[1 2]",
+            "{\"a\": tru}",
+            "\"abc",
+            "{\"a\":1} x",
+            "/*",
+            "1e",
+            "--1",
+            "{\"\\u12\"}",
+            "99999999999999999999",
+            "\"\\",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let deep = "[".repeat(10_000);
+        assert!(parse(&deep).is_err());
+    }
+}

@@ -1,0 +1,326 @@
+//! rt-app files under tests/rtapp/: the supported ones parse to the
+//! expected programs and parameters; the unsupported ones fail with an
+//! error naming each unsupported field and its task.
+
+use hsched_config::*;
+use hsched_core::{Duration, ParamValue};
+use std::path::Path;
+
+fn ms(x: u64) -> Duration {
+    Duration::from_millis(x)
+}
+fn us(x: u64) -> Duration {
+    Duration::from_micros(x)
+}
+
+fn parse(name: &str) -> Result<RtAppWorkload, ConfigErrors> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/rtapp")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    parse_rtapp(&text, name)
+}
+
+fn ok(name: &str) -> RtAppWorkload {
+    parse(name).unwrap_or_else(|e| panic!("{name}:\n{e}"))
+}
+
+fn task<'a>(w: &'a RtAppWorkload, name: &str) -> &'a RtAppTask {
+    w.tasks
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no task {name}"))
+}
+
+fn str_param<'a>(t: &'a RtAppTask, k: &str) -> Option<&'a str> {
+    t.params.str(k).unwrap()
+}
+
+#[test]
+fn periodic_deadline_task() {
+    let w = ok("periodic.json");
+    assert_eq!(w.duration, Some(Duration::from_secs(10)));
+    assert_eq!(w.file, "periodic.json");
+    assert_eq!(w.tasks.len(), 1);
+    let t = &w.tasks[0];
+    assert_eq!(t.name, "video");
+    assert_eq!(
+        t.program,
+        Program {
+            steps: vec![
+                Step::Run(ms(10)),
+                Step::Timer {
+                    period: us(33_333),
+                    absolute: true
+                }
+            ],
+            loops: None,
+            delay: Duration::ZERO
+        }
+    );
+    assert_eq!(str_param(t, "policy"), Some("SCHED_DEADLINE"));
+    assert_eq!(t.params.duration("dl-runtime").unwrap(), Some(ms(11)));
+    assert_eq!(t.params.duration("dl-period").unwrap(), Some(us(33_333)));
+    // rt-app: the deadline defaults to the period.
+    assert_eq!(t.params.duration("dl-deadline").unwrap(), Some(us(33_333)));
+    assert_eq!(t.span, Span { line: 3, col: 3 });
+}
+
+#[test]
+fn loop_delay_and_numbered_events() {
+    let t = &ok("loop_delay.json").tasks[0];
+    assert_eq!(
+        t.program,
+        Program {
+            steps: vec![
+                Step::Run(ms(1)),
+                Step::Sleep(ms(2)),
+                Step::Run(us(500)),
+                Step::Timer {
+                    period: ms(10),
+                    absolute: false
+                }
+            ],
+            loops: Some(5),
+            delay: us(2500),
+        }
+    );
+    assert_eq!(str_param(t, "policy"), Some("SCHED_OTHER"));
+    assert!(t.params.get("priority").is_none());
+}
+
+#[test]
+fn phases_unroll_into_one_loop() {
+    let t = &ok("phases.json").tasks[0];
+    let warm = [Step::Run(ms(1)), Step::Sleep(ms(1))];
+    let steady = [
+        Step::Run(ms(3)),
+        Step::Timer {
+            period: ms(5),
+            absolute: false,
+        },
+    ];
+    let steps: Vec<Step> = warm.iter().chain(&warm).chain(&steady).cloned().collect();
+    assert_eq!(
+        t.program,
+        Program {
+            steps,
+            loops: Some(2),
+            delay: Duration::ZERO
+        }
+    );
+}
+
+#[test]
+fn single_phase_loops_multiply_and_forever_and_zero() {
+    let w = ok("single_phase.json");
+    let t = task(&w, "t");
+    assert_eq!(t.program.loops, Some(12));
+    assert_eq!(
+        t.program.steps,
+        vec![Step::Run(us(100)), Step::Sleep(us(900))]
+    );
+    assert_eq!(task(&w, "forever").program.loops, None);
+    assert_eq!(task(&w, "never").program.loops, Some(0));
+}
+
+#[test]
+fn instances_are_expanded_and_cpus_kept() {
+    let w = ok("instances.json");
+    let names: Vec<&str> = w.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["worker", "worker-1", "worker-2"]);
+    for t in &w.tasks {
+        assert_eq!(t.cpus, vec![0, 1]);
+        // default_policy applies, with rt-app's default priority.
+        assert_eq!(str_param(t, "policy"), Some("SCHED_FIFO"));
+        assert_eq!(t.params.get("priority"), Some(&ParamValue::Int(10)));
+    }
+}
+
+#[test]
+fn priorities_by_policy() {
+    let w = ok("priorities.json");
+    assert_eq!(
+        task(&w, "fifo").params.get("priority"),
+        Some(&ParamValue::Int(10))
+    );
+    assert_eq!(
+        task(&w, "rr").params.get("priority"),
+        Some(&ParamValue::Int(42))
+    );
+    assert_eq!(str_param(task(&w, "rr"), "policy"), Some("SCHED_RR"));
+    assert_eq!(
+        task(&w, "nice").params.get("priority"),
+        Some(&ParamValue::Int(-5))
+    );
+    assert_eq!(task(&w, "plain").params.get("priority"), None);
+    let dl = task(&w, "dl");
+    assert_eq!(dl.params.duration("dl-runtime").unwrap(), Some(ms(2)));
+    assert_eq!(dl.params.duration("dl-deadline").unwrap(), Some(ms(5)));
+    assert_eq!(dl.params.duration("dl-period").unwrap(), Some(ms(10)));
+}
+
+#[test]
+fn comments_trailing_commas_repeated_events_and_ignored_globals() {
+    let w = ok("workgen_style.json");
+    assert_eq!(w.duration, None);
+    let t = &w.tasks[0];
+    assert_eq!(
+        t.program.steps,
+        vec![
+            Step::Run(ms(1)),
+            Step::Sleep(ms(2)),
+            Step::Run(ms(3)),
+            Step::Runtime(ms(4))
+        ]
+    );
+    assert_eq!(t.program.loops, None);
+}
+
+/// Each (field, task) must be named by one error of the file.
+fn assert_unsupported(file: &str, expected: &[(&str, &str)]) {
+    let errs = parse(file).expect_err(file);
+    for (field, task) in expected {
+        let hit = errs.iter().any(|e| {
+            e.message.contains(&format!("`{field}`"))
+                && e.message.contains(&format!("`{task}`"))
+                && e.message.contains("not supported")
+        });
+        assert!(
+            hit,
+            "{file}: no error names `{field}` of task `{task}`:\n{errs}"
+        );
+    }
+    assert_eq!(
+        errs.len(),
+        expected.len(),
+        "{file}: one error per unsupported field:\n{errs}"
+    );
+    for e in errs.iter() {
+        assert!(e.line > 0 && e.col > 0 && e.source_line.is_some(), "{e}");
+    }
+}
+
+#[test]
+fn synchronisation_events_are_refused() {
+    assert_unsupported(
+        "unsupported_sync.json",
+        &[
+            ("lock", "a"),
+            ("unlock", "a"),
+            ("wait", "b"),
+            ("signal", "c"),
+            ("broad", "c"),
+            ("sync", "c"),
+            ("barrier", "d"),
+            ("sem_post", "e"),
+            ("sem_wait", "e"),
+        ],
+    );
+}
+
+#[test]
+fn other_unsupported_fields_are_refused() {
+    assert_unsupported(
+        "unsupported_other.json",
+        &[
+            ("suspend", "f"),
+            ("resume", "f"),
+            ("mem", "g"),
+            ("iorun", "g"),
+            ("memrun", "g"),
+            ("yield", "h"),
+            ("fork", "h"),
+            ("util_min", "i"),
+            ("util_max", "i"),
+            ("nodes_membind", "i"),
+            ("taskgroup", "i"),
+            ("policy", "j"),
+            ("cpus", "j"),
+        ],
+    );
+}
+
+#[test]
+fn attach_maps_tasks_with_rules_and_translates_fields() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/valid");
+    let h = load(&dir.join("rtapp_mapped.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let th = |n: &str| {
+        h.threads
+            .iter()
+            .find(|t| t.name == n)
+            .unwrap_or_else(|| panic!("no thread {n}"))
+    };
+    // A [[thread]] naming a task: its scheduler, the task's priority.
+    let audio = th("audio");
+    assert_eq!(audio.scheduler, "rt");
+    assert_eq!(audio.params.get("priority"), Some(&ParamValue::Int(50)));
+    assert_eq!(
+        audio.rtapp,
+        Some(RtAppBinding {
+            task: "audio".into(),
+            declared: true
+        })
+    );
+    // SCHED_DEADLINE under a reservation scheduler: amount and period.
+    let video = th("video");
+    assert_eq!(video.scheduler, "rez");
+    assert_eq!(video.params.duration("amount").unwrap(), Some(ms(11)));
+    assert_eq!(video.params.duration("period").unwrap(), Some(us(33_333)));
+    assert!(video.params.get("deadline").is_none());
+    assert_eq!(
+        video.rtapp,
+        Some(RtAppBinding {
+            task: "video".into(),
+            declared: false
+        })
+    );
+    // SCHED_FIFO without priority: rt-app's default 10.
+    assert_eq!(th("irq1").scheduler, "rt");
+    assert_eq!(
+        th("irq1").params.get("priority"),
+        Some(&ParamValue::Int(10))
+    );
+    // Rule params replace the task's fields.
+    for n in ["worker", "worker-1"] {
+        assert_eq!(th(n).scheduler, "ts");
+        assert_eq!(th(n).params.get("priority"), Some(&ParamValue::Int(4)));
+        assert_eq!(
+            th(n)
+                .workload
+                .as_ref()
+                .map(|w| matches!(w, WorkloadSpec::Program(p) if p.delay == ms(1))),
+            Some(true)
+        );
+    }
+    assert_eq!(h.threads.len(), 5);
+    assert_eq!(h.rtapp.as_ref().map(|w| w.tasks.len()), Some(5));
+}
+
+#[test]
+fn attaching_another_workload_replaces_placed_threads() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/valid");
+    let mut h = load(&dir.join("rtapp_mapped.toml")).unwrap();
+    let other = r#"{ "tasks": { "audio": { "policy": "SCHED_FIFO", "priority": 7, "run": 10, "sleep": 90 },
+                                "video9": { "policy": "SCHED_DEADLINE", "dl-runtime": 1000, "dl-period": 4000, "run": 900, "sleep": 3100 } } }"#;
+    let w = parse_rtapp(other, "other.json").unwrap();
+    attach_rtapp(&mut h, w).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = h.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["audio", "video9"]);
+    // The declared thread keeps its own settings; its program is the new one.
+    let audio = &h.threads[0];
+    assert_eq!(audio.scheduler, "rt");
+    assert!(
+        matches!(&audio.workload, Some(WorkloadSpec::Program(p)) if p.steps == vec![Step::Run(us(10)), Step::Sleep(us(90))])
+    );
+    assert_eq!(h.threads[1].params.duration("amount").unwrap(), Some(ms(1)));
+    // A failing attachment leaves the hierarchy as it was.
+    let bad = parse_rtapp(r#"{ "tasks": { "video": { "policy": "SCHED_DEADLINE", "dl-runtime": 1000, "run": 10 }, "x": { "cpus": [1], "run": 1, "sleep": 1 } } }"#, "bad.json").unwrap();
+    let before = h.clone();
+    let err = attach_rtapp(&mut h, bad).unwrap_err();
+    assert!(
+        err.to_string().contains("rt-app task `audio`") || err.to_string().contains("`audio`"),
+        "{err}"
+    );
+    assert_eq!(h, before);
+}
