@@ -1,1 +1,116 @@
-fn main() {}
+//! `hsched`: check, draw and simulate hierarchies of loadable schedulers.
+//!
+//! The binary is glue: the hierarchy file is parsed by `hsched-config`, runs
+//! happen in `hsched-sim`, and each verb lives in one module of [`cmd`].
+//! Exit statuses are listed in [`outcome`].
+#![forbid(unsafe_code)]
+
+mod cmd;
+mod input;
+mod outcome;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use outcome::{is_broken_pipe, InputError, EXIT_INPUT, EXIT_PROBLEMS, EXIT_STATUS_HELP};
+use std::process::ExitCode;
+
+const ABOUT: &str = "Check, draw and simulate hierarchies of loadable CPU schedulers";
+
+const LONG_ABOUT: &str = "\
+hsched runs hierarchies of loadable CPU schedulers (Regehr's HLS): a root
+scheduler gives the processors to child schedulers, which give them to their
+own children, down to the threads. A hierarchy is described in a TOML file
+(see docs/hierarchy-format.md).";
+
+const EXAMPLES: &str = "\
+Examples:
+  hsched check examples/home-computer.toml
+  hsched tree examples/home-computer.toml
+  hsched sim examples/home-computer.toml --duration 5s
+  hsched policies";
+
+/// The command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "hsched",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXAMPLES,
+    after_long_help = format!("{EXAMPLES}\n\n{EXIT_STATUS_HELP}")
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The verbs. Each is one module of `cmd`.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parse and validate a hierarchy file
+    #[command(
+        long_about = cmd::check::LONG_ABOUT,
+        after_help = cmd::check::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::check::EXAMPLES)
+    )]
+    Check(cmd::check::Args),
+    /// Draw a hierarchy as a tree
+    #[command(
+        long_about = cmd::tree::LONG_ABOUT,
+        after_help = cmd::tree::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::tree::EXAMPLES)
+    )]
+    Tree(cmd::tree::Args),
+    /// Run a hierarchy on the simulator and report what every thread received
+    #[command(
+        long_about = cmd::sim::LONG_ABOUT,
+        after_help = cmd::sim::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::sim::EXAMPLES)
+    )]
+    Sim(cmd::sim::Args),
+    /// List the scheduling policies and their parameters
+    #[command(
+        long_about = cmd::policies::LONG_ABOUT,
+        after_help = cmd::policies::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::policies::EXAMPLES)
+    )]
+    Policies(cmd::policies::Args),
+}
+
+fn main() -> ExitCode {
+    // A panic is a bug in hsched, never a user error: say so plainly
+    // (the process still exits with Rust's status 101).
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("error: hsched hit an internal bug: {info}");
+        eprintln!("  = please report it with the command line and the files that trigger it");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version on stdout (status 0) and usage
+            // errors on stderr (status 2).
+            let _ = e.print();
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    let result = match cli.command {
+        Command::Check(args) => cmd::check::run(&args),
+        Command::Tree(args) => cmd::tree::run(&args),
+        Command::Sim(args) => cmd::sim::run(args),
+        Command::Policies(args) => cmd::policies::run(&args),
+    };
+    match result {
+        Ok(outcome) => outcome.exit_code(),
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => match e.downcast_ref::<InputError>() {
+            Some(input) => {
+                eprintln!("{}", input.0.trim_end());
+                ExitCode::from(EXIT_INPUT)
+            }
+            None => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(EXIT_PROBLEMS)
+            }
+        },
+    }
+}

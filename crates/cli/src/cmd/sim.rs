@@ -1,0 +1,202 @@
+//! `hsched sim`: run a hierarchy on the simulator.
+
+use crate::input;
+use crate::outcome::{input_error, Outcome};
+use crate::progress::Progress;
+use hsched_core::time::parse_duration;
+use hsched_core::Duration;
+use hsched_sim::{GanttRequest, SimError, SimOptions};
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// Long help.
+pub const LONG_ABOUT: &str = "\
+Run a hierarchy on the deterministic simulator and report, for every
+thread, the CPU time it received, its deadline misses, lateness and
+dispatch latency; then the CPU each scheduler and principal received. The
+same file and seed always give the same report.
+
+Without FILE, the built-in copy of examples/home-computer.toml runs.
+
+Durations take a unit: 500ms, 2s, 1.5s, 250us. The run's length and seed
+default to the file's [sim] section (else 10s and seed 0). A progress bar
+appears on stderr for runs longer than two seconds when stderr is a
+terminal.";
+
+/// Examples shown by `--help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  hsched sim examples/home-computer.toml
+  hsched sim examples/home-computer.toml --duration 30s --seed 7
+  hsched sim examples/overview.toml --json > report.json
+  hsched sim examples/walkthrough.toml --trace walkthrough.json   # open at ui.perfetto.dev
+  hsched sim examples/hard-firm-soft.toml --gantt hfs.svg --window 1.9s..2.2s
+  hsched sim examples/rtapp-tasks.toml --workload examples/rtapp-tasks.json";
+
+/// Arguments of `hsched sim`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The hierarchy file (default: the built-in examples/home-computer.toml)
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// An rt-app JSON file whose tasks replace those the hierarchy file
+    /// names; they are placed by the file's [[workload.map]] rules
+    #[arg(long, value_name = "RTAPP.json")]
+    pub workload: Option<PathBuf>,
+    /// Simulated time to run (e.g. 10s); overrides the file's [sim] duration
+    #[arg(long, value_name = "D", value_parser = parse_duration_arg)]
+    pub duration: Option<Duration>,
+    /// Random seed; overrides the file's [sim] seed
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Print the report as JSON (the schema is in docs/metrics.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Write a Perfetto trace (open it at https://ui.perfetto.dev)
+    #[arg(long, value_name = "OUT.json")]
+    pub trace: Option<PathBuf>,
+    /// Write a Gantt chart of a window of the run as SVG
+    #[arg(long, value_name = "OUT.svg")]
+    pub gantt: Option<PathBuf>,
+    /// The window of the Gantt chart, START..END (default: the first second)
+    #[arg(long, value_name = "A..B", requires = "gantt", value_parser = parse_window)]
+    pub window: Option<(Duration, Duration)>,
+    /// Check the HLS protocol after every event (slower); a violation stops
+    /// the run with a replay command
+    #[arg(long)]
+    pub check_protocol: bool,
+}
+
+/// The Gantt window when `--window` is not given.
+const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
+
+/// Runs the simulation and prints the report.
+///
+/// # Errors
+/// An invalid file or workload, an output that cannot be created (input
+/// errors), or a failed run.
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let (mut h, source) = match &args.file {
+        Some(path) => (input::load(path)?, path.display().to_string()),
+        None => (
+            input::default_example()?,
+            input::DEFAULT_EXAMPLE_NAME.to_string(),
+        ),
+    };
+    if let Some(w) = &args.workload {
+        input::attach_workload(&mut h, w)?;
+    }
+    input::check_simulatable(&h)?;
+
+    let mut opts = SimOptions {
+        duration: args.duration,
+        seed: args.seed,
+        check_protocol: args.check_protocol,
+        source: Some(source),
+        ..SimOptions::default()
+    };
+    if let Some(path) = &args.trace {
+        opts.trace = Some(Box::new(create(path)?));
+    }
+    if let Some(path) = &args.gantt {
+        let (from, to) = args.window.unwrap_or((Duration::ZERO, DEFAULT_WINDOW));
+        opts.gantt = Some(GanttRequest {
+            from,
+            to,
+            out: Box::new(create(path)?),
+        });
+    }
+    let progress = Rc::new(RefCell::new(Progress::for_stderr()));
+    let bar = Rc::clone(&progress);
+    opts.progress = Some(Box::new(move |f| bar.borrow_mut().update(f)));
+
+    let result = hsched_sim::run(&h, opts);
+    progress.borrow_mut().finish();
+    let report = result.map_err(sim_error)?;
+
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", report.to_json().trim_end())?;
+    } else {
+        out.write_all(report.to_table().as_bytes())?;
+        let mut written = Vec::new();
+        if let Some(p) = &args.trace {
+            written.push(format!(
+                "trace: {} (open it at https://ui.perfetto.dev)",
+                p.display()
+            ));
+        }
+        if let Some(p) = &args.gantt {
+            written.push(format!("gantt chart: {}", p.display()));
+        }
+        for w in written {
+            writeln!(out, "{w}")?;
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Creates an output file; failing to is an input error (a bad path on
+/// the command line).
+fn create(path: &Path) -> anyhow::Result<BufWriter<File>> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| input_error(format!("error: cannot create `{}`: {e}", path.display())))
+}
+
+/// Building the hierarchy fails on bad input (exit 2); everything else is a
+/// failed run (exit 1), reported with its replay line when it has one.
+fn sim_error(e: SimError) -> anyhow::Error {
+    match &e {
+        SimError::Build { message } => input_error(format!("error: {message}")),
+        _ => anyhow::Error::new(e).context("the simulation failed"),
+    }
+}
+
+fn parse_duration_arg(s: &str) -> Result<Duration, String> {
+    parse_duration(s, None).map_err(|e| e.message)
+}
+
+/// `A..B` with units on both ends, A before B.
+fn parse_window(s: &str) -> Result<(Duration, Duration), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}` is not a window; write START..END, e.g. 1s..1.2s"))?;
+    let from = parse_duration_arg(a)?;
+    let to = parse_duration_arg(b)?;
+    if to <= from {
+        return Err(format!("the window must end after it starts (`{s}`)"));
+    }
+    Ok((from, to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_parse_with_units_and_in_order() {
+        let ms = Duration::from_millis;
+        assert_eq!(parse_window("1s..1.2s").unwrap(), (ms(1000), ms(1200)));
+        assert_eq!(parse_window("0ms..500ms").unwrap(), (ms(0), ms(500)));
+        assert!(parse_window("2s..1s").is_err());
+        assert!(parse_window("1s-2s").is_err());
+        assert!(parse_window("1..2").unwrap_err().contains("unit"));
+    }
+
+    #[test]
+    fn errors_map_to_exit_statuses() {
+        let build = sim_error(SimError::Build {
+            message: "x".into(),
+        });
+        assert!(build.downcast_ref::<crate::outcome::InputError>().is_some());
+        let stuck = sim_error(SimError::Stuck {
+            thread: "t".into(),
+            at: hsched_core::Instant(5),
+        });
+        assert!(stuck.downcast_ref::<crate::outcome::InputError>().is_none());
+    }
+}

@@ -1,0 +1,58 @@
+//! Reading hierarchy files and rt-app workloads. Their errors become input
+//! errors (exit status 2), printed as `hsched-config` renders them:
+//! `file:line:col`, the offending line, what was expected and a hint.
+
+use crate::outcome::input_error;
+use hsched_config::{ConfigErrors, Hierarchy};
+use std::path::Path;
+
+/// The hierarchy `hsched sim` runs when no file is given: Figure 7.2 of the
+/// dissertation.
+pub const DEFAULT_EXAMPLE: &str = include_str!("../../../examples/home-computer.toml");
+
+/// The name the default example is reported under.
+pub const DEFAULT_EXAMPLE_NAME: &str = "examples/home-computer.toml (built in)";
+
+/// Loads and validates a hierarchy file, with the rt-app file it names.
+///
+/// # Errors
+/// The file cannot be read or is invalid.
+pub fn load(path: &Path) -> anyhow::Result<Hierarchy> {
+    hsched_config::load(path).map_err(rendered)
+}
+
+/// The built-in default example.
+///
+/// # Errors
+/// Only if the embedded example is invalid, which the tests rule out.
+pub fn default_example() -> anyhow::Result<Hierarchy> {
+    hsched_config::parse_str(DEFAULT_EXAMPLE, DEFAULT_EXAMPLE_NAME).map_err(rendered)
+}
+
+/// Reads an rt-app file and maps its tasks onto `h` with the file's
+/// `[[workload.map]]` rules (tasks no rule matches join the default
+/// scheduler).
+///
+/// # Errors
+/// The file cannot be read, is invalid, or a task cannot be placed.
+pub fn attach_workload(h: &mut Hierarchy, path: &Path) -> anyhow::Result<()> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| input_error(format!("error: cannot read the rt-app file `{name}`: {e}")))?;
+    let w = hsched_config::parse_rtapp(&text, &name).map_err(rendered)?;
+    hsched_config::attach_rtapp(h, w).map_err(rendered)
+}
+
+/// Checks that every thread can be simulated (has a workload).
+///
+/// # Errors
+/// A thread without a workload.
+pub fn check_simulatable(h: &Hierarchy) -> anyhow::Result<()> {
+    h.check_simulatable().map_err(rendered)
+}
+
+/// The configuration crate's rendering, which already counts several
+/// errors.
+fn rendered(e: ConfigErrors) -> anyhow::Error {
+    input_error(e.to_string())
+}

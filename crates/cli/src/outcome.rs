@@ -1,0 +1,73 @@
+//! How a verb ends, and the exit status scripts can rely on.
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | success: the file is valid, the run finished |
+//! | 1 | the check or analysis found problems, or the run itself failed |
+//! | 2 | usage or input error: bad command line, unreadable or invalid file |
+//! | 101 | hsched itself failed (a bug; the message says so) |
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// Exit status: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the check or analysis found problems, or the run failed.
+pub const EXIT_PROBLEMS: u8 = 1;
+/// Exit status: usage or input error.
+pub const EXIT_INPUT: u8 = 2;
+
+/// Text appended to `hsched --help`.
+pub const EXIT_STATUS_HELP: &str = "\
+Exit status:
+    0  success: the file is valid, the run finished
+    1  the check or analysis found problems, or the run failed
+    2  usage or input error: bad command line, unreadable or invalid file
+  101  hsched itself failed (a bug: please report it)";
+
+/// How a verb that did not fail ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything is fine (exit 0).
+    Ok,
+    /// The verb ran and found problems it already reported (exit 1).
+    Problems,
+}
+
+impl Outcome {
+    /// The process exit status.
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Outcome::Ok => ExitCode::from(EXIT_OK),
+            Outcome::Problems => ExitCode::from(EXIT_PROBLEMS),
+        }
+    }
+}
+
+/// A usage or input error (exit 2). Its message is printed as it is: the
+/// configuration crate already renders `file:line:col`, what was expected
+/// and a hint.
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Shorthand for an [`InputError`] as an `anyhow::Error`.
+pub fn input_error(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(InputError(message.into()))
+}
+
+/// Whether the error chain ends in a closed pipe (`hsched tree f | head`),
+/// which is not worth a message.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,715 @@
+//! The `hsched` binary as a user and a script see it: every example checks,
+//! draws and simulates; the examples do what their opening comments say;
+//! broken files give exit status 2 and a `file:line:col` message, never a
+//! panic; every verb has a help text with examples.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn hsched() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hsched"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `hsched ARGS` from the repository root.
+fn run(args: &[&str]) -> Output {
+    hsched()
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("hsched runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn examples() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root().join("examples"))
+        .expect("examples/ exists")
+        .map(|e| {
+            e.expect("readable entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.ends_with(".toml"))
+        .map(|n| format!("examples/{n}"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// No user error may look like a crash.
+fn assert_no_crash(o: &Output) {
+    let err = stderr(o);
+    for bad in [
+        "panicked",
+        "RUST_BACKTRACE",
+        "stack backtrace",
+        "Error {",
+        "Os {",
+    ] {
+        assert!(
+            !err.contains(bad),
+            "stderr looks like a crash ({bad}):\n{err}"
+        );
+    }
+}
+
+fn sim_json(file: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["sim", file, "--json"];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(
+        o.status.success(),
+        "hsched {args:?} failed:\n{}",
+        stderr(&o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{file}: --json is not JSON: {e}"))
+}
+
+fn thread<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["threads"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["name"] == name))
+        .unwrap_or_else(|| panic!("no thread {name} in the report"))
+}
+
+/// Share of the machine in percent.
+fn pct(v: &Value) -> f64 {
+    v["share"].as_f64().expect("share is a number") * 100.0
+}
+
+fn misses(report: &Value, name: &str) -> u64 {
+    thread(report, name)["deadline_misses"]
+        .as_u64()
+        .expect("deadline_misses")
+}
+
+fn named<'a>(report: &'a Value, list: &str, name: &str) -> &'a Value {
+    report[list]
+        .as_array()
+        .and_then(|xs| xs.iter().find(|x| x["name"] == name))
+        .unwrap_or_else(|| panic!("no {name} in {list}"))
+}
+
+fn near(what: &str, got: f64, want: f64, tol: f64) {
+    assert!(
+        (got - want).abs() <= tol,
+        "{what}: got {got:.2}, expected {want} ± {tol}"
+    );
+}
+
+#[test]
+fn there_are_examples_for_every_figure() {
+    let all = examples();
+    for f in [
+        "overview",
+        "walkthrough",
+        "per-app-reservation",
+        "hard-firm-soft",
+        "web-servers",
+        "home-computer",
+        "terminal-server",
+        "principal-isolation",
+        "frame-renderer",
+    ] {
+        assert!(
+            all.contains(&format!("examples/{f}.toml")),
+            "examples/{f}.toml is missing"
+        );
+    }
+}
+
+#[test]
+fn every_example_opens_with_its_figure_and_what_to_look_for() {
+    for f in examples() {
+        let text = std::fs::read_to_string(root().join(&f)).unwrap();
+        let head: String = text
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            head.contains("Figure") || head.contains("figure"),
+            "{f}: the opening comment names no figure"
+        );
+        assert!(
+            head.contains("What to look for"),
+            "{f}: the opening comment does not say what to look for"
+        );
+    }
+}
+
+#[test]
+fn every_example_checks() {
+    for f in examples() {
+        let o = run(&["check", &f]);
+        assert!(o.status.success(), "hsched check {f}:\n{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.starts_with(&format!("{f}: ok (")), "{f}: {out}");
+        let quiet = run(&["check", "--quiet", &f]);
+        assert!(quiet.status.success());
+        assert!(quiet.stdout.is_empty());
+    }
+}
+
+#[test]
+fn every_example_draws_a_tree_with_all_its_threads() {
+    for f in examples() {
+        let o = run(&["tree", &f]);
+        assert!(o.status.success(), "hsched tree {f}:\n{}", stderr(&o));
+        let tree = stdout(&o);
+        assert!(tree.contains("└── "), "{f}: no box drawing in\n{tree}");
+        // Every thread of the report appears as a leaf of the tree.
+        let report = sim_json(&f, &["--duration", "10ms"]);
+        for t in report["threads"].as_array().unwrap() {
+            let name = t["name"].as_str().unwrap();
+            assert!(
+                tree.contains(&format!("── {name} ")),
+                "{f}: thread {name} missing from\n{tree}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_example_simulates_to_a_json_report() {
+    for f in examples() {
+        let r = sim_json(&f, &["--duration", "1s", "--check-protocol"]);
+        for key in [
+            "hsched_report",
+            "duration_ns",
+            "cpus",
+            "seed",
+            "events",
+            "threads",
+            "schedulers",
+            "principals",
+            "machine",
+        ] {
+            assert!(r.get(key).is_some(), "{f}: the report has no `{key}`");
+        }
+        assert_eq!(
+            r["duration_ns"], 1_000_000_000u64,
+            "{f}: --duration ignored"
+        );
+        assert!(
+            !r["threads"].as_array().unwrap().is_empty(),
+            "{f}: no threads"
+        );
+        let busy = r["machine"]["busy_ns"].as_u64().unwrap();
+        assert!(busy > 0, "{f}: nothing ran");
+    }
+}
+
+#[test]
+fn the_readable_report_names_every_thread() {
+    let o = run(&["sim", "examples/overview.toml", "--duration", "1s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for t in ["T1", "T2", "T3", "res", "ts"] {
+        assert!(
+            out.lines().any(|l| l.starts_with(t)),
+            "no line for {t} in\n{out}"
+        );
+    }
+}
+
+#[test]
+fn sim_without_a_file_runs_the_home_computer() {
+    let o = run(&["sim", "--json", "--duration", "500ms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8"]);
+    let from_file = sim_json("examples/home-computer.toml", &["--duration", "500ms"]);
+    assert_eq!(
+        r["threads"], from_file["threads"],
+        "the built-in example differs from the file"
+    );
+}
+
+#[test]
+fn same_seed_same_report_other_seed_other_report() {
+    let a = run(&[
+        "sim",
+        "examples/terminal-server.toml",
+        "--json",
+        "--duration",
+        "2s",
+        "--seed",
+        "3",
+    ]);
+    let b = run(&[
+        "sim",
+        "examples/terminal-server.toml",
+        "--json",
+        "--duration",
+        "2s",
+        "--seed",
+        "3",
+    ]);
+    assert!(a.status.success() && b.status.success());
+    assert_eq!(a.stdout, b.stdout, "two runs with the same seed differ");
+    let r: Value = serde_json::from_slice(&a.stdout).unwrap();
+    assert_eq!(r["seed"], 3);
+}
+
+// The numbers each example's opening comment promises.
+
+#[test]
+fn overview_reserves_t1_and_gives_t3_the_rest() {
+    let r = sim_json("examples/overview.toml", &[]);
+    assert_eq!(misses(&r, "T1"), 0);
+    near("T1 %", pct(thread(&r, "T1")), 25.0, 0.5);
+    assert!(pct(thread(&r, "T3")) > 70.0);
+}
+
+#[test]
+fn walkthrough_reservation_ends_the_misses() {
+    let r = sim_json("examples/walkthrough.toml", &[]);
+    let before = misses(&r, "T2");
+    assert!(before > 0, "T2 should miss while it shares TS with make");
+    // A run that stops when T2 has just begun its reservation has seen
+    // every miss: none happen once it holds the reservation.
+    let at_two = sim_json("examples/walkthrough.toml", &["--duration", "2.05s"]);
+    assert_eq!(misses(&at_two, "T2"), before);
+}
+
+#[test]
+fn per_app_reservation_meets_every_deadline() {
+    let r = sim_json("examples/per-app-reservation.toml", &[]);
+    for t in ["T1", "T2", "T3"] {
+        assert_eq!(misses(&r, t), 0, "{t}");
+    }
+    near("app %", pct(named(&r, "schedulers", "app")), 20.0, 0.5);
+    near("background %", pct(thread(&r, "background")), 80.0, 0.5);
+}
+
+#[test]
+fn hard_firm_soft_shares() {
+    let r = sim_json("examples/hard-firm-soft.toml", &[]);
+    near("T1 (hard) %", pct(thread(&r, "T1")), 20.0, 0.5);
+    near("T2 (soft) %", pct(thread(&r, "T2")), 33.0, 2.0);
+    near("T3 (firm) %", pct(thread(&r, "T3")), 40.0, 2.0);
+    near("T4 %", pct(thread(&r, "T4")), 7.0, 1.5);
+    // While T4 and T2 run (first 2 s), the firm reservation gets no extra.
+    let early = sim_json("examples/hard-firm-soft.toml", &["--duration", "2s"]);
+    near(
+        "T3 (firm) % before 2 s",
+        pct(thread(&early, "T3")),
+        20.0,
+        2.0,
+    );
+}
+
+#[test]
+fn web_servers_split_20_80() {
+    let r = sim_json("examples/web-servers.toml", &[]);
+    near("vs1 %", pct(named(&r, "principals", "vs1")), 20.0, 1.0);
+    near("vs2 %", pct(named(&r, "principals", "vs2")), 80.0, 1.0);
+    near("PS7 %", pct(named(&r, "schedulers", "PS7")), 70.0, 1.0);
+    near("PS6 %", pct(named(&r, "schedulers", "PS6")), 10.0, 1.0);
+}
+
+#[test]
+fn home_computer_keeps_its_promises() {
+    let r = sim_json("examples/home-computer.toml", &[]);
+    for t in ["T1", "T2", "T3"] {
+        assert_eq!(misses(&r, t), 0, "{t}");
+    }
+    let ts1 = pct(named(&r, "schedulers", "TS1"));
+    assert!(ts1 >= 30.0, "TS1 gets {ts1:.1}%, less than its PSBE 0.3");
+    let t4 = pct(thread(&r, "T4"));
+    let fenced = pct(thread(&r, "T5")) + pct(thread(&r, "T6"));
+    near("T5 + T6 against T4", fenced, t4, 2.0);
+}
+
+#[test]
+fn terminal_server_isolates_real_time_and_shows_the_loophole() {
+    let r = sim_json("examples/terminal-server.toml", &[]);
+    assert_eq!(misses(&r, "T3"), 0);
+    near(
+        "TS1 vs TS2",
+        pct(named(&r, "schedulers", "TS1")),
+        pct(named(&r, "schedulers", "TS2")),
+        1.0,
+    );
+    assert!(pct(named(&r, "principals", "user1")) > pct(named(&r, "principals", "user2")) + 10.0);
+}
+
+#[test]
+fn principal_isolation_reproduces_table_10_4() {
+    let r = sim_json("examples/principal-isolation.toml", &[]);
+    let p = |n: &str| pct(named(&r, "principals", n));
+    near("flat-1", p("flat-1"), 10.0, 0.5);
+    near("flat-2", p("flat-2"), 40.0, 0.5);
+    near("iso-1", p("iso-1"), 25.0, 0.5);
+    near("iso-2", p("iso-2"), 25.0, 0.5);
+}
+
+#[test]
+fn frame_renderer_hard_and_soft() {
+    let r = sim_json("examples/frame-renderer.toml", &[]);
+    let hard = thread(&r, "hard");
+    let soft = thread(&r, "soft");
+    assert_eq!(hard["deadline_misses"], 0);
+    assert_eq!(soft["deadline_misses"], 0);
+    near("hard fps", hard["fps"].as_f64().unwrap(), 30.3, 1.0);
+    assert!(
+        soft["fps"].as_f64().unwrap() > 60.0,
+        "soft fps {}",
+        soft["fps"]
+    );
+}
+
+#[test]
+fn rtapp_example_and_workload_flag() {
+    let r = sim_json("examples/rtapp-tasks.toml", &[]);
+    assert_eq!(misses(&r, "video"), 0);
+    assert_eq!(misses(&r, "audio"), 0);
+    near(
+        "build vs build-1",
+        pct(thread(&r, "build")),
+        pct(thread(&r, "build-1")),
+        1.0,
+    );
+    // The same tasks given on the command line to another hierarchy join
+    // its default scheduler.
+    let o = sim_json(
+        "examples/overview.toml",
+        &[
+            "--workload",
+            "examples/rtapp-tasks.json",
+            "--duration",
+            "1s",
+        ],
+    );
+    assert_eq!(thread(&o, "video")["scheduler"], "ts");
+}
+
+// Outputs.
+
+#[test]
+fn trace_and_gantt_files_are_written() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let trace = dir.join("walkthrough-trace.json");
+    let svg = dir.join("hfs.svg");
+    let o = run(&[
+        "sim",
+        "examples/hard-firm-soft.toml",
+        "--duration",
+        "3s",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--gantt",
+        svg.to_str().unwrap(),
+        "--window",
+        "1.9s..2.2s",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t: Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).expect("the trace is JSON");
+    let events = t
+        .get("traceEvents")
+        .and_then(Value::as_array)
+        .or_else(|| t.as_array())
+        .expect("trace events");
+    assert!(events.len() > 100, "only {} trace events", events.len());
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.starts_with("<svg"), "not an SVG");
+    for t in ["T1", "T2", "T3", "T4"] {
+        assert!(
+            chart.contains(&format!(">{t}<")),
+            "{t} missing from the chart"
+        );
+    }
+    assert!(stdout(&o).contains("ui.perfetto.dev"));
+}
+
+// Errors: exit status 2, file:line:col, no crash.
+
+fn broken(name: &str) -> String {
+    format!("crates/cli/tests/broken/{name}")
+}
+
+#[test]
+fn broken_files_give_status_2_and_a_located_message() {
+    let cases = [
+        ("unknown-key.toml", ":10:1", "capp"),
+        ("no-unit.toml", ":10:57", "unit"),
+        ("missing-parent.toml", ":9:10", "roto"),
+        ("amount-over-period.toml", ":9:21", "period"),
+        ("not-toml.toml", ":2:", "error"),
+        ("bad-guarantee.toml", ":10:14", "RESBX"),
+        ("join-one-parent.toml", ":6:1", "at least 2"),
+        ("cycle.toml", ":14:10", "own ancestor"),
+    ];
+    for (file, at, word) in cases {
+        let path = broken(file);
+        for verb in ["check", "tree", "sim"] {
+            let o = run(&[verb, &path]);
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "hsched {verb} {file}: status {:?}\n{}",
+                o.status,
+                stderr(&o)
+            );
+            assert_no_crash(&o);
+            let err = stderr(&o);
+            assert!(
+                err.contains(&format!("{path}{at}")),
+                "hsched {verb} {file}: no `{path}{at}` in\n{err}"
+            );
+            assert!(
+                err.contains(word),
+                "hsched {verb} {file}: no `{word}` in\n{err}"
+            );
+            assert!(
+                o.stdout.is_empty(),
+                "hsched {verb} {file} printed on stdout"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_missing_file_is_an_input_error() {
+    let o = run(&["check", "no/such/file.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_no_crash(&o);
+    assert!(stderr(&o).contains("no/such/file.toml"));
+}
+
+#[test]
+fn a_broken_workload_file_is_an_input_error() {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bad-rtapp.json");
+    std::fs::write(&path, "{\"tasks\": {\"x\": {\"run\": \"abc\"}}}").unwrap();
+    let o = run(&[
+        "sim",
+        "examples/overview.toml",
+        "--workload",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_no_crash(&o);
+    assert!(stderr(&o).contains("bad-rtapp.json:1:"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_command_lines_are_usage_errors() {
+    let cases: &[&[&str]] = &[
+        &[],
+        &["frobnicate"],
+        &["check"],
+        &["sim", "examples/overview.toml", "--duration", "5"],
+        &["sim", "examples/overview.toml", "--seed", "minus one"],
+        &["sim", "examples/overview.toml", "--window", "1s..2s"],
+        &[
+            "sim",
+            "examples/overview.toml",
+            "--gantt",
+            "x.svg",
+            "--window",
+            "2s..1s",
+        ],
+        &["policies", "no-such-policy"],
+    ];
+    for args in cases {
+        let o = run(args);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "hsched {args:?}: status {:?}",
+            o.status
+        );
+        assert_no_crash(&o);
+        assert!(!stderr(&o).is_empty(), "hsched {args:?} said nothing");
+    }
+    let o = run(&[
+        "sim",
+        "examples/overview.toml",
+        "--trace",
+        "no/such/dir/t.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot create"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    let mut child = hsched()
+        .current_dir(root())
+        .args(["policies"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert_no_crash(&o);
+}
+
+// Help.
+
+#[test]
+fn every_verb_has_help_with_examples() {
+    let top = run(&["--help"]);
+    assert!(top.status.success());
+    let text = stdout(&top);
+    assert!(text.contains("Exit status:"), "{text}");
+    for verb in ["check", "tree", "sim", "policies"] {
+        assert!(text.contains(verb), "--help does not list {verb}");
+        for flag in ["-h", "--help"] {
+            let o = run(&[verb, flag]);
+            assert!(o.status.success(), "hsched {verb} {flag}");
+            let h = stdout(&o);
+            assert!(
+                h.contains(&format!("Usage: hsched {verb}")),
+                "{verb} {flag}:\n{h}"
+            );
+            assert!(
+                h.contains("Examples:\n  hsched "),
+                "{verb} {flag} has no examples:\n{h}"
+            );
+        }
+        assert!(stdout(&run(&[verb, "--help"])).contains("Exit status:"));
+    }
+    let sim = stdout(&run(&["sim", "--help"]));
+    for flag in [
+        "--workload",
+        "--duration",
+        "--seed",
+        "--json",
+        "--trace",
+        "--gantt",
+        "--window",
+        "--check-protocol",
+    ] {
+        assert!(sim.contains(flag), "sim --help does not mention {flag}");
+    }
+}
+
+#[test]
+fn policies_lists_the_registry() {
+    let o = run(&["policies"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    for p in hsched_policies::registry() {
+        assert!(
+            text.contains(&format!("\n{}  ", p.name)),
+            "{} missing",
+            p.name
+        );
+    }
+    let one = stdout(&run(&["policies", "rez"]));
+    assert!(
+        one.contains("\nrez  ") && one.contains("amount") && !one.contains("\nfp  "),
+        "{one}"
+    );
+}
+
+// The README shows real output; it must stay true.
+
+/// The output block the README shows right after the shell block `cmds`.
+fn readme_output_after(readme: &str, cmds: &str) -> String {
+    let opening = format!("```sh\n{cmds}\n```\n\n```\n");
+    let start = readme
+        .find(&opening)
+        .unwrap_or_else(|| panic!("README has no block\n{cmds}"))
+        + opening.len();
+    let len = readme[start..]
+        .find("\n```")
+        .expect("the output block ends");
+    readme[start..start + len].to_string()
+}
+
+fn output_text(o: &Output) -> String {
+    format!("{}{}", stdout(o), stderr(o)).trim_end().to_string()
+}
+
+#[test]
+fn readme_outputs_are_current() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    for cmd in [
+        "hsched check examples/home-computer.toml",
+        "hsched tree examples/home-computer.toml",
+    ] {
+        let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+        let shown = readme_output_after(&readme, cmd);
+        let o = run(&args);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        assert_eq!(
+            output_text(&o),
+            shown,
+            "README.md shows outdated output for `{cmd}`"
+        );
+    }
+    // The report's numbers move with the simulator and the policies; its
+    // shape (the rows and the columns) must be what the README shows.
+    let cmd = "hsched sim examples/home-computer.toml --duration 5s";
+    let shown = readme_output_after(&readme, cmd);
+    let o = run(&cmd.split_whitespace().skip(1).collect::<Vec<_>>());
+    assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+    let shape = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+            .collect()
+    };
+    let got = output_text(&o);
+    assert_eq!(
+        shape(&got),
+        shape(&shown),
+        "README.md shows a report of another shape than `{cmd}`:\n{got}"
+    );
+    assert_eq!(
+        got.lines().nth(2),
+        shown.lines().nth(2),
+        "the report's columns changed"
+    );
+    // The broken-file example, made the way the README says.
+    let sed =
+        "sed 's/amount = \"1ms\"/amount = \"12ms\"/' examples/home-computer.toml > broken.toml";
+    let shown = readme_output_after(&readme, &format!("{sed}\nhsched check broken.toml"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("readme");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(root().join("examples/home-computer.toml")).unwrap();
+    assert_eq!(
+        text.matches("amount = \"1ms\"").count(),
+        1,
+        "the README's sed would change more than one line"
+    );
+    std::fs::write(
+        dir.join("broken.toml"),
+        text.replace("amount = \"1ms\"", "amount = \"12ms\""),
+    )
+    .unwrap();
+    let o = hsched()
+        .current_dir(&dir)
+        .args(["check", "broken.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        output_text(&o),
+        shown,
+        "README.md shows an outdated error message"
+    );
+}
