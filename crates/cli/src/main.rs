@@ -75,6 +75,20 @@ enum Command {
         after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::policies::EXAMPLES)
     )]
     Policies(cmd::policies::Args),
+    /// Run real programs under a hierarchy on this Linux machine (root)
+    #[command(
+        long_about = cmd::run::LONG_ABOUT,
+        after_help = cmd::run::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::run::EXAMPLES)
+    )]
+    Run(cmd::run::Args),
+    /// Send a control request to a running `hsched run` daemon
+    #[command(
+        long_about = cmd::ctl::LONG_ABOUT,
+        after_help = cmd::ctl::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::ctl::EXAMPLES)
+    )]
+    Ctl(cmd::ctl::Args),
 }
 
 fn main() -> ExitCode {
@@ -98,6 +112,8 @@ fn main() -> ExitCode {
         Command::Tree(args) => cmd::tree::run(&args),
         Command::Sim(args) => cmd::sim::run(args),
         Command::Policies(args) => cmd::policies::run(&args),
+        Command::Run(args) => cmd::run::run(&args),
+        Command::Ctl(args) => cmd::ctl::run(&args),
     };
     match result {
         Ok(outcome) => outcome.exit_code(),

@@ -5,6 +5,7 @@
 //! | 0 | success: the file is valid, the run finished |
 //! | 1 | the check or analysis found problems, or the run itself failed |
 //! | 2 | usage or input error: bad command line, unreadable or invalid file |
+//! | 3 | `run`: this machine cannot run live mode (not root, no freezer, ...) |
 //! | 101 | hsched itself failed (a bug; the message says so) |
 
 use std::fmt;
@@ -23,6 +24,7 @@ Exit status:
     0  success: the file is valid, the run finished
     1  the check or analysis found problems, or the run failed
     2  usage or input error: bad command line, unreadable or invalid file
+    3  run: this machine cannot run live mode (not root, missing kernel feature)
   101  hsched itself failed (a bug: please report it)";
 
 /// How a verb that did not fail ended.
@@ -32,6 +34,8 @@ pub enum Outcome {
     Ok,
     /// The verb ran and found problems it already reported (exit 1).
     Problems,
+    /// A status chosen by the library the verb forwards to (live mode).
+    Status(i32),
 }
 
 impl Outcome {
@@ -40,6 +44,7 @@ impl Outcome {
         match self {
             Outcome::Ok => ExitCode::from(EXIT_OK),
             Outcome::Problems => ExitCode::from(EXIT_PROBLEMS),
+            Outcome::Status(s) => ExitCode::from(s.clamp(0, 255) as u8),
         }
     }
 }

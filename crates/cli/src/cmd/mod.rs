@@ -8,6 +8,8 @@
 //! `main.rs`.
 
 pub mod check;
+pub mod ctl;
 pub mod policies;
+pub mod run;
 pub mod sim;
 pub mod tree;

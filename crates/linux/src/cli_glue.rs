@@ -1,0 +1,341 @@
+//! The `hsched run` and `hsched ctl` verbs, argument parsing included, so
+//! the `hsched` binary (and `hsched-live`) only forward their arguments:
+//!
+//! ```text
+//! hsched run FILE [--cpus 0,1] [--duration 10s] [--socket PATH] [--group GID]
+//!                 [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads]
+//!                 [--fifo-priority N] [--json] [-- COMMAND ARGS...]
+//! hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...
+//! ```
+//!
+//! In `ctl`, `KEY=VALUE` pairs become the request's fields; a value is
+//! read as JSON when it parses (numbers, `true`, arrays) and as a string
+//! otherwise, and dotted keys nest (`params.amount=10ms`).
+
+use crate::ctl::{Client, DEFAULT_SOCKET};
+use crate::{run, RunOptions};
+use hsched_core::{time::parse_duration, ParamValue};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+/// Usage of `run`.
+pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--fifo-priority N] [--json] [-- COMMAND ARGS...]";
+/// Usage of `ctl`.
+pub const CTL_USAGE: &str = "usage: hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...   (OP: hello, show, create, destroy, move, begin-reservation, end-reservation, set-params, set-share, set-default, attach, detach, shutdown)";
+
+fn param_value(s: &str) -> ParamValue {
+    if let Ok(i) = s.parse::<i64>() {
+        ParamValue::Int(i)
+    } else if let Ok(f) = s.parse::<f64>() {
+        ParamValue::Float(f)
+    } else if s == "true" || s == "false" {
+        ParamValue::Bool(s == "true")
+    } else {
+        ParamValue::Str(s.to_string())
+    }
+}
+
+/// Parses `hsched run` arguments (after the verb) into the file and options.
+///
+/// # Errors
+/// A message naming the bad argument.
+pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), String> {
+    let mut opts = RunOptions::default();
+    let mut file = None;
+    let mut json = false;
+    let mut it = args.iter().enumerate();
+    let need = |v: Option<(usize, &String)>, flag: &str| {
+        v.map(|(_, s)| s.clone())
+            .ok_or_else(|| format!("{flag} needs a value"))
+    };
+    while let Some((i, a)) = it.next() {
+        match a.as_str() {
+            "--" => {
+                let cmd: Vec<String> = args[i + 1..].to_vec();
+                if cmd.is_empty() {
+                    return Err("`--` must be followed by a command".into());
+                }
+                opts.command = Some(cmd);
+                break;
+            }
+            "--cpus" => {
+                let v = need(it.next(), a)?;
+                let mut cpus = Vec::new();
+                for part in v.split(',') {
+                    match part.split_once('-') {
+                        Some((x, y)) => {
+                            let (x, y): (usize, usize) = (
+                                x.parse().map_err(|_| format!("bad CPU list `{v}`"))?,
+                                y.parse().map_err(|_| format!("bad CPU list `{v}`"))?,
+                            );
+                            cpus.extend(x..=y);
+                        }
+                        None => cpus.push(part.parse().map_err(|_| format!("bad CPU list `{v}`"))?),
+                    }
+                }
+                opts.cpus = Some(cpus);
+            }
+            "--duration" => {
+                let v = need(it.next(), a)?;
+                opts.duration = Some(
+                    parse_duration(&v, None).map_err(|e| format!("--duration: {}", e.message))?,
+                );
+            }
+            "--socket" => opts.socket = Some(need(it.next(), a)?.into()),
+            "--group" => {
+                opts.control_group = Some(
+                    need(it.next(), a)?
+                        .parse()
+                        .map_err(|_| "--group needs a numeric gid")?,
+                )
+            }
+            "--scheduler" => opts.command_scheduler = Some(need(it.next(), a)?),
+            "--param" => {
+                let v = need(it.next(), a)?;
+                let (k, val) = v.split_once('=').ok_or("--param needs KEY=VALUE")?;
+                opts.command_params.insert(k, param_value(val));
+            }
+            "--fifo-priority" => {
+                opts.fifo_priority = need(it.next(), a)?
+                    .parse()
+                    .map_err(|_| "--fifo-priority needs 0..98")?
+            }
+            "--no-workloads" => opts.run_workloads = false,
+            "--json" => json = true,
+            s if s.starts_with("--") => return Err(format!("unknown option `{s}`")),
+            _ if file.is_none() => file = Some(PathBuf::from(a)),
+            _ => return Err(format!("unexpected argument `{a}`")),
+        }
+    }
+    let file = file.ok_or("a hierarchy FILE is required")?;
+    Ok((file, opts, json))
+}
+
+/// `hsched run`: returns the process exit code.
+pub fn run_main(args: &[String]) -> i32 {
+    let (file, opts, json) = match parse_run_args(args) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("hsched run: {e}\n{RUN_USAGE}");
+            return 2;
+        }
+    };
+    let h = match hsched_config::load(&file) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    match run(&h, opts) {
+        Ok(r) => {
+            if json {
+                println!("{}", r.to_json());
+            } else {
+                print!("{}", r.to_table());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("hsched run: {e}");
+            if matches!(e, crate::LiveError::Unsupported(_)) {
+                3
+            } else {
+                1
+            }
+        }
+    }
+}
+
+/// Builds a request object from `KEY=VALUE` pairs.
+///
+/// # Errors
+/// A pair without `=`.
+pub fn ctl_fields(pairs: &[String]) -> Result<Value, String> {
+    let mut root = Map::new();
+    for p in pairs {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| format!("`{p}` is not KEY=VALUE"))?;
+        let val: Value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
+        let mut cur = &mut root;
+        let parts: Vec<&str> = k.split('.').collect();
+        for (i, part) in parts.iter().enumerate() {
+            if i + 1 == parts.len() {
+                cur.insert(part.to_string(), val.clone());
+            } else {
+                let e = cur
+                    .entry(part.to_string())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !e.is_object() {
+                    *e = Value::Object(Map::new());
+                }
+                cur = e.as_object_mut().expect("just made an object");
+            }
+        }
+    }
+    Ok(Value::Object(root))
+}
+
+/// A readable rendering of the `show` result.
+pub fn render_tree(v: &Value) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let ms = |x: &Value| x.as_u64().unwrap_or(0) as f64 / 1e6;
+    let _ = writeln!(
+        s,
+        "t = {:.3} s, CPUs {}, default {}",
+        ms(&v["now_ns"]) / 1e3,
+        v["cpus"],
+        v["default"]
+    );
+    if let Some(insts) = v["instances"].as_array() {
+        for i in insts {
+            let parents: Vec<String> = i["parents"].as_array().map_or(Vec::new(), |ps| {
+                ps.iter()
+                    .map(|p| {
+                        format!(
+                            "{} [{}] {}",
+                            p["parent"].as_str().unwrap_or("?"),
+                            p["state"].as_str().unwrap_or(""),
+                            p["params"]
+                        )
+                    })
+                    .collect()
+            });
+            let _ = writeln!(
+                s,
+                "{:<16} {:<8} supply {:>10.1} ms  {}  <- {}",
+                i["name"].as_str().unwrap_or(""),
+                i["policy"].as_str().unwrap_or(""),
+                ms(&i["supply_ns"]),
+                i["describe"].as_str().unwrap_or(""),
+                parents.join(", ")
+            );
+        }
+    }
+    if let Some(ts) = v["threads"].as_array() {
+        for t in ts {
+            let _ = writeln!(
+                s,
+                "  {:<20} tid {:<7} in {:<12} {} cpu {:>10.1} ms granted {:>10.1} ms {}",
+                t["name"].as_str().unwrap_or(""),
+                t["tid"],
+                t["scheduler"].as_str().unwrap_or(""),
+                if t["cpu"].is_null() {
+                    if t["runnable"] == Value::Bool(true) {
+                        "ready  ".to_string()
+                    } else {
+                        "blocked".to_string()
+                    }
+                } else {
+                    format!("on {}  ", t["cpu"])
+                },
+                ms(&t["cpu_ns"]),
+                ms(&t["received_ns"]),
+                t["params"]
+            );
+        }
+    }
+    s
+}
+
+/// `hsched ctl`: returns the process exit code.
+pub fn ctl_main(args: &[String]) -> i32 {
+    let mut socket = PathBuf::from(DEFAULT_SOCKET);
+    let mut json = false;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--socket" => match it.next() {
+                Some(p) => socket = p.into(),
+                None => {
+                    eprintln!("hsched ctl: --socket needs a path\n{CTL_USAGE}");
+                    return 2;
+                }
+            },
+            "--json" => json = true,
+            _ => rest.push(a.clone()),
+        }
+    }
+    let Some((op, pairs)) = rest.split_first() else {
+        eprintln!("{CTL_USAGE}");
+        return 2;
+    };
+    let fields = match ctl_fields(pairs) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("hsched ctl: {e}\n{CTL_USAGE}");
+            return 2;
+        }
+    };
+    let mut c = match Client::connect(&socket) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "hsched ctl: cannot reach the daemon at {}: {e}",
+                socket.display()
+            );
+            return 1;
+        }
+    };
+    match c.request(op, fields) {
+        Ok(v) => {
+            if op == "show" && !json {
+                print!("{}", render_tree(&v));
+            } else {
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("hsched ctl {op}: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_arguments() {
+        let a: Vec<String> = [
+            "f.toml",
+            "--cpus",
+            "1",
+            "--duration",
+            "2s",
+            "--",
+            "sleep",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (f, o, json) = parse_run_args(&a).unwrap();
+        assert_eq!(f, PathBuf::from("f.toml"));
+        assert_eq!(o.cpus, Some(vec![1]));
+        assert_eq!(o.duration, Some(hsched_core::Duration::from_secs(2)));
+        assert_eq!(o.command, Some(vec!["sleep".to_string(), "1".to_string()]));
+        assert!(!json);
+        assert!(parse_run_args(&["--bogus".to_string()]).is_err());
+        assert!(parse_run_args(&[]).is_err());
+    }
+
+    #[test]
+    fn ctl_pairs_nest_and_type() {
+        let v = ctl_fields(&[
+            "thread=7".into(),
+            "params.amount=10ms".into(),
+            "move_threads=true".into(),
+        ])
+        .unwrap();
+        assert_eq!(v["thread"], 7);
+        assert_eq!(v["params"]["amount"], "10ms");
+        assert_eq!(v["move_threads"], true);
+        assert!(ctl_fields(&["nope".into()]).is_err());
+    }
+}

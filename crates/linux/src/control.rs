@@ -1,0 +1,820 @@
+//! The control socket: HLSCtl / hlsutil of seed 000 §4.3.9 and §8.7 as a
+//! versioned JSON-lines protocol over a Unix stream socket.
+//!
+//! One request per line, one response line per request, in order:
+//!
+//! ```text
+//! → {"v":1,"id":7,"op":"begin-reservation","thread":"renderer","scheduler":"rez","params":{"amount":"10ms","period":"33ms"}}
+//! ← {"v":1,"id":7,"ok":true,"result":{}}
+//! ← {"v":1,"id":8,"ok":false,"error":{"code":"refused","message":"..."}}
+//! ```
+//!
+//! docs/live-mode.md lists every operation. Peers are identified with
+//! `SO_PEERCRED`: root and members of the configured group may do
+//! everything; any other user may read the tree and act only on threads
+//! whose real uid is theirs. Lines over 64 KiB, more than 64 clients, a
+//! client idle for 60 s or holding a partial line for 5 s, or one that does
+//! not read its replies (4 MiB queued) are cut off; nothing a client sends
+//! can stop the daemon's loop, which never blocks on a client.
+
+use crate::daemon::{Daemon, TOK_CLIENT};
+use crate::enforce::{self, Original};
+use crate::hierarchy;
+use crate::sys;
+use hsched_config::{OpSpec, ParentSpec, SchedulerSpec, Span};
+use hsched_core::{Msg, ParamValue, Params, ThreadId, VpState};
+use serde_json::{json, Map, Value};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+/// Protocol version.
+pub const PROTOCOL_VERSION: u64 = 1;
+/// Longest request line.
+pub const MAX_LINE: usize = 64 * 1024;
+/// Most simultaneous clients.
+pub const MAX_CLIENTS: usize = 64;
+const MAX_OUT: usize = 4 << 20;
+const IDLE_NS: u64 = 60_000_000_000;
+const PARTIAL_NS: u64 = 5_000_000_000;
+
+/// The listening socket.
+pub struct Server {
+    listener: UnixListener,
+    path: PathBuf,
+    group: Option<u32>,
+}
+
+/// Who is on the other end of a connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// Process id.
+    pub pid: i32,
+    /// User id.
+    pub uid: u32,
+    /// Primary group.
+    pub gid: u32,
+    /// May do everything (root or the configured group).
+    pub privileged: bool,
+}
+
+/// One client connection.
+pub struct Conn {
+    stream: UnixStream,
+    peer: Peer,
+    inbuf: Vec<u8>,
+    outbuf: Vec<u8>,
+    last_active: u64,
+    partial_since: Option<u64>,
+}
+
+impl Server {
+    /// Binds `path` (replacing a stale socket), mode 0666 so that ordinary
+    /// users can connect; what they may do is decided per request.
+    ///
+    /// # Errors
+    /// The path is in use by a live daemon, or cannot be bound.
+    pub fn bind(path: &Path, group: Option<u32>) -> io::Result<Server> {
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("{} is in use by a running daemon", path.display()),
+                ));
+            }
+            let _ = std::fs::remove_file(path);
+        }
+        let listener = UnixListener::bind(path)?;
+        listener.set_nonblocking(true)?;
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666));
+        Ok(Server {
+            listener,
+            path: path.to_path_buf(),
+            group,
+        })
+    }
+    /// The listening descriptor.
+    pub fn fd(&self) -> RawFd {
+        self.listener.as_raw_fd()
+    }
+    /// Removes the socket file.
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn supplementary_groups(pid: i32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Groups:")).map(|g| {
+                g.split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// A protocol error: a code and a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fail {
+    /// Machine-readable code.
+    pub code: &'static str,
+    /// What went wrong.
+    pub message: String,
+}
+
+fn fail(code: &'static str, message: impl Into<String>) -> Fail {
+    Fail {
+        code,
+        message: message.into(),
+    }
+}
+
+/// Converts a JSON object into policy parameters.
+///
+/// # Errors
+/// Not an object, or a value that is not a number, string or boolean.
+pub fn params_from_json(v: Option<&Value>) -> Result<Params, Fail> {
+    let mut p = Params::new();
+    let Some(v) = v else { return Ok(p) };
+    if v.is_null() {
+        return Ok(p);
+    }
+    let obj = v
+        .as_object()
+        .ok_or_else(|| fail("bad-request", "`params` must be an object"))?;
+    for (k, v) in obj {
+        let pv =
+            match v {
+                Value::Bool(b) => ParamValue::Bool(*b),
+                Value::String(s) => ParamValue::Str(s.clone()),
+                Value::Number(n) => match n.as_i64() {
+                    Some(i) => ParamValue::Int(i),
+                    None => ParamValue::Float(n.as_f64().filter(|f| f.is_finite()).ok_or_else(
+                        || fail("bad-request", format!("parameter `{k}` is not finite")),
+                    )?),
+                },
+                _ => {
+                    return Err(fail(
+                        "bad-request",
+                        format!("parameter `{k}` must be a number, string or boolean"),
+                    ))
+                }
+            };
+        p.insert(k, pv);
+    }
+    Ok(p)
+}
+
+/// Policy parameters as JSON.
+pub fn params_to_json(p: &Params) -> Value {
+    let mut m = Map::new();
+    for (k, v) in p.iter() {
+        let j = match v {
+            ParamValue::Int(i) => json!(i),
+            ParamValue::Float(f) => json!(f),
+            ParamValue::Str(s) => json!(s),
+            ParamValue::Bool(b) => json!(b),
+        };
+        m.insert(k.to_string(), j);
+    }
+    Value::Object(m)
+}
+
+fn str_arg<'a>(req: &'a Value, key: &str) -> Result<&'a str, Fail> {
+    req.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| fail("bad-request", format!("`{key}` (a string) is required")))
+}
+
+/// Operations, for `hello` and the docs.
+pub const OPERATIONS: &[&str] = &[
+    "hello",
+    "show",
+    "create",
+    "destroy",
+    "move",
+    "begin-reservation",
+    "end-reservation",
+    "set-params",
+    "set-share",
+    "set-default",
+    "attach",
+    "detach",
+    "shutdown",
+];
+
+impl Daemon {
+    pub(crate) fn accept_clients(&mut self) {
+        let Some(server) = &self.server else { return };
+        loop {
+            let (stream, _) = match server.listener.accept() {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+            let group = server.group;
+            if self.conns.len() >= MAX_CLIENTS {
+                let mut s = stream;
+                let _ = s.set_nonblocking(true);
+                let _ = s.write_all(b"{\"v\":1,\"id\":null,\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"too many clients\"}}\n");
+                continue;
+            }
+            let Ok((pid, uid, gid)) = sys::peer_cred(stream.as_raw_fd()) else {
+                continue;
+            };
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let privileged = uid == 0
+                || group.is_some_and(|g| gid == g || supplementary_groups(pid).contains(&g));
+            let id = self
+                .stats
+                .operations
+                .wrapping_add(self.conns.keys().next_back().map_or(0, |k| k + 1))
+                & 0xffff_ffff;
+            let id = (0..u64::from(u32::MAX))
+                .map(|k| (id + k) & 0xffff_ffff)
+                .find(|k| !self.conns.contains_key(k))
+                .unwrap_or(0);
+            if self
+                .epoll
+                .add(
+                    stream.as_raw_fd(),
+                    (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
+                    TOK_CLIENT + id,
+                )
+                .is_err()
+            {
+                continue;
+            }
+            let now = sys::now_ns();
+            self.conns.insert(
+                id,
+                Conn {
+                    stream,
+                    peer: Peer {
+                        pid,
+                        uid,
+                        gid,
+                        privileged,
+                    },
+                    inbuf: Vec::new(),
+                    outbuf: Vec::new(),
+                    last_active: now,
+                    partial_since: None,
+                },
+            );
+        }
+    }
+
+    fn drop_conn(&mut self, id: u64) {
+        if let Some(c) = self.conns.remove(&id) {
+            self.epoll.del(c.stream.as_raw_fd());
+        }
+    }
+
+    pub(crate) fn client_io(&mut self, tok: u64) {
+        let id = tok - TOK_CLIENT;
+        let now = sys::now_ns();
+        let mut close = false;
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        if let Some(c) = self.conns.get_mut(&id) {
+            let mut buf = [0u8; 16384];
+            loop {
+                match c.stream.read(&mut buf) {
+                    Ok(0) => {
+                        close = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        c.inbuf.extend_from_slice(&buf[..n]);
+                        c.last_active = now;
+                        while let Some(pos) = c.inbuf.iter().position(|&b| b == b'\n') {
+                            let line: Vec<u8> = c.inbuf.drain(..=pos).collect();
+                            lines.push(line);
+                        }
+                        if c.inbuf.len() > MAX_LINE {
+                            let e = json!({"v": PROTOCOL_VERSION, "id": null, "ok": false, "error": {"code": "too-large", "message": format!("a request line may be at most {MAX_LINE} bytes")}});
+                            c.outbuf.extend_from_slice(e.to_string().as_bytes());
+                            c.outbuf.push(b'\n');
+                            close = true;
+                            break;
+                        }
+                        if lines.len() > 256 {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        close = true;
+                        break;
+                    }
+                }
+            }
+            c.partial_since = if c.inbuf.is_empty() {
+                None
+            } else {
+                c.partial_since.or(Some(now))
+            };
+        } else {
+            return;
+        }
+        for line in lines {
+            let Some(peer) = self.conns.get(&id).map(|c| c.peer.clone()) else {
+                break;
+            };
+            let resp = self.handle_line(&line, &peer);
+            self.stats.operations += 1;
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.outbuf.extend_from_slice(resp.as_bytes());
+                c.outbuf.push(b'\n');
+            }
+        }
+        self.flush_conn(id, close);
+    }
+
+    fn flush_conn(&mut self, id: u64, close: bool) {
+        let mut dead = close;
+        if let Some(c) = self.conns.get_mut(&id) {
+            while !c.outbuf.is_empty() {
+                match c.stream.write(&c.outbuf) {
+                    Ok(0) => {
+                        dead = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        c.outbuf.drain(..n);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        dead = true;
+                        break;
+                    }
+                }
+            }
+            if c.outbuf.len() > MAX_OUT {
+                dead = true;
+            }
+        }
+        if dead {
+            self.drop_conn(id);
+        }
+    }
+
+    /// Drops idle and slow clients; called on every timer wake-up.
+    pub(crate) fn expire_clients(&mut self) {
+        let now = sys::now_ns();
+        let stale: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                now - c.last_active > IDLE_NS
+                    || c.partial_since.is_some_and(|p| now - p > PARTIAL_NS)
+            })
+            .map(|(&k, _)| k)
+            .collect();
+        for k in stale {
+            self.drop_conn(k);
+        }
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.flush_conn(id, false);
+        }
+    }
+
+    /// Handles one request line and returns the response line.
+    pub(crate) fn handle_line(&mut self, line: &[u8], peer: &Peer) -> String {
+        let req: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                return json!({"v": PROTOCOL_VERSION, "id": null, "ok": false, "error": {"code": "bad-request", "message": format!("not JSON: {e}")}}).to_string();
+            }
+        };
+        let id = req.get("id").cloned().unwrap_or(Value::Null);
+        let res = match req.get("v").and_then(Value::as_u64) {
+            Some(PROTOCOL_VERSION) | None => self.dispatch_op(&req, peer),
+            Some(v) => Err(fail(
+                "version",
+                format!(
+                    "protocol version {v} is not supported; this daemon speaks {PROTOCOL_VERSION}"
+                ),
+            )),
+        };
+        let v = match res {
+            Ok(result) => json!({"v": PROTOCOL_VERSION, "id": id, "ok": true, "result": result}),
+            Err(f) => {
+                json!({"v": PROTOCOL_VERSION, "id": id, "ok": false, "error": {"code": f.code, "message": f.message}})
+            }
+        };
+        v.to_string()
+    }
+
+    fn thread_ref(&self, req: &Value, key: &str) -> Result<(i32, ThreadId), Fail> {
+        let v = req.get(key).ok_or_else(|| {
+            fail(
+                "bad-request",
+                format!("`{key}` (a thread name or tid) is required"),
+            )
+        })?;
+        let found = match v {
+            Value::Number(n) => n
+                .as_i64()
+                .and_then(|t| i32::try_from(t).ok())
+                .and_then(|t| self.threads.get(&t)),
+            Value::String(s) => self.threads.values().find(|m| &m.name == s),
+            _ => {
+                return Err(fail(
+                    "bad-request",
+                    format!("`{key}` must be a thread name or tid"),
+                ))
+            }
+        };
+        found
+            .map(|m| (m.tid, m.hsi))
+            .ok_or_else(|| fail("not-found", format!("no managed thread {v}")))
+    }
+
+    fn may_touch(&self, peer: &Peer, tid: i32) -> Result<(), Fail> {
+        if peer.privileged || enforce::proc_uid(tid) == Some(peer.uid) {
+            Ok(())
+        } else {
+            Err(fail(
+                "unauthorized",
+                format!("thread {tid} is not yours (uid {})", peer.uid),
+            ))
+        }
+    }
+
+    fn privileged(peer: &Peer, op: &str) -> Result<(), Fail> {
+        if peer.privileged {
+            Ok(())
+        } else {
+            Err(fail(
+                "unauthorized",
+                format!("`{op}` needs root or the control group"),
+            ))
+        }
+    }
+
+    fn dispatch_op(&mut self, req: &Value, peer: &Peer) -> Result<Value, Fail> {
+        let op = str_arg(req, "op")?;
+        let now = self.inst(sys::now_ns());
+        let refused = |e: crate::LiveError| fail("refused", e.to_string());
+        let r = match op {
+            "hello" => Ok(
+                json!({"protocol": PROTOCOL_VERSION, "pid": sys::getpid(), "cpus": self.cpus, "operations": OPERATIONS, "privileged": peer.privileged}),
+            ),
+            "show" => Ok(self.show()),
+            "create" => {
+                Self::privileged(peer, op)?;
+                let name = str_arg(req, "name")?.to_string();
+                let policy = str_arg(req, "policy")?.to_string();
+                let mut parents = Vec::new();
+                if let Some(ps) = req.get("parents") {
+                    let arr = ps
+                        .as_array()
+                        .ok_or_else(|| fail("bad-request", "`parents` must be an array"))?;
+                    for p in arr {
+                        let pname = match p {
+                            Value::String(s) => s.clone(),
+                            _ => str_arg(p, "name")?.to_string(),
+                        };
+                        parents.push(ParentSpec {
+                            name: pname,
+                            params: params_from_json(p.get("params"))?,
+                        });
+                    }
+                } else if let Some(p) = req.get("parent").and_then(Value::as_str) {
+                    parents.push(ParentSpec {
+                        name: p.to_string(),
+                        params: params_from_json(req.get("parent_params"))?,
+                    });
+                }
+                let cpus = match req.get("cpus") {
+                    Some(Value::Array(a)) => a
+                        .iter()
+                        .map(|c| {
+                            c.as_u64()
+                                .map(|c| c as usize)
+                                .ok_or_else(|| fail("bad-request", "`cpus` must be integers"))
+                        })
+                        .collect::<Result<_, _>>()?,
+                    _ => Vec::new(),
+                };
+                let spec = SchedulerSpec {
+                    name,
+                    policy,
+                    params: params_from_json(req.get("params"))?,
+                    parents,
+                    cpus,
+                    guarantee: None,
+                    span: Span::default(),
+                };
+                hierarchy::create_scheduler(&mut self.hsi, now, &spec)
+                    .map(|_| json!({}))
+                    .map_err(refused)
+            }
+            "destroy" => {
+                Self::privileged(peer, op)?;
+                let name = str_arg(req, "name")?.to_string();
+                self.apply(now, &OpSpec::DestroyScheduler { name })
+                    .map_err(refused)
+            }
+            "set-default" => {
+                Self::privileged(peer, op)?;
+                let name = str_arg(req, "name")?.to_string();
+                let move_threads = req
+                    .get("move_threads")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                self.apply(now, &OpSpec::SetDefault { name, move_threads })
+                    .map_err(refused)
+            }
+            "move" | "begin-reservation" | "end-reservation" | "set-params" | "set-share" => {
+                let (tid, t) = self.thread_ref(req, "thread")?;
+                self.may_touch(peer, tid)?;
+                let params = params_from_json(req.get("params"))?;
+                match op {
+                    "move" => {
+                        let to = hierarchy::instance(&self.hsi, str_arg(req, "to")?)
+                            .map_err(|e| fail("not-found", e.to_string()))?;
+                        self.hsi
+                            .move_thread(now, t, to, params)
+                            .map(|_| json!({}))
+                            .map_err(|e| fail("refused", e.to_string()))
+                    }
+                    "begin-reservation" => {
+                        let to = hierarchy::instance(&self.hsi, str_arg(req, "scheduler")?)
+                            .map_err(|e| fail("not-found", e.to_string()))?;
+                        self.hsi
+                            .begin_reservation(now, t, to, params)
+                            .map(|_| json!({}))
+                            .map_err(|e| fail("refused", e.to_string()))
+                    }
+                    "end-reservation" => self
+                        .hsi
+                        .end_reservation(now, t)
+                        .map(|_| json!({}))
+                        .map_err(|e| fail("refused", e.to_string())),
+                    "set-share" => {
+                        let mut p = self.hsi.vp_info(self.hsi.thread_vp(t)).params;
+                        let share = req
+                            .get("share")
+                            .and_then(Value::as_f64)
+                            .ok_or_else(|| fail("bad-request", "`share` (a number) is required"))?;
+                        p.insert(
+                            "share",
+                            if share.fract() == 0.0 {
+                                ParamValue::Int(share as i64)
+                            } else {
+                                ParamValue::Float(share)
+                            },
+                        );
+                        if let Some(w) = req.get("warp") {
+                            let w = match w {
+                                Value::String(s) => ParamValue::Str(s.clone()),
+                                Value::Number(n) if n.as_i64() == Some(0) => ParamValue::Int(0),
+                                _ => {
+                                    return Err(fail(
+                                        "bad-request",
+                                        "`warp` must be a duration such as \"5ms\"",
+                                    ))
+                                }
+                            };
+                            p.insert("warp", w);
+                        }
+                        self.hsi
+                            .thread_msg(now, t, &Msg::SetParams(p))
+                            .map(|_| json!({}))
+                            .map_err(|e| fail("refused", e.to_string()))
+                    }
+                    _ => self
+                        .hsi
+                        .thread_msg(now, t, &Msg::SetParams(params))
+                        .map(|_| json!({}))
+                        .map_err(|e| fail("refused", e.to_string())),
+                }
+            }
+            "attach" => self.attach(req, peer),
+            "detach" => {
+                let pid = req
+                    .get("pid")
+                    .or_else(|| req.get("tid"))
+                    .and_then(Value::as_i64)
+                    .and_then(|p| i32::try_from(p).ok());
+                let pid = pid.ok_or_else(|| {
+                    fail("bad-request", "`pid` or `tid` (an integer) is required")
+                })?;
+                let tids: Vec<i32> = self
+                    .threads
+                    .values()
+                    .filter(|m| m.tid == pid || m.orig.tgid == pid)
+                    .map(|m| m.tid)
+                    .collect();
+                if tids.is_empty() {
+                    return Err(fail(
+                        "not-found",
+                        format!("no managed thread or process {pid}"),
+                    ));
+                }
+                for &t in &tids {
+                    self.may_touch(peer, t)?;
+                }
+                for t in &tids {
+                    self.release_thread(*t);
+                }
+                Ok(json!({"released": tids}))
+            }
+            "shutdown" => {
+                Self::privileged(peer, op)?;
+                self.stats.ended_by = "control shutdown".into();
+                self.shutdown = true;
+                Ok(json!({}))
+            }
+            other => Err(fail(
+                "unknown-op",
+                format!(
+                    "unknown operation `{other}`; known: {}",
+                    OPERATIONS.join(", ")
+                ),
+            )),
+        };
+        if let Err(e) = self.hsi.check_protocol() {
+            self.protocol_error(e);
+        }
+        r
+    }
+
+    fn apply(&mut self, now: hsched_core::Instant, op: &OpSpec) -> Result<Value, crate::LiveError> {
+        let names = self.thread_names();
+        hierarchy::apply_op(&mut self.hsi, now, op, &|n| names.get(n).copied())?;
+        Ok(json!({}))
+    }
+
+    fn attach(&mut self, req: &Value, peer: &Peer) -> Result<Value, Fail> {
+        let by_pid = req.get("pid").and_then(Value::as_i64);
+        let by_tid = req.get("tid").and_then(Value::as_i64);
+        let (id, whole) = match (by_pid, by_tid) {
+            (Some(p), _) => (p, true),
+            (None, Some(t)) => (t, false),
+            _ => {
+                return Err(fail(
+                    "bad-request",
+                    "`pid` or `tid` (an integer) is required",
+                ))
+            }
+        };
+        let id = i32::try_from(id)
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| fail("bad-request", "bad pid"))?;
+        if id == sys::getpid() || self.wd.as_ref().is_some_and(|w| w.pid() == id) {
+            return Err(fail(
+                "refused",
+                "the daemon and its watchdog cannot be managed",
+            ));
+        }
+        let tids = if whole {
+            enforce::proc_threads(id).map_err(|_| fail("not-found", format!("no process {id}")))?
+        } else {
+            vec![id]
+        };
+        for &t in &tids {
+            self.may_touch(peer, t)?;
+        }
+        let sched = match req.get("scheduler").and_then(Value::as_str) {
+            Some(s) => {
+                hierarchy::instance(&self.hsi, s).map_err(|e| fail("not-found", e.to_string()))?
+            }
+            None => self
+                .hsi
+                .default_instance()
+                .ok_or_else(|| fail("bad-request", "no default scheduler: give `scheduler`"))?,
+        };
+        let params = params_from_json(req.get("params"))?;
+        let comm = std::fs::read_to_string(format!("/proc/{id}/comm"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| format!("pid{id}"));
+        let base = req
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or(comm);
+        let gi = self.groups.len();
+        self.groups.push(crate::daemon::Group {
+            name: base.clone(),
+            pid: id,
+            launched: false,
+            exit_status: None,
+            slot: None,
+            spec: None,
+            cpu_ns: None,
+        });
+        let mut attached = Vec::new();
+        for (k, &t) in tids.iter().enumerate() {
+            if self.threads.contains_key(&t) {
+                continue;
+            }
+            let orig =
+                Original::capture(t).map_err(|e| fail("not-found", format!("thread {t}: {e}")))?;
+            if orig.attr.policy == libc::SCHED_DEADLINE as u32 {
+                return Err(fail("refused", format!("thread {t} uses SCHED_DEADLINE; hsched does not take over deadline threads")));
+            }
+            let fds = self
+                .obs
+                .follow(t)
+                .map_err(|e| fail("internal", format!("perf events on {t}: {e}")))?;
+            let name = if k == 0 {
+                base.clone()
+            } else {
+                format!("{base}/{t}")
+            };
+            let now = sys::now_ns();
+            self.adopt(t, name, gi, orig, sched, params.clone(), false, now)
+                .map_err(|e| fail("refused", e.to_string()))?;
+            let runnable = enforce::proc_state(t) == Some('R');
+            if let Some(m) = self.threads.get_mut(&t) {
+                m.fds = fds;
+                if runnable {
+                    let h = m.hsi;
+                    let at = hsched_core::Instant(now.saturating_sub(self.epoch));
+                    let _ = self.hsi.wake(at, h);
+                    self.touched.push(t);
+                }
+            }
+            attached.push(t);
+        }
+        Ok(json!({"attached": attached}))
+    }
+
+    /// The live tree: instances with supply, threads with CPU.
+    pub(crate) fn show(&self) -> Value {
+        let hsi = &self.hsi;
+        let node_name = |n: hsched_core::Node| match n {
+            hsched_core::Node::Top => "top".to_string(),
+            hsched_core::Node::Instance(i) => hsi.instance_name(i).to_string(),
+            hsched_core::Node::Thread(t) => hsi.thread_name(t).to_string(),
+        };
+        let state = |s: VpState| match s {
+            VpState::Waiting => "waiting".to_string(),
+            VpState::Ready => "ready".to_string(),
+            VpState::Running(c) => format!("running(cpu{})", c.0),
+        };
+        let instances: Vec<Value> = hsi
+            .instances()
+            .map(|i| {
+                let parents: Vec<Value> = hsi
+                    .instance_parents(i)
+                    .iter()
+                    .map(|&vp| {
+                        let v = hsi.vp_info(vp);
+                        json!({"parent": node_name(v.parent), "state": state(v.state), "received_ns": v.received.as_nanos(), "params": params_to_json(&v.params)})
+                    })
+                    .collect();
+                let p = hsi.instance_policy(i);
+                json!({"name": hsi.instance_name(i), "policy": p.map_or("", |p| p.policy_name()), "describe": p.map(|p| p.describe()).unwrap_or_default(),
+                    "supply_ns": hsi.instance_supply(i).as_nanos(), "parents": parents, "children": hsi.instance_children(i).len()})
+            })
+            .collect();
+        let threads: Vec<Value> = self
+            .threads
+            .values()
+            .map(|m| {
+                let v = hsi.vp_info(hsi.thread_vp(m.hsi));
+                let cpu = match v.state {
+                    VpState::Running(c) => json!(self.cpus.get(c.index())),
+                    _ => Value::Null,
+                };
+                json!({"name": m.name, "tid": m.tid, "pid": m.orig.tgid, "scheduler": hsi.instance_name(hsi.thread_parent(m.hsi)),
+                    "params": params_to_json(&v.params), "runnable": hsi.thread_runnable(m.hsi), "cpu": cpu, "frozen": m.frozen,
+                    "received_ns": hsi.thread_received(m.hsi).as_nanos(), "cpu_ns": enforce::proc_cpu_ns(m.tid).unwrap_or(m.cpu_ns)})
+            })
+            .collect();
+        let mut lat = self
+            .stats
+            .latency
+            .iter()
+            .rev()
+            .take(10_000)
+            .copied()
+            .collect::<Vec<_>>();
+        let d = crate::report::Dist::of(&mut lat);
+        json!({
+            "now_ns": sys::now_ns().saturating_sub(self.epoch),
+            "cpus": self.cpus,
+            "default": hsi.default_instance().map(|i| hsi.instance_name(i).to_string()),
+            "instances": instances,
+            "threads": threads,
+            "stolen_ns": vec![0u64; self.cpus.len()],
+            "stats": {"wakes": self.stats.wakes, "blocks": self.stats.blocks, "freezes": self.stats.freezes, "thaws": self.stats.thaws,
+                "lost_events": self.obs.lost, "protocol_errors": self.stats.protocol_errors, "daemon_cpu_ns": self.stats.daemon_cpu_ns,
+                "notification_latency": {"median_ns": d.median_ns, "p99_ns": d.p99_ns, "count": d.count}},
+        })
+    }
+}

@@ -1,0 +1,131 @@
+//! A client of the control socket (what `hsched ctl` uses).
+//!
+//! ```no_run
+//! use hsched_linux::ctl::Client;
+//! use serde_json::json;
+//! let mut c = Client::connect("/run/hsched.sock".as_ref()).unwrap();
+//! let tree = c.request("show", json!({})).unwrap();
+//! c.request("begin-reservation", json!({"thread": "renderer", "scheduler": "rez",
+//!     "params": {"amount": "10ms", "period": "33ms"}})).unwrap();
+//! # let _ = tree;
+//! ```
+
+use serde_json::{json, Value};
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+/// The default socket path.
+pub const DEFAULT_SOCKET: &str = "/run/hsched.sock";
+
+/// What a request can end in.
+#[derive(Debug)]
+pub enum CtlError {
+    /// The socket could not be reached or broke.
+    Io(io::Error),
+    /// The daemon answered with an error.
+    Daemon {
+        /// Its code (`refused`, `not-found`, `unauthorized`, ...).
+        code: String,
+        /// Its message.
+        message: String,
+    },
+    /// The answer was not a protocol response.
+    Protocol(String),
+}
+
+impl std::fmt::Display for CtlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CtlError::Io(e) => write!(f, "control socket: {e}"),
+            CtlError::Daemon { code, message } => write!(f, "{code}: {message}"),
+            CtlError::Protocol(m) => write!(f, "bad response: {m}"),
+        }
+    }
+}
+impl std::error::Error for CtlError {}
+
+impl From<io::Error> for CtlError {
+    fn from(e: io::Error) -> Self {
+        CtlError::Io(e)
+    }
+}
+
+/// A connection to a running daemon.
+pub struct Client {
+    w: UnixStream,
+    r: BufReader<UnixStream>,
+    next_id: u64,
+}
+
+impl Client {
+    /// Connects to the daemon's socket (5 s timeouts).
+    ///
+    /// # Errors
+    /// No daemon listens there.
+    pub fn connect(path: &Path) -> io::Result<Client> {
+        let s = UnixStream::connect(path)?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        s.set_write_timeout(Some(Duration::from_secs(5)))?;
+        Ok(Client {
+            r: BufReader::new(s.try_clone()?),
+            w: s,
+            next_id: 1,
+        })
+    }
+
+    /// Sends operation `op` with the fields of `args` (an object) and
+    /// returns the `result`.
+    ///
+    /// # Errors
+    /// I/O, an error reply, or a malformed reply.
+    pub fn request(&mut self, op: &str, args: Value) -> Result<Value, CtlError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut req = json!({"v": crate::control::PROTOCOL_VERSION, "id": id, "op": op});
+        if let (Some(obj), Value::Object(a)) = (req.as_object_mut(), args) {
+            for (k, v) in a {
+                obj.insert(k, v);
+            }
+        }
+        let resp = self.raw(&req.to_string())?;
+        let v: Value =
+            serde_json::from_str(&resp).map_err(|e| CtlError::Protocol(e.to_string()))?;
+        if v.get("ok").and_then(Value::as_bool) == Some(true) {
+            Ok(v.get("result").cloned().unwrap_or(Value::Null))
+        } else {
+            let e = v.get("error");
+            Err(CtlError::Daemon {
+                code: e
+                    .and_then(|e| e.get("code"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_string(),
+                message: e
+                    .and_then(|e| e.get("message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            })
+        }
+    }
+
+    /// Sends one raw line and returns the raw response line (for tests of
+    /// malformed input).
+    ///
+    /// # Errors
+    /// I/O failure or the daemon closed the connection.
+    pub fn raw(&mut self, line: &str) -> Result<String, CtlError> {
+        self.w.write_all(line.as_bytes())?;
+        self.w.write_all(b"\n")?;
+        let mut resp = String::new();
+        if self.r.read_line(&mut resp)? == 0 {
+            return Err(CtlError::Io(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the daemon closed the connection",
+            )));
+        }
+        Ok(resp)
+    }
+}

@@ -1,0 +1,1093 @@
+//! The live daemon: one thread, one epoll loop.
+//!
+//! ```text
+//!  perf rings (per CPU) ─┐
+//!  timerfd (one-shot) ───┤              ┌─ freeze / thaw (cgroup v1 freezer)
+//!  signalfd ─────────────┼─► epoll ─► Hsi ─┤─ SCHED_FIFO + affinity
+//!  control socket ───────┘              └─ watchdog records (before any change)
+//! ```
+//!
+//! Each wake-up drains every ring, sorts the events by kernel time, feeds
+//! them to the HSI (`wake`, `block`, `create_thread`, `exit`), fires due
+//! timers, and applies the resulting dispatch. The timerfd is armed at the
+//! earliest of the HSI's next timer, the next launch or timed operation,
+//! and the end of the run: nothing wakes the daemon periodically.
+
+use crate::control::{Conn, Server};
+use crate::enforce::{self, Freezer, Original, ThreadCg};
+use crate::hierarchy;
+use crate::observe::{Event, Observer};
+use crate::report::{LiveStats, Report};
+use crate::sys::{self, CpuMask, SchedAttr, Slots};
+use crate::watchdog::Watchdog;
+use crate::{LiveError, RunOptions};
+use hsched_config::{Hierarchy, ThreadSpec, TimedOp, WorkloadSpec};
+use hsched_core::{CpuId, Hsi, InstanceId, Instant, Params, ThreadId};
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+pub(crate) const TOK_RING: u64 = 1;
+pub(crate) const TOK_TIMER: u64 = 2;
+pub(crate) const TOK_SIGNAL: u64 = 3;
+pub(crate) const TOK_LISTEN: u64 = 4;
+pub(crate) const TOK_CLIENT: u64 = 1 << 32;
+const SWEEP_NS: u64 = 200_000_000;
+
+/// One managed thread.
+pub(crate) struct Managed {
+    pub tid: i32,
+    pub name: String,
+    pub hsi: ThreadId,
+    pub cg: Option<ThreadCg>,
+    pub frozen: bool,
+    /// When the current freeze was requested: the thread's switch-out after
+    /// it (reported as a sleep) is the freeze, not a block.
+    pub frozen_at: u64,
+    /// When the last thaw completed: a thread may enter the freezer late
+    /// (it must run to notice the freeze), so a sleep reported between a
+    /// freeze and the following thaw is the freezer too.
+    pub thawed_at: u64,
+    pub fifo: bool,
+    pub pinned: Option<usize>,
+    pub orig: Original,
+    /// Kernel time of the last wake/block applied.
+    pub last_event: u64,
+    /// Perf events opened on this thread directly (launch or attach).
+    pub fds: Vec<OwnedFd>,
+    /// Index of the launched program or attach it belongs to.
+    pub group: usize,
+    /// Measured CPU time (last sample of /proc schedstat).
+    pub cpu_ns: u64,
+    /// Counters for the report.
+    pub grants: u64,
+    pub freezes: u64,
+    pub wakeups: u64,
+    pub created_ns: u64,
+}
+
+/// A launched program or an attached process.
+pub(crate) struct Group {
+    pub name: String,
+    pub pid: i32,
+    pub launched: bool,
+    pub exit_status: Option<i32>,
+    /// Probe slot for built-in workloads.
+    pub slot: Option<usize>,
+    /// Thread spec index, when launched from the file.
+    pub spec: Option<usize>,
+    /// CPU time of the whole process: from `wait4` once reaped, else
+    /// sampled from its CPU clock.
+    pub cpu_ns: Option<u64>,
+}
+
+/// Report entry of a thread that exited.
+pub(crate) struct Gone {
+    pub name: String,
+    pub scheduler: String,
+    pub group: usize,
+    pub cpu_ns: u64,
+    pub received_ns: u64,
+    pub grants: u64,
+    pub freezes: u64,
+    pub wakeups: u64,
+    pub created_ns: u64,
+    pub exited_ns: u64,
+}
+
+pub(crate) struct Daemon {
+    pub h: Hierarchy,
+    pub opts: RunOptions,
+    pub hsi: Hsi,
+    pub epoch: u64,
+    /// HSI processor k is Linux CPU `cpus[k]`.
+    pub cpus: Vec<usize>,
+    pub obs: Observer,
+    pub epoll: sys::Epoll,
+    pub timer: sys::TimerFd,
+    pub sigfd: OwnedFd,
+    pub freezer: Freezer,
+    pub wd: Option<Watchdog>,
+    pub threads: BTreeMap<i32, Managed>,
+    pub by_hsi: Vec<i32>,
+    pub running: Vec<Option<i32>>,
+    pub groups: Vec<Group>,
+    pub gone: Vec<Gone>,
+    pub pending_rmdir: Vec<ThreadCg>,
+    pub launches: Vec<(u64, usize)>,
+    pub kills: Vec<(u64, usize)>,
+    pub ops: Vec<TimedOp>,
+    pub end_at: Option<u64>,
+    pub slots: Slots,
+    pub server: Option<Server>,
+    pub conns: BTreeMap<u64, Conn>,
+    pub self_attr: SchedAttr,
+    pub self_mask: CpuMask,
+    pub stats: LiveStats,
+    pub shutdown: bool,
+    pub finished: bool,
+    pub events: Vec<Event>,
+    pub dispatch: Vec<(CpuId, Option<ThreadId>)>,
+    pub touched: Vec<i32>,
+    pub warned: std::collections::BTreeSet<String>,
+    pub debug: bool,
+    pub next_sweep: u64,
+    pub lost_seen: u64,
+}
+
+fn io_err(what: &str) -> impl Fn(std::io::Error) -> LiveError + '_ {
+    move |e| LiveError::Io(format!("{what}: {e}"))
+}
+
+impl Daemon {
+    pub fn start(h: &Hierarchy, opts: RunOptions) -> Result<Daemon, LiveError> {
+        crate::check_support()?;
+        let online = sys::online_cpus();
+        let cpus = match &opts.cpus {
+            Some(c) => {
+                if let Some(bad) = c.iter().find(|c| !online.contains(c)) {
+                    return Err(LiveError::Setup(format!(
+                        "CPU {bad} is not online (online: {online:?})"
+                    )));
+                }
+                c.clone()
+            }
+            None if h.machine.cpus >= online.len() || h.machine.cpus == 0 => online.clone(),
+            None => online[online.len() - h.machine.cpus..].to_vec(),
+        };
+        if cpus.is_empty() {
+            return Err(LiveError::Setup("no CPU to manage".into()));
+        }
+        let hsi = hierarchy::build_hsi(h, cpus.len())?;
+        let self_attr = sys::sched_getattr(0).map_err(io_err("sched_getattr"))?;
+        let self_mask = sys::get_affinity(0).map_err(io_err("sched_getaffinity"))?;
+        sys::raise_nofile_limit();
+        let freezer = Freezer::new().map_err(io_err("freezer cgroup"))?;
+        let wd = Watchdog::start(
+            Some((freezer.mount.clone(), freezer.root.clone())),
+            opts.daemon_priority.saturating_add(5).min(99),
+        )
+        .map_err(io_err("watchdog"))?;
+        let obs = Observer::new(&cpus, opts.ring_order).map_err(io_err("perf events"))?;
+        let epoll = sys::Epoll::new().map_err(io_err("epoll"))?;
+        let timer = sys::TimerFd::new().map_err(io_err("timerfd"))?;
+        let sigfd = sys::signalfd(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD, libc::SIGHUP])
+            .map_err(io_err("signalfd"))?;
+        for fd in obs.poll_fds() {
+            epoll
+                .add(fd, libc::EPOLLIN as u32, TOK_RING)
+                .map_err(io_err("epoll"))?;
+        }
+        epoll
+            .add(timer.0.as_raw_fd(), libc::EPOLLIN as u32, TOK_TIMER)
+            .map_err(io_err("epoll"))?;
+        epoll
+            .add(sigfd.as_raw_fd(), libc::EPOLLIN as u32, TOK_SIGNAL)
+            .map_err(io_err("epoll"))?;
+        let server = match &opts.socket {
+            Some(p) => {
+                let s = Server::bind(p, opts.control_group).map_err(io_err("control socket"))?;
+                epoll
+                    .add(s.fd(), libc::EPOLLIN as u32, TOK_LISTEN)
+                    .map_err(io_err("epoll"))?;
+                Some(s)
+            }
+            None => None,
+        };
+        let mut d_attr = SchedAttr::fifo(opts.daemon_priority);
+        d_attr.flags = sys::SCHED_FLAG_RESET_ON_FORK;
+        if let Err(e) = sys::sched_setattr(0, &d_attr) {
+            eprintln!(
+                "hsched: warning: the daemon could not raise itself to SCHED_FIFO {}: {e}",
+                opts.daemon_priority
+            );
+        }
+        let epoch = sys::now_ns();
+        let nthreads = h.threads.len() + 1;
+        let slots = Slots::new(nthreads).map_err(io_err("shared memory"))?;
+        let mut launches: Vec<(u64, usize)> = Vec::new();
+        for (i, t) in h.threads.iter().enumerate() {
+            if t.exec.is_some() || (opts.run_workloads && t.workload.is_some()) {
+                launches.push((epoch + t.start.as_nanos(), i));
+            }
+        }
+        launches.sort();
+        let end_at = opts.duration.map(|d| epoch + d.as_nanos());
+        let ops = h.operations.clone();
+        let ncpu = cpus.len();
+        Ok(Daemon {
+            h: h.clone(),
+            opts,
+            hsi,
+            epoch,
+            cpus,
+            obs,
+            epoll,
+            timer,
+            sigfd,
+            freezer,
+            wd: Some(wd),
+            threads: BTreeMap::new(),
+            by_hsi: Vec::new(),
+            running: vec![None; ncpu],
+            groups: Vec::new(),
+            gone: Vec::new(),
+            pending_rmdir: Vec::new(),
+            launches,
+            kills: Vec::new(),
+            ops,
+            end_at,
+            slots,
+            server,
+            conns: BTreeMap::new(),
+            self_attr,
+            self_mask,
+            stats: LiveStats::default(),
+            shutdown: false,
+            finished: false,
+            events: Vec::with_capacity(4096),
+            dispatch: Vec::new(),
+            touched: Vec::new(),
+            warned: Default::default(),
+            debug: std::env::var_os("HSCHED_LIVE_DEBUG").is_some(),
+            next_sweep: 0,
+            lost_seen: 0,
+        })
+    }
+
+    pub fn inst(&self, ns: u64) -> Instant {
+        Instant(ns.saturating_sub(self.epoch))
+    }
+
+    pub fn warn(&mut self, key: &str, msg: String) {
+        if self.warned.insert(key.to_string()) {
+            eprintln!("hsched: warning: {msg}");
+        }
+    }
+
+    /// Runs until the end condition; returns the report.
+    pub fn run(mut self) -> Result<Report, LiveError> {
+        if let Some(cmd) = self.opts.command.clone() {
+            let name = std::path::Path::new(&cmd[0])
+                .file_name()
+                .map_or("command".into(), |s| s.to_string_lossy().into_owned());
+            let sched = match &self.opts.command_scheduler {
+                Some(s) => hierarchy::instance(&self.hsi, s)?,
+                None => self.hsi.default_instance().ok_or_else(|| {
+                    LiveError::Hierarchy(
+                        "`-- COMMAND` needs a default scheduler (or --scheduler)".into(),
+                    )
+                })?,
+            };
+            self.launch(
+                &name,
+                Some(&cmd),
+                None,
+                None,
+                sched,
+                self.opts.command_params.clone(),
+            )?;
+        }
+        let mut ready = Vec::new();
+        self.pump();
+        while !self.shutdown {
+            self.arm_timer();
+            ready.clear();
+            if let Err(e) = self.epoll.wait(&mut ready, -1) {
+                return Err(LiveError::Io(format!("epoll_wait: {e}")));
+            }
+            for &tok in &ready {
+                match tok {
+                    TOK_TIMER => {
+                        self.timer.clear();
+                        self.expire_clients();
+                    }
+                    TOK_SIGNAL => self.on_signals(),
+                    TOK_LISTEN => self.accept_clients(),
+                    t if t >= TOK_CLIENT => self.client_io(t),
+                    _ => {}
+                }
+            }
+            self.pump();
+            self.check_end();
+        }
+        Ok(self.finish())
+    }
+
+    fn arm_timer(&mut self) {
+        let mut at = u64::MAX;
+        if let Some(t) = self.hsi.next_timer() {
+            at = at.min(self.epoch.saturating_add(t.0));
+        }
+        if let Some(&(t, _)) = self.launches.first() {
+            at = at.min(t);
+        }
+        if let Some(&(t, _)) = self.kills.first() {
+            at = at.min(t);
+        }
+        if let Some(op) = self.ops.first() {
+            at = at.min(self.epoch + op.at.as_nanos());
+        }
+        if let Some(e) = self.end_at {
+            at = at.min(e);
+        }
+        if !self.threads.is_empty() {
+            at = at.min(self.next_sweep);
+        }
+        if !self.conns.is_empty() || !self.pending_rmdir.is_empty() {
+            at = at.min(sys::now_ns() + 1_000_000_000);
+        }
+        let _ = self.timer.arm((at != u64::MAX).then_some(at));
+    }
+
+    fn on_signals(&mut self) {
+        while let Some(sig) = sys::read_signal(&self.sigfd) {
+            match sig {
+                libc::SIGCHLD => self.reap(),
+                s => {
+                    self.stats.ended_by = format!("signal {s}");
+                    for g in &self.groups {
+                        if g.launched && g.exit_status.is_none() {
+                            let _ = sys::kill(-g.pid, s);
+                        }
+                    }
+                    self.shutdown = true;
+                }
+            }
+        }
+    }
+
+    fn reap(&mut self) {
+        while let Some((pid, status, cpu)) = sys::reap_any_rusage() {
+            if let Some(g) = self.groups.iter_mut().find(|g| g.pid == pid && g.launched) {
+                g.exit_status = Some(status);
+                g.cpu_ns = Some(cpu);
+            }
+        }
+    }
+
+    /// Checks every managed thread against procfs (every 200 ms while
+    /// threads are managed, and after lost events): a thread the HSI holds
+    /// blocked that is running and not frozen missed its wake-up; also
+    /// samples CPU times for threads that may exit.
+    fn sweep(&mut self) {
+        let now = sys::now_ns();
+        self.next_sweep = now + SWEEP_NS;
+        let mut wake = Vec::new();
+        for m in self.threads.values_mut() {
+            if let Some(c) = enforce::proc_cpu_ns(m.tid) {
+                m.cpu_ns = c;
+            }
+            if !m.frozen
+                && !self.hsi.thread_runnable(m.hsi)
+                && enforce::proc_state(m.tid) == Some('R')
+                && m.last_event + SWEEP_NS < now
+            {
+                wake.push((m.tid, m.hsi));
+            }
+        }
+        for g in self.groups.iter_mut() {
+            if g.exit_status.is_none() {
+                if let Some(c) = sys::process_cpu_ns_of(g.pid) {
+                    g.cpu_ns = Some(c);
+                }
+            }
+        }
+        for (tid, t) in wake {
+            self.stats.resyncs += 1;
+            if let Some(m) = self.threads.get_mut(&tid) {
+                m.last_event = now;
+            }
+            if let Err(e) = self.hsi.wake(self.inst(now), t) {
+                self.protocol_error(e);
+            }
+            self.touched.push(tid);
+        }
+    }
+
+    fn check_end(&mut self) {
+        let now = sys::now_ns();
+        if self.end_at.is_some_and(|e| now >= e) {
+            if self.stats.ended_by.is_empty() {
+                self.stats.ended_by = "duration".into();
+            }
+            self.shutdown = true;
+        }
+        let launched: Vec<&Group> = self.groups.iter().filter(|g| g.launched).collect();
+        if self.end_at.is_none()
+            && self.server.is_none()
+            && self.launches.is_empty()
+            && !launched.is_empty()
+            && launched.iter().all(|g| g.exit_status.is_some())
+        {
+            self.stats.ended_by = "programs exited".into();
+            self.shutdown = true;
+        }
+    }
+
+    /// Drains events, applies them, fires timers and enforces the dispatch.
+    pub fn pump(&mut self) {
+        let t_start = sys::thread_cpu_ns();
+        self.events.clear();
+        let mut evs = std::mem::take(&mut self.events);
+        self.obs.drain(&mut evs);
+        if !evs.is_empty() {
+            evs.sort_by_key(|e| e.time());
+            let now = sys::now_ns();
+            for e in &evs {
+                if self.stats.latency.len() < 4_000_000 {
+                    self.stats.latency.push(now.saturating_sub(e.time()));
+                }
+                self.apply_event(*e);
+            }
+        }
+        self.events = evs;
+        let now = sys::now_ns();
+        while let Some(&(t, i)) = self.launches.first() {
+            if t > now {
+                break;
+            }
+            self.launches.remove(0);
+            let spec = self.h.threads[i].clone();
+            if let Err(e) = self.launch_spec(i, &spec) {
+                eprintln!("hsched: could not launch `{}`: {e}", spec.name);
+            }
+        }
+        while let Some(&(t, g)) = self.kills.first() {
+            if t > now {
+                break;
+            }
+            self.kills.remove(0);
+            let pid = self.groups[g].pid;
+            if self.groups[g].exit_status.is_none() {
+                let _ = sys::kill(-pid, libc::SIGKILL);
+            }
+        }
+        while self
+            .ops
+            .first()
+            .is_some_and(|o| self.epoch + o.at.as_nanos() <= now)
+        {
+            let op = self.ops.remove(0);
+            let at = self.inst(now);
+            let names = self.thread_names();
+            let r = hierarchy::apply_op(&mut self.hsi, at, &op.op, &|n| names.get(n).copied());
+            self.stats.operations += 1;
+            if let Err(e) = r {
+                eprintln!("hsched: timed operation at {}: {e}", op.at);
+            }
+        }
+        if now >= self.next_sweep || self.obs.lost != self.lost_seen {
+            self.lost_seen = self.obs.lost;
+            self.sweep();
+        }
+        if let Err(e) = self.hsi.fire_timers(self.inst(now)) {
+            self.protocol_error(e);
+        }
+        self.enforce();
+        if !self.pending_rmdir.is_empty() {
+            self.pending_rmdir
+                .retain(|cg| std::fs::remove_dir(cg.dir()).is_err());
+        }
+        self.stats.daemon_cpu_ns += sys::thread_cpu_ns() - t_start;
+    }
+
+    pub fn thread_names(&self) -> BTreeMap<String, ThreadId> {
+        self.threads
+            .values()
+            .map(|m| (m.name.clone(), m.hsi))
+            .collect()
+    }
+
+    pub fn protocol_error(&mut self, e: hsched_core::HsiError) {
+        self.stats.protocol_errors += 1;
+        self.warn(
+            "protocol",
+            format!("hierarchy error (further ones counted in the report): {e}"),
+        );
+    }
+
+    fn apply_event(&mut self, e: Event) {
+        if self.debug {
+            eprintln!("[{}] event {e:?}", e.time().saturating_sub(self.epoch));
+        }
+        match e {
+            Event::Wake { time, tid, .. } => {
+                let Some(m) = self.threads.get_mut(&tid) else {
+                    return;
+                };
+                if time < m.last_event {
+                    return;
+                }
+                m.last_event = time;
+                let t = m.hsi;
+                if !self.hsi.thread_runnable(t) {
+                    m.wakeups += 1;
+                    self.stats.wakes += 1;
+                    let at = self.inst(time);
+                    if let Err(e) = self.hsi.wake(at, t) {
+                        self.protocol_error(e);
+                    }
+                }
+                self.touched.push(tid);
+            }
+            Event::Block { time, tid, .. } => {
+                let Some(m) = self.threads.get_mut(&tid) else {
+                    return;
+                };
+                let by_freezer =
+                    m.frozen_at != 0 && time >= m.frozen_at && (m.frozen || time <= m.thawed_at);
+                if time < m.last_event || by_freezer {
+                    return;
+                }
+                m.last_event = time;
+                let t = m.hsi;
+                if self.hsi.thread_runnable(t) {
+                    self.stats.blocks += 1;
+                    let at = self.inst(time);
+                    if let Err(e) = self.hsi.block(at, t) {
+                        self.protocol_error(e);
+                    }
+                }
+            }
+            Event::Fork {
+                time,
+                parent,
+                child,
+            } => {
+                if self.threads.contains_key(&child) {
+                    return;
+                }
+                let Some(p) = self.threads.get(&parent) else {
+                    return;
+                };
+                let (group, pname, pt, porig, pfifo, ppin) =
+                    (p.group, p.name.clone(), p.hsi, p.orig, p.fifo, p.pinned);
+                let sched = self.hsi.thread_parent(pt);
+                let params = self.hsi.vp_info(self.hsi.thread_vp(pt)).params;
+                let base = pname.split('/').next().unwrap_or(&pname).to_string();
+                let name = format!("{base}/{child}");
+                let Ok((tgid, start)) = enforce::proc_identity(child) else {
+                    return;
+                };
+                let orig = Original {
+                    tid: child,
+                    tgid,
+                    start,
+                    ..porig
+                };
+                if let Err(e) = self.adopt(child, name, group, orig, sched, params, false, time) {
+                    self.warn(
+                        "fork",
+                        format!("a new thread ({child}) could not join the hierarchy: {e}"),
+                    );
+                } else if let Some(m) = self.threads.get_mut(&child) {
+                    m.fifo = pfifo;
+                    m.pinned = ppin;
+                }
+            }
+            Event::Exit { time, tid } => self.thread_exit(tid, time),
+        }
+    }
+
+    /// Makes thread `tid` managed: watchdog record first, then its own
+    /// freezer cgroup, then the HSI thread (blocked; `runnable` wakes it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn adopt(
+        &mut self,
+        tid: i32,
+        name: String,
+        group: usize,
+        orig: Original,
+        sched: InstanceId,
+        params: Params,
+        runnable: bool,
+        time: u64,
+    ) -> Result<(), LiveError> {
+        let wd = self
+            .wd
+            .as_ref()
+            .ok_or_else(|| LiveError::Setup("shutting down".into()))?;
+        wd.manage(&orig).map_err(io_err("watchdog"))?;
+        let cg = match self.freezer.adopt(tid) {
+            Ok(cg) => cg,
+            Err(e) => {
+                wd.forget(&orig);
+                return Err(LiveError::Io(format!(
+                    "freezer cgroup for thread {tid}: {e}"
+                )));
+            }
+        };
+        let at = self.inst(time);
+        let t = match self.hsi.create_thread(at, &name, sched, params.clone()) {
+            Ok(t) => t,
+            Err(e) => {
+                // Refused (e.g. admission): fall back to the default scheduler.
+                let fallback = self.hsi.default_instance().filter(|&d| d != sched);
+                match fallback.map(|d| self.hsi.create_thread(at, &name, d, Params::new())) {
+                    Some(Ok(t)) => {
+                        self.warn(
+                            &format!("fallback-{name}"),
+                            format!("thread `{name}` went to the default scheduler: {e}"),
+                        );
+                        t
+                    }
+                    _ => {
+                        self.freezer.release(tid, &cg);
+                        wd.forget(&orig);
+                        return Err(LiveError::Refused(e.to_string()));
+                    }
+                }
+            }
+        };
+        self.stats.creates += 1;
+        if self.by_hsi.len() <= t.index() {
+            self.by_hsi.resize(t.index() + 1, 0);
+        }
+        self.by_hsi[t.index()] = tid;
+        self.threads.insert(
+            tid,
+            Managed {
+                tid,
+                name,
+                hsi: t,
+                cg: Some(cg),
+                frozen: false,
+                frozen_at: 0,
+                thawed_at: 0,
+                fifo: false,
+                pinned: None,
+                orig,
+                last_event: time,
+                fds: Vec::new(),
+                group,
+                cpu_ns: 0,
+                grants: 0,
+                freezes: 0,
+                wakeups: 0,
+                created_ns: time.saturating_sub(self.epoch),
+            },
+        );
+        if runnable {
+            if let Err(e) = self.hsi.wake(at, t) {
+                self.protocol_error(e);
+            }
+            self.touched.push(tid);
+        }
+        Ok(())
+    }
+
+    fn thread_exit(&mut self, tid: i32, time: u64) {
+        let Some(mut m) = self.threads.remove(&tid) else {
+            return;
+        };
+        if let Some(c) = enforce::proc_cpu_ns(tid) {
+            m.cpu_ns = c;
+        }
+        let received = self.hsi.thread_received(m.hsi).as_nanos();
+        let scheduler = self
+            .hsi
+            .instance_name(self.hsi.thread_parent(m.hsi))
+            .to_string();
+        let at = self.inst(time);
+        self.stats.exits += 1;
+        if let Err(e) = self.hsi.exit(at, m.hsi) {
+            self.protocol_error(e);
+        }
+        for r in self.running.iter_mut() {
+            if *r == Some(tid) {
+                *r = None;
+            }
+        }
+        if let Some(cg) = m.cg.take() {
+            if !self.freezer.release(tid, &cg) {
+                self.pending_rmdir.push(cg);
+            }
+        }
+        if let Some(wd) = &self.wd {
+            wd.forget(&m.orig);
+        }
+        self.gone.push(Gone {
+            name: m.name,
+            scheduler,
+            group: m.group,
+            cpu_ns: m.cpu_ns,
+            received_ns: received,
+            grants: m.grants,
+            freezes: m.freezes,
+            wakeups: m.wakeups,
+            created_ns: m.created_ns,
+            exited_ns: time.saturating_sub(self.epoch),
+        });
+    }
+
+    /// Applies the HSI's dispatch: freeze what lost its CPU (if runnable),
+    /// pin, raise and thaw what got one, freeze woken threads that got none.
+    fn enforce(&mut self) {
+        self.dispatch.clear();
+        self.hsi.drain_dispatch(&mut self.dispatch);
+        if self.debug && !self.dispatch.is_empty() {
+            eprintln!(
+                "[{}] dispatch {:?} next timer {:?}",
+                sys::now_ns() - self.epoch,
+                self.dispatch,
+                self.hsi.next_timer()
+            );
+        }
+        let mut next = self.running.clone();
+        for &(cpu, t) in &self.dispatch {
+            next[cpu.index()] = t.map(|t| self.by_hsi[t.index()]);
+        }
+        // Stop first, so a CPU never has two granted threads.
+        for c in 0..next.len() {
+            if let Some(old) = self.running[c] {
+                if !next.contains(&Some(old)) {
+                    self.stop(old);
+                }
+            }
+        }
+        for (c, &n) in next.iter().enumerate() {
+            if let Some(tid) = n {
+                if self.running[c] != Some(tid) {
+                    self.start_on(tid, c);
+                }
+            }
+        }
+        self.running = next;
+        let touched = std::mem::take(&mut self.touched);
+        for &tid in &touched {
+            if !self.running.contains(&Some(tid)) {
+                self.stop(tid);
+            }
+        }
+        self.touched = touched;
+        self.touched.clear();
+    }
+
+    fn stop(&mut self, tid: i32) {
+        let Some(m) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        if m.frozen || !self.hsi.thread_runnable(m.hsi) {
+            return;
+        }
+        if let Some(cg) = &m.cg {
+            m.frozen_at = sys::now_ns();
+            if self.debug {
+                eprintln!("[{}] freeze {tid}", m.frozen_at - self.epoch);
+            }
+            if cg.freeze().is_ok() {
+                m.frozen = true;
+                m.freezes += 1;
+                self.stats.freezes += 1;
+            }
+        }
+    }
+
+    fn start_on(&mut self, tid: i32, c: usize) {
+        let cpu = self.cpus[c];
+        let prio = self.opts.fifo_priority;
+        let Some(m) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        m.grants += 1;
+        let mut warn = None;
+        if m.pinned != Some(cpu) {
+            match sys::set_affinity(tid, &CpuMask::single(cpu)) {
+                Ok(()) => m.pinned = Some(cpu),
+                Err(e) => {
+                    warn = Some((
+                        "affinity",
+                        format!("could not pin thread {tid} to CPU {cpu}: {e}"),
+                    ))
+                }
+            }
+        }
+        if !m.fifo && prio > 0 {
+            let mut a = SchedAttr::fifo(prio);
+            a.flags = m.orig.attr.flags & sys::SCHED_FLAG_RESET_ON_FORK;
+            match sys::sched_setattr(tid, &a) {
+                Ok(()) => m.fifo = true,
+                Err(e) => {
+                    warn = Some((
+                        "fifo",
+                        format!("could not give thread {tid} SCHED_FIFO {prio}: {e}"),
+                    ))
+                }
+            }
+        }
+        if m.frozen {
+            if let Some(cg) = &m.cg {
+                let r = cg.thaw();
+                m.thawed_at = sys::now_ns();
+                if self.debug {
+                    eprintln!(
+                        "[{}] thaw {tid} on {cpu}: {r:?}",
+                        sys::now_ns() - self.epoch
+                    );
+                }
+            }
+            m.frozen = false;
+            self.stats.thaws += 1;
+        }
+        self.stats.dispatches += 1;
+        if let Some((k, w)) = warn {
+            self.warn(k, w);
+        }
+    }
+
+    fn launch_spec(&mut self, i: usize, spec: &ThreadSpec) -> Result<(), LiveError> {
+        let sched = hierarchy::instance(&self.hsi, &spec.scheduler)?;
+        let end = spec.exit.map(|e| self.epoch + e.as_nanos());
+        let workload = if spec.exec.is_none() {
+            spec.workload.clone()
+        } else {
+            None
+        };
+        let g = self.launch(
+            &spec.name,
+            spec.exec.as_deref(),
+            workload.as_ref(),
+            Some(i),
+            sched,
+            spec.params.clone(),
+        )?;
+        if let Some(e) = end {
+            self.kills.push((e, g));
+            self.kills.sort();
+        }
+        Ok(())
+    }
+
+    /// Starts a program (or a built-in workload) blocked on a pipe, follows
+    /// it, adopts it, then lets it go: no event of it is missed.
+    pub fn launch(
+        &mut self,
+        name: &str,
+        exec: Option<&[String]>,
+        workload: Option<&WorkloadSpec>,
+        spec: Option<usize>,
+        sched: InstanceId,
+        params: Params,
+    ) -> Result<usize, LiveError> {
+        let (r, w) = sys::pipe().map_err(io_err("pipe"))?;
+        let slot = spec.filter(|_| workload.is_some());
+        let pid = match (exec, workload) {
+            (Some(argv), _) => {
+                let ex = sys::Exec::new(argv)
+                    .map_err(|e| LiveError::Setup(format!("`{}`: {e}", argv.join(" "))))?;
+                let pid = sys::fork().map_err(io_err("fork"))?;
+                if pid == 0 {
+                    // Child: only async-signal-safe calls until execve.
+                    sys::setpgid_self();
+                    sys::unblock_all_signals();
+                    for s in [
+                        libc::SIGINT,
+                        libc::SIGTERM,
+                        libc::SIGCHLD,
+                        libc::SIGHUP,
+                        libc::SIGPIPE,
+                    ] {
+                        sys::default_signal(s);
+                    }
+                    let mut b = [0u8; 1];
+                    let _ = sys::read(r.as_raw_fd(), &mut b);
+                    let err = ex.exec();
+                    let _ = sys::write_all(2, b"hsched: exec failed\n");
+                    sys::exit_now(if err == libc::ENOENT { 127 } else { 126 });
+                }
+                pid
+            }
+            (None, Some(wl)) => {
+                let wl = wl.clone();
+                let end = self.end_at.unwrap_or(u64::MAX);
+                let rfd = r.as_raw_fd();
+                let seed = self.h.sim.seed.unwrap_or(0)
+                    ^ (spec.unwrap_or(0) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let slots = &self.slots;
+                sys::spawn_fn(&[0, 1, 2, rfd], move || {
+                    sys::setpgid_self();
+                    let mut b = [0u8; 1];
+                    let _ = sys::read(rfd, &mut b);
+                    let s = slot.and_then(|i| slots.get(i));
+                    crate::probe::run_workload(&wl, s, end, seed);
+                    0
+                })
+                .map_err(io_err("fork"))?
+            }
+            (None, None) => {
+                return Err(LiveError::Setup(format!(
+                    "thread `{name}` has neither `exec` nor a workload"
+                )))
+            }
+        };
+        drop(r);
+        // Put the child back to the daemon's own original scheduling before
+        // recording it: that is what it would have had without hsched.
+        let _ = sys::sched_setattr(pid, &self.self_attr);
+        let _ = sys::set_affinity(pid, &self.self_mask);
+        let gi = self.groups.len();
+        self.groups.push(Group {
+            name: name.to_string(),
+            pid,
+            launched: true,
+            exit_status: None,
+            slot,
+            spec,
+            cpu_ns: None,
+        });
+        let result = (|| {
+            let fds = self.obs.follow(pid).map_err(io_err("perf events"))?;
+            let orig = Original::capture(pid).map_err(io_err("inspect"))?;
+            self.adopt(
+                pid,
+                name.to_string(),
+                gi,
+                orig,
+                sched,
+                params,
+                false,
+                sys::now_ns(),
+            )?;
+            if let Some(m) = self.threads.get_mut(&pid) {
+                m.fds = fds;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            let _ = sys::kill(pid, libc::SIGKILL);
+            drop(w);
+            return Err(e);
+        }
+        // Released from the pipe, the program is runnable: whether it had
+        // blocked on the pipe yet or not, no wake-up event may follow.
+        let now = sys::now_ns();
+        if let Some(m) = self.threads.get_mut(&pid) {
+            m.last_event = now;
+            let t = m.hsi;
+            if let Err(e) = self.hsi.wake(self.inst(now), t) {
+                self.protocol_error(e);
+            }
+            self.touched.push(pid);
+        }
+        let _ = sys::write_all(w.as_raw_fd(), b"g");
+        drop(w);
+        Ok(gi)
+    }
+
+    /// Puts every managed thread back as it was (idempotent).
+    pub fn restore_all(&mut self) {
+        let tids: Vec<i32> = self.threads.keys().copied().collect();
+        for tid in tids {
+            self.release_thread(tid);
+        }
+        for cg in std::mem::take(&mut self.pending_rmdir) {
+            let _ = std::fs::remove_dir(cg.dir());
+        }
+        self.freezer.cleanup(std::time::Duration::from_millis(500));
+    }
+
+    /// Stops managing one thread: thaw, original policy and affinity.
+    pub fn release_thread(&mut self, tid: i32) {
+        let Some(mut m) = self.threads.remove(&tid) else {
+            return;
+        };
+        if let Some(c) = enforce::proc_cpu_ns(tid) {
+            m.cpu_ns = c;
+        }
+        if let Some(cg) = m.cg.take() {
+            if !self.freezer.release(tid, &cg) {
+                self.pending_rmdir.push(cg);
+            }
+        }
+        let _ = enforce::restore(&m.orig, None, None);
+        if let Some(wd) = &self.wd {
+            wd.forget(&m.orig);
+        }
+        let received = self.hsi.thread_received(m.hsi).as_nanos();
+        let scheduler = self
+            .hsi
+            .instance_name(self.hsi.thread_parent(m.hsi))
+            .to_string();
+        if self.hsi.thread_live(m.hsi) {
+            let now = self.inst(sys::now_ns());
+            let _ = self.hsi.exit(now, m.hsi);
+        }
+        for r in self.running.iter_mut() {
+            if *r == Some(tid) {
+                *r = None;
+            }
+        }
+        self.gone.push(Gone {
+            name: m.name,
+            scheduler,
+            group: m.group,
+            cpu_ns: m.cpu_ns,
+            received_ns: received,
+            grants: m.grants,
+            freezes: m.freezes,
+            wakeups: m.wakeups,
+            created_ns: m.created_ns,
+            exited_ns: sys::now_ns().saturating_sub(self.epoch),
+        });
+        self.enforce();
+    }
+
+    fn finish(&mut self) -> Report {
+        let end = sys::now_ns();
+        let duration = end - self.epoch;
+        // Sample CPU time before anything changes.
+        self.reap();
+        self.sweep();
+        let report = crate::report::build(self, duration);
+        self.shutdown_all();
+        report
+    }
+
+    /// Restores everything, ends launched programs, stops the watchdog.
+    pub fn shutdown_all(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.restore_all();
+        let _ = sys::sched_setattr(0, &self.self_attr);
+        if let Some(wd) = self.wd.take() {
+            wd.finish();
+        }
+        if let Some(s) = self.server.take() {
+            s.remove();
+        }
+        if self.opts.kill_at_end {
+            for g in &self.groups {
+                if g.launched && g.exit_status.is_none() {
+                    let _ = sys::kill(-g.pid, libc::SIGTERM);
+                    let _ = sys::kill(g.pid, libc::SIGTERM);
+                }
+            }
+            let t0 = sys::now_ns();
+            while self
+                .groups
+                .iter()
+                .any(|g| g.launched && g.exit_status.is_none())
+                && sys::now_ns() - t0 < 1_000_000_000
+            {
+                self.reap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            for g in &self.groups {
+                if g.launched && g.exit_status.is_none() {
+                    let _ = sys::kill(-g.pid, libc::SIGKILL);
+                    let _ = sys::kill(g.pid, libc::SIGKILL);
+                }
+            }
+            self.reap();
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        // A panic or an early return: put everything back before leaving.
+        self.shutdown_all();
+    }
+}

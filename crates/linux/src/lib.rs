@@ -1,0 +1,186 @@
+//! hsched live mode: the same core and policies that the simulator runs,
+//! controlling real Linux threads without modifying the programs — a
+//! user-space HSI (seed 000 ch. 4 and §9.3, with the policies deciding and
+//! this crate observing and enforcing).
+//!
+//! - **Observe** ([`observe`]): perf events on the `sched_switch`,
+//!   `sched_wakeup(_new)`, `sched_process_fork` and `sched_process_exit`
+//!   tracepoints, attached per managed thread with `inherit`, so every
+//!   thread and child a program creates is followed from its first
+//!   instruction; one mmap ring buffer per CPU.
+//! - **Enforce** ([`enforce`]): a granted thread runs at `SCHED_FIFO`
+//!   pinned to its CPU; a runnable thread without a CPU is frozen in a
+//!   cgroup-v1 freezer cgroup of its own; blocked threads are left alone.
+//! - **Time**: one-shot absolute `timerfd` at the HSI's next timer; no
+//!   periodic tick.
+//! - **Fail-safe** ([`watchdog`]): a process forked before anything changes
+//!   restores every thread if the daemon dies, `kill -9` included.
+//! - **Control** ([`control`], [`ctl`]): a JSON-lines Unix socket with
+//!   `SO_PEERCRED` authorisation (HLSCtl, §4.3.9).
+//!
+//! Requires root, the v1 freezer controller, perf events and tracefs;
+//! [`check_support`] says what is missing.
+//!
+//! ```no_run
+//! use hsched_linux::{run, RunOptions};
+//! # fn get() -> hsched_config::Hierarchy { unimplemented!() }
+//! let hierarchy = get(); // e.g. from hsched_config
+//! let opts = RunOptions { command: Some(vec!["./render".into()]), ..RunOptions::default() };
+//! let report = run(&hierarchy, opts).unwrap();
+//! println!("{}", report.to_table());
+//! ```
+#![warn(missing_docs)]
+// Only `sys` may use unsafe code; every block there says why it is sound.
+#![deny(unsafe_code)]
+
+pub mod bench;
+pub mod cli_glue;
+pub mod control;
+pub mod ctl;
+mod daemon;
+pub mod enforce;
+pub mod hierarchy;
+pub mod observe;
+pub mod probe;
+pub mod report;
+pub mod sys;
+pub mod watchdog;
+
+pub use report::{Dist, ProgramReport, Report, SchedulerReport, ThreadReport};
+
+use hsched_config::{Hierarchy, WorkloadSpec};
+use hsched_core::{Duration, Params};
+use std::path::PathBuf;
+
+/// What can stop a live run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LiveError {
+    /// Not root, or a kernel feature is missing (the message says which).
+    Unsupported(String),
+    /// The hierarchy cannot be built (unknown policy, bad parameter, ...).
+    Hierarchy(String),
+    /// The HSI or a policy refused an operation.
+    Refused(String),
+    /// Bad options, or a program could not be started.
+    Setup(String),
+    /// A system call failed.
+    Io(String),
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LiveError::Unsupported(m) => write!(f, "live mode is not available here: {m}"),
+            LiveError::Hierarchy(m) => write!(f, "hierarchy: {m}"),
+            LiveError::Refused(m) => write!(f, "refused: {m}"),
+            LiveError::Setup(m) => write!(f, "{m}"),
+            LiveError::Io(m) => write!(f, "{m}"),
+        }
+    }
+}
+impl std::error::Error for LiveError {}
+
+/// Options of a live run (`hsched run`).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Linux CPUs to manage; default: all online CPUs, or the last
+    /// `machine.cpus` of them when the file asks for fewer.
+    pub cpus: Option<Vec<usize>>,
+    /// End the run after this long; default: when every launched program
+    /// has exited (or, with a control socket, on SIGINT/SIGTERM or
+    /// `shutdown`).
+    pub duration: Option<Duration>,
+    /// A command to launch (`hsched run FILE -- COMMAND`).
+    pub command: Option<Vec<String>>,
+    /// Scheduler of `command` (default: the file's default scheduler).
+    pub command_scheduler: Option<String>,
+    /// Parent-side parameters of `command`.
+    pub command_params: Params,
+    /// Also run threads without `exec` as built-in workload programs
+    /// ([`probe`]) so simulator files run live unchanged.
+    pub run_workloads: bool,
+    /// Control socket path (none: no control interface).
+    pub socket: Option<PathBuf>,
+    /// A group whose members may use every control operation.
+    pub control_group: Option<u32>,
+    /// SCHED_FIFO priority of granted threads (0: leave their policy).
+    pub fifo_priority: u32,
+    /// SCHED_FIFO priority of the daemon (the watchdog runs 5 above).
+    pub daemon_priority: u32,
+    /// Ring buffer size per CPU: 2^order pages.
+    pub ring_order: u32,
+    /// At the end, SIGTERM (then SIGKILL) launched programs still running.
+    pub kill_at_end: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            cpus: None,
+            duration: None,
+            command: None,
+            command_scheduler: None,
+            command_params: Params::new(),
+            run_workloads: true,
+            socket: None,
+            control_group: None,
+            fifo_priority: 10,
+            daemon_priority: 80,
+            ring_order: 6,
+            kill_at_end: true,
+        }
+    }
+}
+
+/// Whether live mode can run here.
+///
+/// # Errors
+/// [`LiveError::Unsupported`] naming the first missing piece: root,
+/// tracefs with the sched tracepoints, perf events, the v1 freezer.
+pub fn check_support() -> Result<(), LiveError> {
+    if sys::geteuid() != 0 {
+        return Err(LiveError::Unsupported(
+            "live mode needs root (it changes other threads' scheduling)".into(),
+        ));
+    }
+    observe::tracefs().map_err(|e| LiveError::Unsupported(e.to_string()))?;
+    if enforce::freezer_mount().is_none() {
+        return Err(LiveError::Unsupported(
+            "the cgroup-v1 freezer controller is not mounted (mount -t cgroup -o freezer none /sys/fs/cgroup/freezer)".into(),
+        ));
+    }
+    if !std::path::Path::new("/proc/sys/kernel/perf_event_paranoid").exists() {
+        return Err(LiveError::Unsupported(
+            "perf events are not available".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `hierarchy` live until the end condition of `opts` and returns the
+/// measured report. Every managed thread is restored before it returns,
+/// also on error.
+///
+/// Call it from a single-threaded process if you can: the watchdog and the
+/// built-in workloads are forked children.
+///
+/// # Errors
+/// Unsupported machine, a hierarchy that cannot be built, a program that
+/// cannot be started.
+pub fn run(hierarchy: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
+    daemon::Daemon::start(hierarchy, opts)?.run()
+}
+
+/// The report name of a workload model.
+pub fn workload_name(w: &WorkloadSpec) -> &'static str {
+    match w {
+        WorkloadSpec::CpuBound => "cpu_bound",
+        WorkloadSpec::Periodic { .. } => "periodic",
+        WorkloadSpec::Sporadic { .. } => "sporadic",
+        WorkloadSpec::Interactive { .. } => "interactive",
+        WorkloadSpec::BlockingIo { .. } => "io",
+        WorkloadSpec::Video(_) => "video",
+        WorkloadSpec::FrameRenderer { .. } => "frame_renderer",
+        WorkloadSpec::Program(_) => "program",
+    }
+}

@@ -1,0 +1,374 @@
+//! Real programs that behave like the simulator's workload models, so a
+//! hierarchy file written for `hsched sim` also runs live: a thread without
+//! `exec` runs its `workload` as a forked process of its own. They burn CPU
+//! time measured on their own thread clock (`CLOCK_THREAD_CPUTIME_ID`), so
+//! "10 ms of work" is 10 ms of CPU whatever the scheduler does, and they
+//! sleep with absolute one-shot timers.
+//!
+//! The same loops serve the `hsched-live probe` commands used by the tests
+//! and the measurements in docs/live-mode.md.
+
+use crate::sys::{self, ProbeSlot};
+use hsched_config::{Program, Step, VideoMode, WorkloadSpec};
+use std::sync::atomic::Ordering;
+
+/// Burns `ns` of this thread's CPU time.
+pub fn spin_cpu(ns: u64) {
+    let start = sys::thread_cpu_ns();
+    while sys::thread_cpu_ns().wrapping_sub(start) < ns {
+        std::hint::spin_loop();
+    }
+}
+
+/// Records one job's outcome.
+fn job(slot: Option<&ProbeSlot>, lateness: i64) {
+    if let Some(s) = slot {
+        s.jobs.fetch_add(1, Ordering::Relaxed);
+        if lateness > 0 {
+            s.misses.fetch_add(1, Ordering::Relaxed);
+        }
+        s.max_lateness.fetch_max(lateness, Ordering::Relaxed);
+    }
+}
+
+/// A tiny deterministic generator for the random workload models.
+struct XorShift(u64);
+impl XorShift {
+    fn next_f64(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn exp(&mut self, mean: u64) -> u64 {
+        (-(1.0 - self.next_f64()).ln() * mean as f64) as u64
+    }
+}
+
+/// Runs `w` until `end_ns` (absolute `CLOCK_MONOTONIC`; `u64::MAX`: for
+/// ever), publishing jobs and misses in `slot`.
+pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, seed: u64) {
+    if let Some(s) = slot {
+        s.max_lateness.store(i64::MIN, Ordering::Relaxed);
+        s.used.store(1, Ordering::Relaxed);
+    }
+    let t0 = sys::now_ns();
+    let mut rng = XorShift(seed | 1);
+    let before_end = || sys::now_ns() < end_ns;
+    match w {
+        WorkloadSpec::CpuBound => {
+            while before_end() {
+                spin_cpu(1_000_000);
+            }
+        }
+        WorkloadSpec::FrameRenderer { work, miss_gap } => {
+            frame_renderer(work.as_nanos(), miss_gap.as_nanos(), slot, end_ns);
+        }
+        WorkloadSpec::Periodic {
+            period,
+            exec,
+            deadline,
+            offset,
+            ..
+        } => {
+            let mut release = t0 + offset.as_nanos();
+            while release < end_ns {
+                sys::sleep_until(release);
+                spin_cpu(exec.as_nanos());
+                job(
+                    slot,
+                    sys::now_ns() as i64 - (release + deadline.as_nanos()) as i64,
+                );
+                release += period.as_nanos().max(1);
+            }
+        }
+        WorkloadSpec::Video(v) => {
+            let execs: Vec<u64> = match &v.mode {
+                VideoMode::Constant { exec } => vec![exec.as_nanos()],
+                VideoMode::Mpeg { i, p, b, gop } => gop
+                    .chars()
+                    .map(|c| match c {
+                        'I' | 'i' => i.as_nanos(),
+                        'P' | 'p' => p.as_nanos(),
+                        _ => b.as_nanos(),
+                    })
+                    .collect(),
+            };
+            let mut release = t0;
+            let mut k = 0;
+            while release < end_ns {
+                sys::sleep_until(release);
+                spin_cpu(execs[k % execs.len().max(1)]);
+                k += 1;
+                job(
+                    slot,
+                    sys::now_ns() as i64 - (release + v.period.as_nanos()) as i64,
+                );
+                release += v.period.as_nanos().max(1);
+            }
+        }
+        WorkloadSpec::Sporadic {
+            min_interarrival,
+            max_interarrival,
+            exec,
+            deadline,
+        } => {
+            let mut release = t0;
+            while release < end_ns {
+                sys::sleep_until(release);
+                spin_cpu(exec.as_nanos());
+                job(
+                    slot,
+                    sys::now_ns() as i64 - (release + deadline.as_nanos()) as i64,
+                );
+                let span = max_interarrival
+                    .as_nanos()
+                    .saturating_sub(min_interarrival.as_nanos());
+                release +=
+                    min_interarrival.as_nanos().max(1) + (rng.next_f64() * span as f64) as u64;
+            }
+        }
+        WorkloadSpec::Interactive { think, burst } => {
+            while before_end() {
+                sys::sleep_until(sys::now_ns() + rng.exp(think.as_nanos()));
+                spin_cpu(rng.exp(burst.as_nanos()));
+                job(slot, i64::MIN + 1);
+            }
+        }
+        WorkloadSpec::BlockingIo { compute, io } => {
+            while before_end() {
+                spin_cpu(compute.as_nanos());
+                sys::sleep_until(sys::now_ns() + io.as_nanos());
+            }
+        }
+        WorkloadSpec::Program(p) => program(p, slot, end_ns),
+    }
+}
+
+fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
+    let origin = sys::now_ns() + p.delay.as_nanos();
+    sys::sleep_until(origin);
+    let mut next_timer: Option<u64> = None;
+    let mut done = 0u64;
+    while sys::now_ns() < end_ns && p.loops.is_none_or(|l| done < l) {
+        for s in &p.steps {
+            match s {
+                Step::Run(d) => spin_cpu(d.as_nanos()),
+                Step::Runtime(d) => {
+                    let until = sys::now_ns() + d.as_nanos();
+                    while sys::now_ns() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+                Step::Sleep(d) => sys::sleep_until(sys::now_ns() + d.as_nanos()),
+                Step::Timer { period, absolute } => {
+                    let per = period.as_nanos().max(1);
+                    let at = match (next_timer, absolute) {
+                        (Some(t), true) => t,
+                        (Some(_), false) | (None, _) => sys::now_ns().max(origin) + per,
+                    };
+                    job(slot, sys::now_ns() as i64 - at as i64);
+                    sys::sleep_until(at);
+                    next_timer = Some(at + per);
+                }
+            }
+        }
+        done += 1;
+    }
+}
+
+/// Seed 000 §10.5.2: renders frames back to back, each `work` ns of CPU; a
+/// gap of more than `miss_gap` between two frame completions is a miss.
+/// Returns (frames, misses, longest gap).
+pub fn frame_renderer(
+    work: u64,
+    miss_gap: u64,
+    slot: Option<&ProbeSlot>,
+    end_ns: u64,
+) -> (u64, u64, u64) {
+    let mut last = sys::now_ns();
+    let (mut frames, mut misses, mut longest) = (0, 0, 0);
+    if let Some(s) = slot {
+        s.max_lateness.store(i64::MIN, Ordering::Relaxed);
+        s.used.store(1, Ordering::Relaxed);
+    }
+    while sys::now_ns() < end_ns {
+        spin_cpu(work);
+        let now = sys::now_ns();
+        let gap = now - last;
+        last = now;
+        frames += 1;
+        longest = longest.max(gap);
+        if gap > miss_gap {
+            misses += 1;
+        }
+        job(slot, gap as i64 - miss_gap as i64);
+    }
+    (frames, misses, longest)
+}
+
+/// The context-switch probe of seed 000 §10.3 (Fig 10.3): polls the clock
+/// and records every gap longer than `threshold` as (start, end), i.e. the
+/// last reading before the thread lost the CPU and the first after it got
+/// it back.
+pub fn poll_gaps(threshold: u64, end_ns: u64, max: usize) -> Vec<(u64, u64)> {
+    let mut out = Vec::with_capacity(max);
+    let mut last = sys::now_ns();
+    while last < end_ns {
+        let t = sys::now_ns();
+        if t - last > threshold && out.len() < max {
+            out.push((last, t));
+        }
+        last = t;
+    }
+    out
+}
+
+/// Switch gaps from the gap logs of several threads sharing one CPU: for
+/// every time a thread got the CPU back, the time since the most recent
+/// moment another thread lost it. Gaps over `cap` (the CPU went to
+/// something else) are dropped.
+pub fn switch_gaps(logs: &[Vec<(u64, u64)>], cap: u64) -> Vec<u64> {
+    let mut stops: Vec<(u64, usize)> = Vec::new();
+    let mut starts: Vec<(u64, usize)> = Vec::new();
+    for (i, l) in logs.iter().enumerate() {
+        for &(s, e) in l {
+            stops.push((s, i));
+            starts.push((e, i));
+        }
+    }
+    stops.sort_unstable();
+    starts.sort_unstable();
+    let mut out = Vec::new();
+    let mut j = 0;
+    let mut last_stop: Option<(u64, usize)> = None;
+    for &(t, who) in &starts {
+        while j < stops.len() && stops[j].0 <= t {
+            last_stop = Some(stops[j]);
+            j += 1;
+        }
+        if let Some((s, by)) = last_stop {
+            if by != who && t - s <= cap {
+                out.push(t - s);
+            }
+        }
+    }
+    out
+}
+
+/// Median and 99th percentile of `v` (sorted in place); zeros when empty.
+pub fn median_p99(v: &mut [u64]) -> (u64, u64) {
+    if v.is_empty() {
+        return (0, 0);
+    }
+    v.sort_unstable();
+    (v[v.len() / 2], v[(v.len() * 99 / 100).min(v.len() - 1)])
+}
+
+fn flag(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+fn dur_flag(args: &[String], name: &str, default_ns: u64) -> Result<u64, String> {
+    match flag(args, name) {
+        None => Ok(default_ns),
+        Some(v) => hsched_core::time::parse_duration(&v, None)
+            .map(|d| d.as_nanos())
+            .map_err(|e| format!("{name}: {}", e.message)),
+    }
+}
+
+/// `hsched-live probe ...`: the test programs.
+///
+/// - `hog [--duration D]`: a CPU-bound loop (default 10 s, always bounded);
+/// - `frame [--work 10ms] [--gap 33ms] [--duration D]`: the frame renderer,
+///   printing `{"frames","misses","longest_gap_ns","fps"}`;
+/// - `poll [--threads 10] [--duration D] [--cpu C]`: threads polling the
+///   clock, printing the switch gaps' median and p99.
+pub fn probe_main(args: &[String]) -> i32 {
+    let r = (|| -> Result<String, String> {
+        let kind = args.first().map(String::as_str).unwrap_or("");
+        let rest = args.get(1..).unwrap_or(&[]);
+        let dur = dur_flag(rest, "--duration", 10_000_000_000)?;
+        let end = sys::now_ns() + dur;
+        match kind {
+            "hog" => {
+                while sys::now_ns() < end {
+                    spin_cpu(1_000_000);
+                }
+                Ok(format!("{{\"cpu_ns\":{}}}", sys::thread_cpu_ns()))
+            }
+            "frame" => {
+                let work = dur_flag(rest, "--work", 10_000_000)?;
+                let gap = dur_flag(rest, "--gap", 33_000_000)?;
+                let t0 = sys::now_ns();
+                let (frames, misses, longest) = frame_renderer(work, gap, None, end);
+                let secs = (sys::now_ns() - t0) as f64 / 1e9;
+                Ok(format!("{{\"frames\":{frames},\"misses\":{misses},\"longest_gap_ns\":{longest},\"fps\":{:.2}}}", frames as f64 / secs))
+            }
+            "poll" => {
+                let n: usize = flag(rest, "--threads")
+                    .map_or(Ok(10), |v| v.parse())
+                    .map_err(|_| "--threads needs a number")?;
+                if let Some(c) = flag(rest, "--cpu") {
+                    let c: usize = c.parse().map_err(|_| "--cpu needs a number")?;
+                    sys::set_affinity(0, &sys::CpuMask::single(c)).map_err(|e| e.to_string())?;
+                }
+                let handles: Vec<_> = (0..n)
+                    .map(|_| std::thread::spawn(move || poll_gaps(500, end, 200_000)))
+                    .collect();
+                let logs: Vec<Vec<(u64, u64)>> =
+                    handles.into_iter().filter_map(|h| h.join().ok()).collect();
+                let mut g = switch_gaps(&logs, 1_000_000);
+                let (med, p99) = median_p99(&mut g);
+                Ok(format!(
+                    "{{\"switches\":{},\"median_ns\":{med},\"p99_ns\":{p99}}}",
+                    g.len()
+                ))
+            }
+            other => Err(format!("unknown probe `{other}` (hog, frame, poll)")),
+        }
+    })();
+    match r {
+        Ok(s) => {
+            println!("{s}");
+            0
+        }
+        Err(e) => {
+            eprintln!("hsched-live probe: {e}");
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switch_gaps_pairs_stop_and_next_start() {
+        // Thread 0 runs until 100, thread 1 starts at 110; 1 stops at 200
+        // and 0 resumes at 207.
+        let logs = vec![vec![(100, 207)], vec![(0, 110), (200, 300)]];
+        let mut g = switch_gaps(&logs, 1_000);
+        g.sort_unstable();
+        assert_eq!(g, vec![7, 10]);
+    }
+
+    #[test]
+    fn median_and_p99() {
+        let mut v: Vec<u64> = (1..=100).rev().collect();
+        assert_eq!(median_p99(&mut v), (51, 100));
+        assert_eq!(median_p99(&mut []), (0, 0));
+    }
+
+    #[test]
+    fn spin_burns_cpu_time() {
+        let a = sys::thread_cpu_ns();
+        spin_cpu(2_000_000);
+        assert!(sys::thread_cpu_ns() - a >= 2_000_000);
+    }
+}

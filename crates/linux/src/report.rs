@@ -1,0 +1,412 @@
+//! The live report: the simulator's report shape (docs/metrics.md), with
+//! every figure measured on the machine, plus what only live mode has
+//! (notification latency, enforcement counts, the daemon's own CPU use).
+
+use crate::daemon::Daemon;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+/// Version of the JSON report schema (shared with the simulator).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Counters the daemon keeps while running.
+#[derive(Clone, Debug, Default)]
+pub struct LiveStats {
+    /// Notification latencies (kernel event → HSI input), ns.
+    pub latency: Vec<u64>,
+    /// HSI wake inputs.
+    pub wakes: u64,
+    /// HSI block inputs.
+    pub blocks: u64,
+    /// HSI thread creations.
+    pub creates: u64,
+    /// HSI exits.
+    pub exits: u64,
+    /// Control and timed operations.
+    pub operations: u64,
+    /// Threads frozen.
+    pub freezes: u64,
+    /// Threads thawed.
+    pub thaws: u64,
+    /// Threads put on a CPU.
+    pub dispatches: u64,
+    /// Hierarchy (protocol) errors reported by the HSI.
+    pub protocol_errors: u64,
+    /// CPU time the daemon's loop used.
+    pub daemon_cpu_ns: u64,
+    /// Wake-ups recovered by the procfs sweep (missed events).
+    pub resyncs: u64,
+    /// Why the run ended.
+    pub ended_by: String,
+}
+
+/// A latency distribution.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Dist {
+    /// Samples.
+    pub count: u64,
+    /// Median, ns.
+    pub median_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// Largest, ns.
+    pub max_ns: u64,
+}
+
+impl Dist {
+    /// From samples (sorted in place).
+    pub fn of(v: &mut [u64]) -> Dist {
+        if v.is_empty() {
+            return Dist::default();
+        }
+        v.sort_unstable();
+        Dist {
+            count: v.len() as u64,
+            median_ns: v[v.len() / 2],
+            p99_ns: v[(v.len() * 99 / 100).min(v.len() - 1)],
+            max_ns: v[v.len() - 1],
+        }
+    }
+    fn json(&self) -> Value {
+        json!({"count": self.count, "median_ns": self.median_ns, "p99_ns": self.p99_ns, "max_ns": self.max_ns})
+    }
+}
+
+/// One thread.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadReport {
+    /// Name (`spec` for a launched program's first thread, `spec/TID` for
+    /// threads it created).
+    pub name: String,
+    /// Its scheduler at the end.
+    pub scheduler: String,
+    /// Measured CPU time (`/proc/TID/schedstat`).
+    pub cpu_ns: u64,
+    /// `cpu_ns / (duration × managed CPUs)`.
+    pub share: f64,
+    /// CPU time the HSI granted it.
+    pub received_ns: u64,
+    /// Times put on a CPU.
+    pub context_switches: u64,
+    /// Times frozen while runnable.
+    pub preemptions: u64,
+    /// Blocked → runnable transitions.
+    pub wakeups: u64,
+    /// When it joined, ns from the start.
+    pub created_ns: u64,
+    /// When it left, if it did.
+    pub exited_ns: Option<u64>,
+}
+
+/// One launched program or attached process, with what its built-in
+/// workload measured (jobs, misses).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgramReport {
+    /// Name.
+    pub name: String,
+    /// Process id.
+    pub pid: i32,
+    /// The thread spec's principal.
+    pub principal: Option<String>,
+    /// Workload model, or `exec`.
+    pub workload: String,
+    /// Threads seen.
+    pub threads: usize,
+    /// Measured CPU time of all its threads.
+    pub cpu_ns: u64,
+    /// `cpu_ns / (duration × managed CPUs)`.
+    pub share: f64,
+    /// Jobs or frames completed (built-in workloads).
+    pub jobs: Option<u64>,
+    /// Missed deadlines or frames.
+    pub deadline_misses: Option<u64>,
+    /// Largest lateness (or, for the frame renderer, largest gap over the
+    /// allowed one).
+    pub max_lateness_ns: Option<i64>,
+    /// Wait status, if it ended during the run.
+    pub exit_status: Option<i32>,
+}
+
+/// One scheduler instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchedulerReport {
+    /// Name.
+    pub name: String,
+    /// Policy.
+    pub policy: String,
+    /// CPU time it received from its parents (HSI accounting).
+    pub supply_ns: u64,
+}
+
+/// Everything a live run measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Wall-clock length of the run.
+    pub duration_ns: u64,
+    /// Managed Linux CPUs (HSI processor k is `cpus[k]`).
+    pub cpus: Vec<usize>,
+    /// HSI inputs.
+    pub events: u64,
+    /// Threads, live ones first in creation order, then exited ones.
+    pub threads: Vec<ThreadReport>,
+    /// Programs.
+    pub programs: Vec<ProgramReport>,
+    /// Schedulers in creation order.
+    pub schedulers: Vec<SchedulerReport>,
+    /// Principals: (name, cpu_ns, share).
+    pub principals: Vec<(String, u64, f64)>,
+    /// Event source → HSI latency.
+    pub notification_latency: Dist,
+    /// Daemon counters.
+    pub stats: LiveStats,
+    /// Records the kernel dropped.
+    pub lost_events: u64,
+    /// Perf samples read.
+    pub samples: u64,
+}
+
+impl Report {
+    /// A thread by name.
+    pub fn thread(&self, name: &str) -> Option<&ThreadReport> {
+        self.threads.iter().find(|t| t.name == name)
+    }
+    /// A program by name.
+    pub fn program(&self, name: &str) -> Option<&ProgramReport> {
+        self.programs.iter().find(|p| p.name == name)
+    }
+
+    /// The JSON report (keys of docs/metrics.md plus `live`).
+    pub fn to_json(&self) -> String {
+        let threads: Vec<Value> = self
+            .threads
+            .iter()
+            .map(|t| {
+                json!({"name": t.name, "scheduler": t.scheduler, "cpu_ns": t.cpu_ns, "share": t.share, "received_ns": t.received_ns,
+                    "jobs": Value::Null, "deadline_misses": Value::Null, "max_lateness_ns": Value::Null,
+                    "context_switches": t.context_switches, "preemptions": t.preemptions, "wakeups": t.wakeups,
+                    "created_ns": t.created_ns, "exited_ns": t.exited_ns})
+            })
+            .collect();
+        let programs: Vec<Value> = self
+            .programs
+            .iter()
+            .map(|p| {
+                json!({"name": p.name, "pid": p.pid, "principal": p.principal, "workload": p.workload, "threads": p.threads,
+                    "cpu_ns": p.cpu_ns, "share": p.share, "jobs": p.jobs, "deadline_misses": p.deadline_misses,
+                    "max_lateness_ns": p.max_lateness_ns, "exit_status": p.exit_status})
+            })
+            .collect();
+        let scheds: Vec<Value> = self
+            .schedulers
+            .iter()
+            .map(|s| json!({"name": s.name, "policy": s.policy, "supply_ns": s.supply_ns}))
+            .collect();
+        let principals: Vec<Value> = self
+            .principals
+            .iter()
+            .map(|(n, c, s)| json!({"name": n, "cpu_ns": c, "share": s}))
+            .collect();
+        let st = &self.stats;
+        let v = json!({
+            "hsched_report": SCHEMA_VERSION,
+            "mode": "live",
+            "duration_ns": self.duration_ns,
+            "cpus": self.cpus.len(),
+            "events": self.events,
+            "event_counts": {"wake": st.wakes, "block": st.blocks, "create_thread": st.creates, "exit": st.exits, "operations": st.operations},
+            "threads": threads,
+            "programs": programs,
+            "schedulers": scheds,
+            "principals": principals,
+            "live": {
+                "linux_cpus": self.cpus,
+                "notification_latency": self.notification_latency.json(),
+                "freezes": st.freezes, "thaws": st.thaws, "dispatches": st.dispatches,
+                "lost_events": self.lost_events, "samples": self.samples,
+                "protocol_errors": st.protocol_errors,
+                "resyncs": st.resyncs,
+                "daemon_cpu_ns": st.daemon_cpu_ns,
+                "ended_by": st.ended_by,
+            }
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_default()
+    }
+
+    /// A readable table.
+    pub fn to_table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "live run: {:.3} s on CPU(s) {:?} (ended by {})",
+            self.duration_ns as f64 / 1e9,
+            self.cpus,
+            self.stats.ended_by
+        );
+        let _ = writeln!(
+            s,
+            "{:<24} {:>8} {:>10} {:>7} {:>7} {:>7}",
+            "program", "threads", "cpu ms", "share", "jobs", "misses"
+        );
+        for p in &self.programs {
+            let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+            let _ = writeln!(
+                s,
+                "{:<24} {:>8} {:>10.1} {:>6.1}% {:>7} {:>7}",
+                p.name,
+                p.threads,
+                p.cpu_ns as f64 / 1e6,
+                p.share * 100.0,
+                opt(p.jobs),
+                opt(p.deadline_misses)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "{:<24} {:<10} {:>10}",
+            "scheduler", "policy", "supply ms"
+        );
+        for sc in &self.schedulers {
+            let _ = writeln!(
+                s,
+                "{:<24} {:<10} {:>10.1}",
+                sc.name,
+                sc.policy,
+                sc.supply_ns as f64 / 1e6
+            );
+        }
+        let l = &self.notification_latency;
+        let _ = writeln!(
+            s,
+            "notification latency: median {:.1} us, p99 {:.1} us over {} events; daemon CPU {:.1} ms; lost events {}",
+            l.median_ns as f64 / 1e3,
+            l.p99_ns as f64 / 1e3,
+            l.count,
+            self.stats.daemon_cpu_ns as f64 / 1e6,
+            self.lost_events
+        );
+        s
+    }
+}
+
+pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
+    let machine = (duration.max(1) * d.cpus.len() as u64) as f64;
+    let mut threads = Vec::new();
+    for m in d.threads.values() {
+        let sched = d.hsi.instance_name(d.hsi.thread_parent(m.hsi)).to_string();
+        threads.push((
+            m.group,
+            ThreadReport {
+                name: m.name.clone(),
+                scheduler: sched,
+                cpu_ns: m.cpu_ns,
+                share: m.cpu_ns as f64 / machine,
+                received_ns: d.hsi.thread_received(m.hsi).as_nanos(),
+                context_switches: m.grants,
+                preemptions: m.freezes,
+                wakeups: m.wakeups,
+                created_ns: m.created_ns,
+                exited_ns: None,
+            },
+        ));
+    }
+    for g in &d.gone {
+        threads.push((
+            g.group,
+            ThreadReport {
+                name: g.name.clone(),
+                scheduler: g.scheduler.clone(),
+                cpu_ns: g.cpu_ns,
+                share: g.cpu_ns as f64 / machine,
+                received_ns: g.received_ns,
+                context_switches: g.grants,
+                preemptions: g.freezes,
+                wakeups: g.wakeups,
+                created_ns: g.created_ns,
+                exited_ns: Some(g.exited_ns),
+            },
+        ));
+    }
+    let mut programs = Vec::new();
+    for (gi, g) in d.groups.iter().enumerate() {
+        let mine: Vec<&ThreadReport> = threads
+            .iter()
+            .filter(|(k, _)| *k == gi)
+            .map(|(_, t)| t)
+            .collect();
+        let cpu: u64 = g
+            .cpu_ns
+            .unwrap_or_else(|| mine.iter().map(|t| t.cpu_ns).sum());
+        let spec = g.spec.map(|i| &d.h.threads[i]);
+        let slot = g
+            .slot
+            .and_then(|i| d.slots.get(i))
+            .filter(|s| s.used.load(Ordering::Relaxed) != 0);
+        let workload = match spec {
+            Some(s) if s.exec.is_none() => s
+                .workload
+                .as_ref()
+                .map_or("none", crate::workload_name)
+                .to_string(),
+            _ if g.launched => "exec".to_string(),
+            _ => "attached".to_string(),
+        };
+        programs.push(ProgramReport {
+            name: g.name.clone(),
+            pid: g.pid,
+            principal: spec.and_then(|s| s.principal.clone()),
+            workload,
+            threads: mine.len(),
+            cpu_ns: cpu,
+            share: cpu as f64 / machine,
+            jobs: slot.map(|s| s.jobs.load(Ordering::Relaxed)),
+            deadline_misses: slot.map(|s| s.misses.load(Ordering::Relaxed)),
+            max_lateness_ns: slot
+                .map(|s| s.max_lateness.load(Ordering::Relaxed))
+                .filter(|&v| v != i64::MIN),
+            exit_status: g.exit_status,
+        });
+    }
+    let mut principals = Vec::new();
+    for p in &d.h.principals {
+        let cpu: u64 = programs
+            .iter()
+            .filter(|g| g.principal.as_deref() == Some(p.name.as_str()))
+            .map(|g| g.cpu_ns)
+            .sum();
+        principals.push((p.name.clone(), cpu, cpu as f64 / machine));
+    }
+    let schedulers = d
+        .hsi
+        .instances()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|i| SchedulerReport {
+            name: d.hsi.instance_name(i).to_string(),
+            policy: d
+                .hsi
+                .instance_policy(i)
+                .map_or("", |p| p.policy_name())
+                .to_string(),
+            supply_ns: d.hsi.instance_supply(i).as_nanos(),
+        })
+        .collect();
+    let st = d.stats.clone();
+    let mut lat = st.latency.clone();
+    Report {
+        duration_ns: duration,
+        cpus: d.cpus.clone(),
+        events: st.wakes + st.blocks + st.creates + st.exits + st.operations,
+        threads: threads.into_iter().map(|(_, t)| t).collect(),
+        programs,
+        schedulers,
+        principals,
+        notification_latency: Dist::of(&mut lat),
+        stats: LiveStats {
+            latency: Vec::new(),
+            ..st
+        },
+        lost_events: d.obs.lost,
+        samples: d.obs.samples,
+    }
+}

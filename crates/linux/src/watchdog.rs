@@ -1,0 +1,270 @@
+//! The fail-safe watchdog: a process forked before anything is changed,
+//! which outlives the daemon and restores every managed thread when the
+//! daemon ends for any reason, `kill -9` included.
+//!
+//! The daemon writes a fixed-size record to a pipe *before* it changes a
+//! thread (policy, priority, affinity, freezer cgroup) and another when the
+//! thread leaves the hierarchy. The watchdog holds the only read end; when
+//! every write end is closed (the daemon exited, crashed or was killed,
+//! since nothing else inherits the close-on-exec write end), `poll` reports
+//! the hang-up and the watchdog restores whatever is still recorded, thaws
+//! and removes hsched's freezer cgroups, and exits. It runs at a real-time
+//! priority above the managed threads and in its own session, so neither a
+//! managed CPU hog nor a terminal's Ctrl-C gets in its way.
+
+use crate::enforce::{self, Original};
+use crate::sys::{self, CpuMask, SchedAttr};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+
+const REC: usize = 208;
+const MANAGE: u32 = 1;
+const FORGET: u32 = 2;
+const DONE: u32 = 3;
+
+/// The daemon's handle on its watchdog.
+#[derive(Debug)]
+pub struct Watchdog {
+    pid: i32,
+    w: Option<OwnedFd>,
+}
+
+fn encode(kind: u32, o: &Original) -> [u8; REC] {
+    let mut b = [0u8; REC];
+    b[0..4].copy_from_slice(&kind.to_ne_bytes());
+    b[4..8].copy_from_slice(&o.tid.to_ne_bytes());
+    b[8..12].copy_from_slice(&o.tgid.to_ne_bytes());
+    b[16..24].copy_from_slice(&o.start.to_ne_bytes());
+    let a = &o.attr;
+    b[24..28].copy_from_slice(&a.policy.to_ne_bytes());
+    b[28..36].copy_from_slice(&a.flags.to_ne_bytes());
+    b[36..40].copy_from_slice(&a.nice.to_ne_bytes());
+    b[40..44].copy_from_slice(&a.priority.to_ne_bytes());
+    b[44..52].copy_from_slice(&a.runtime.to_ne_bytes());
+    b[52..60].copy_from_slice(&a.deadline.to_ne_bytes());
+    b[60..68].copy_from_slice(&a.period.to_ne_bytes());
+    b[68..72].copy_from_slice(&a.util_min.to_ne_bytes());
+    b[72..76].copy_from_slice(&a.util_max.to_ne_bytes());
+    b[80..208].copy_from_slice(&o.mask.bytes());
+    b
+}
+
+fn decode(b: &[u8]) -> (u32, Original) {
+    let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]));
+    let u64_at = |o: usize| u64::from_ne_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: u32_at(24),
+        flags: u64_at(28),
+        nice: u32_at(36) as i32,
+        priority: u32_at(40),
+        runtime: u64_at(44),
+        deadline: u64_at(52),
+        period: u64_at(60),
+        util_min: u32_at(68),
+        util_max: u32_at(72),
+    };
+    let mut m = [0u8; 128];
+    m.copy_from_slice(&b[80..208]);
+    let o = Original {
+        tid: u32_at(4) as i32,
+        tgid: u32_at(8) as i32,
+        start: u64_at(16),
+        attr,
+        mask: CpuMask::from_bytes(&m),
+    };
+    (u32_at(0), o)
+}
+
+impl Watchdog {
+    /// Forks the watchdog. `freezer` is hsched's freezer mount and root, if
+    /// threads will be frozen. `priority` is its SCHED_FIFO priority.
+    ///
+    /// Call it while the process is single-threaded or accept that the
+    /// child relies on glibc's fork-safe allocator (it allocates a little).
+    ///
+    /// # Errors
+    /// The pipe or the fork failed.
+    pub fn start(freezer: Option<(PathBuf, PathBuf)>, priority: u32) -> io::Result<Watchdog> {
+        let (r, w) = sys::pipe()?;
+        sys::set_pipe_size(&w, 1 << 20);
+        let pid = sys::fork()?;
+        if pid == 0 {
+            drop(w);
+            let code = watchdog_main(r, freezer, priority);
+            sys::exit_now(code);
+        }
+        drop(r);
+        Ok(Watchdog { pid, w: Some(w) })
+    }
+
+    /// The watchdog's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    fn send(&self, b: &[u8]) -> io::Result<()> {
+        match &self.w {
+            Some(w) => sys::write_all(w.as_raw_fd(), b),
+            None => Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "watchdog finished",
+            )),
+        }
+    }
+
+    /// Records `o` before the daemon changes the thread.
+    ///
+    /// # Errors
+    /// The watchdog is gone: the caller must not change the thread.
+    pub fn manage(&self, o: &Original) -> io::Result<()> {
+        self.send(&encode(MANAGE, o))
+    }
+
+    /// The thread left the hierarchy (exited or was restored).
+    pub fn forget(&self, o: &Original) {
+        let _ = self.send(&encode(FORGET, o));
+    }
+
+    /// The daemon restored everything itself: tell the watchdog, close the
+    /// pipe and wait for it to exit (it re-checks what it still holds).
+    pub fn finish(mut self) {
+        let zero = Original {
+            tid: 0,
+            tgid: 0,
+            start: 0,
+            attr: SchedAttr::default(),
+            mask: CpuMask::empty(),
+        };
+        let _ = self.send(&encode(DONE, &zero));
+        self.w = None;
+        let _ = sys::wait_pid(self.pid);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        // Closing the pipe (if still open) makes the watchdog restore all.
+        self.w = None;
+    }
+}
+
+fn watchdog_main(r: OwnedFd, freezer: Option<(PathBuf, PathBuf)>, priority: u32) -> i32 {
+    // The daemon is our parent: a pidfd on it tells us it died even if some
+    // process wrongly inherited the pipe's write end.
+    let daemon = sys::pidfd_open(sys::getppid()).ok();
+    sys::setsid();
+    for s in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGPIPE,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+    ] {
+        sys::ignore_signal(s);
+    }
+    sys::unblock_all_signals();
+    let keep: Vec<i32> = [Some(r.as_raw_fd()), daemon.as_ref().map(|d| d.as_raw_fd())]
+        .into_iter()
+        .flatten()
+        .collect();
+    sys::close_from(3, &keep);
+    sys::set_nonblocking(r.as_raw_fd());
+    sys::set_thread_name("hsched-watchdog");
+    let _ = sys::sched_setattr(0, &SchedAttr::fifo(priority));
+    let mut held: Vec<Original> = Vec::with_capacity(1024);
+    let mut buf = vec![0u8; REC * 256];
+    let mut fill = 0usize;
+    let mut done = false;
+    let mut daemon_gone = false;
+    loop {
+        let n = match sys::read(r.as_raw_fd(), &mut buf[fill..]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if daemon_gone {
+                    break;
+                }
+                let fds: Vec<i32> = keep.clone();
+                let ready = sys::poll_many(&fds, -1);
+                if ready.contains(&1) {
+                    // Read what is left in the pipe, then restore.
+                    daemon_gone = true;
+                }
+                continue;
+            }
+            Err(_) => break,
+        };
+        fill += n;
+        let whole = fill / REC * REC;
+        for rec in buf[..whole].chunks_exact(REC) {
+            let (kind, o) = decode(rec);
+            match kind {
+                MANAGE => {
+                    held.retain(|h| h.tid != o.tid);
+                    held.push(o);
+                }
+                FORGET => held.retain(|h| !(h.tid == o.tid && h.start == o.start)),
+                DONE => done = true,
+                _ => {}
+            }
+        }
+        buf.copy_within(whole..fill, 0);
+        fill -= whole;
+    }
+    let (mount, root) = match &freezer {
+        Some((m, r)) => (Some(m.as_path()), Some(r.as_path())),
+        None => (None, None),
+    };
+    let mut failed = 0;
+    for o in &held {
+        if enforce::restore(o, mount, root).is_err() {
+            failed += 1;
+        }
+    }
+    if let (Some(m), Some(r)) = (mount, root) {
+        enforce::cleanup_root(m, r, std::time::Duration::from_secs(2));
+    }
+    if !done && !held.is_empty() {
+        let msg = format!("hsched-watchdog: the daemon ended without restoring; restored {} thread(s), {failed} failed\n", held.len());
+        let _ = sys::write_all(2, msg.as_bytes());
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip() {
+        let mut mask = CpuMask::empty();
+        mask.set(1);
+        mask.set(63);
+        let o = Original {
+            tid: 4242,
+            tgid: 4240,
+            start: 987_654_321,
+            attr: SchedAttr {
+                size: 56,
+                policy: 1,
+                flags: 1,
+                nice: -5,
+                priority: 7,
+                runtime: 1,
+                deadline: 2,
+                period: 3,
+                util_min: 4,
+                util_max: 5,
+            },
+            mask,
+        };
+        let (k, back) = decode(&encode(MANAGE, &o));
+        assert_eq!(k, MANAGE);
+        assert_eq!(back, o);
+        let (k, _) = decode(&encode(FORGET, &o));
+        assert_eq!(k, FORGET);
+    }
+}
