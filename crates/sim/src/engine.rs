@@ -1,0 +1,1206 @@
+//! The discrete-event engine: a virtual nanosecond clock driving the
+//! sans-IO HSI.
+//!
+//! # Event order (the tie rule)
+//! Time advances to the earliest of: a processor finishing the work its
+//! thread asked for, a stolen-time boundary, the firing time of the
+//! earliest scheduler timer (after the timer model's rounding), and the
+//! earliest queued event. At one instant the engine handles, one at a time
+//! and re-evaluating after each:
+//! 1. work completions, lowest processor first;
+//! 2. stolen-time boundaries (all of those due);
+//! 3. due scheduler timers (one `Hsi::fire_timers` call);
+//! 4. queued events by (time, class, sequence number), classes being
+//!    thread creation < control operation < workload timer < thread exit,
+//!    and the sequence number the order in which events were queued.
+//!
+//! So a job that finishes exactly when a budget timer expires finishes
+//! first, threads exist before operations at the same instant name them,
+//! and an exit comes after everything else the thread does at its instant.
+//! Nothing here iterates over a hash map; the order is total.
+//!
+//! # Processor model
+//! A processor runs the thread `Hsi::drain_dispatch` last gave it. Stolen
+//! time (any active source on that processor) stops all progress and is
+//! reported with `Hsi::add_stolen` at the next instant the engine stops at,
+//! before any input that could change the dispatch. When a processor starts
+//! a thread other than the one it ran last, it first spends the machine's
+//! context-switch cost, during which nothing progresses; resuming the same
+//! thread after idling costs nothing.
+
+use crate::error::SimError;
+use crate::gantt::Gantt;
+use crate::machine::{timer_fire_time, StealGen, NEVER};
+use crate::metrics::ThreadStats;
+use crate::report::{
+    CpuReport, EventCounts, MachineReport, PrincipalReport, Report, SchedulerReport, ThreadReport,
+    SCHEMA_VERSION,
+};
+use crate::rng::{stream_of, Rng};
+use crate::trace::{json_str, TraceWriter, PID_CPUS, PID_SCHEDULERS, PID_THREADS, STOLEN_TID};
+use crate::workload::{Next, WCtx, Workload};
+use hsched_config::{BuildError, Hierarchy, OpSpec, ThreadSpec, TimedOp, TimerModel};
+use hsched_core::{
+    CpuId, Hsi, HsiError, Instant, Node, PolicyEvent, RevokeReason, ThreadId, TraceEvent, TraceKind,
+};
+use hsched_policies::PolicyInfo;
+use std::collections::BinaryHeap;
+use std::fmt::Write as _;
+
+/// Work that never finishes (CPU-bound threads).
+const FOREVER: u64 = u64::MAX;
+
+const CLASS_CREATE: u8 = 0;
+const CLASS_OP: u8 = 1;
+const CLASS_WORKLOAD: u8 = 2;
+const CLASS_EXIT: u8 = 3;
+
+/// Most scheduler-timer rounds at one instant before the run is declared
+/// stuck (the HSI guards a single round itself).
+const MAX_TIMER_ROUNDS_AT_ONE_INSTANT: u32 = 100_000;
+
+/// A queued event, ordered by (time, class, sequence number); the class
+/// sits in the top two bits of `order` above the sequence number, so the
+/// comparison is two integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ev {
+    at: u64,
+    /// `class << 62 | seq`.
+    order: u64,
+    /// Thread index (create, workload timer, exit) or operation index.
+    target: u32,
+    /// Workload timer generation; stale timers are skipped.
+    gen: u32,
+}
+
+fn class_of(ev: &Ev) -> u8 {
+    (ev.order >> 62) as u8
+}
+
+/// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event.
+impl Ord for Ev {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.at, other.order).cmp(&(self.at, self.order))
+    }
+}
+
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+struct SimThread {
+    name: String,
+    principal: Option<usize>,
+    id: Option<ThreadId>,
+    workload: Workload,
+    rng: Rng,
+    /// Work left in the current demand (`FOREVER` for CPU-bound).
+    remaining: u64,
+    runnable: bool,
+    cpu: Option<u32>,
+    gen: u32,
+    /// Runnable without a processor since.
+    waiting_since: Option<u64>,
+    /// Woke at, until its first dispatch.
+    woke_at: Option<u64>,
+    created: Option<u64>,
+    exited: Option<u64>,
+    /// Scheduler at exit (an instance index).
+    last_parent: Option<usize>,
+    stats: ThreadStats,
+}
+
+#[derive(Default)]
+struct Cpu {
+    running: Option<u32>,
+    last: Option<u32>,
+    switch_left: u64,
+    /// Active stolen-time sources.
+    stealing: u32,
+    done_at: u64,
+    /// Start of the current thread slice, for traces.
+    since: u64,
+    steal_since: u64,
+    pending_stolen: u64,
+    stats: CpuReport,
+}
+
+struct SchedRec {
+    name: String,
+    policy: String,
+    supply: u64,
+    live: bool,
+}
+
+/// Options the engine needs, already resolved.
+pub(crate) struct Setup {
+    pub end: u64,
+    pub seed: u64,
+    pub check_protocol: bool,
+    pub source: Option<String>,
+    pub trace: Option<TraceWriter>,
+    pub gantt: Option<Gantt>,
+    pub progress: Option<Box<dyn FnMut(f64)>>,
+}
+
+pub(crate) struct Engine<'h> {
+    h: &'h Hierarchy,
+    policies: &'h [PolicyInfo],
+    hsi: Hsi,
+    now: u64,
+    end: u64,
+    seed: u64,
+    source: Option<String>,
+    specs: Vec<ThreadSpec>,
+    threads: Vec<SimThread>,
+    /// `ThreadId` index → thread index (`u32::MAX`: not ours).
+    by_id: Vec<u32>,
+    /// (name, thread index), sorted by name.
+    names: Vec<(String, u32)>,
+    principals: Vec<String>,
+    heap: BinaryHeap<Ev>,
+    seq: u64,
+    cpus: Vec<Cpu>,
+    steals: Vec<StealGen>,
+    next_steal: u64,
+    timer_model: TimerModel,
+    switch_cost: u64,
+    changes: Vec<(CpuId, Option<ThreadId>)>,
+    counts: EventCounts,
+    trace: Option<TraceWriter>,
+    tbuf: Vec<TraceEvent>,
+    targs: String,
+    gantt: Option<Gantt>,
+    progress: Option<Box<dyn FnMut(f64)>>,
+    next_progress: u64,
+    scheds: Vec<SchedRec>,
+    timer_rounds: u32,
+    timer_round_at: u64,
+}
+
+fn principal_index(list: &mut Vec<String>, name: &str) -> usize {
+    match list.iter().position(|p| p == name) {
+        Some(i) => i,
+        None => {
+            list.push(name.to_string());
+            list.len() - 1
+        }
+    }
+}
+
+impl<'h> Engine<'h> {
+    pub fn new(
+        h: &'h Hierarchy,
+        policies: &'h [PolicyInfo],
+        mut hsi: Hsi,
+        specs: Vec<ThreadSpec>,
+        setup: Setup,
+    ) -> Result<Self, SimError> {
+        let ncpu = hsi.cpu_count();
+        if ncpu == 0 {
+            return Err(SimError::Machine {
+                message: "the machine has no processors".into(),
+            });
+        }
+        if ncpu != h.machine.cpus {
+            return Err(SimError::Machine {
+                message: format!(
+                    "the HSI has {ncpu} processor(s) but the machine has {}",
+                    h.machine.cpus
+                ),
+            });
+        }
+        hsi.set_checking(setup.check_protocol);
+        hsi.set_tracing(setup.trace.is_some());
+        let mut steals = Vec::with_capacity(h.machine.stolen.len());
+        for s in &h.machine.stolen {
+            steals.push(StealGen::new(s, ncpu).map_err(|message| SimError::Machine { message })?);
+        }
+        let mut principals: Vec<String> = h.principals.iter().map(|p| p.name.clone()).collect();
+        let mut threads = Vec::with_capacity(specs.len());
+        for s in &specs {
+            let rng = Rng::new(setup.seed, stream_of(&s.name));
+            let spec = s.workload.as_ref().ok_or_else(|| SimError::Workload {
+                thread: s.name.clone(),
+                message: match &s.rtapp {
+                    Some(b) => format!("is missing: rt-app task '{}' is not attached (load the rt-app file)", b.task),
+                    None => "is missing: the thread has no `workload` (`exec` alone describes a live-mode thread)".into(),
+                },
+            })?;
+            let workload = Workload::new(spec, &rng).map_err(|message| SimError::Workload {
+                thread: s.name.clone(),
+                message,
+            })?;
+            threads.push(SimThread {
+                name: s.name.clone(),
+                principal: s
+                    .principal
+                    .as_deref()
+                    .map(|p| principal_index(&mut principals, p)),
+                id: None,
+                workload,
+                rng,
+                remaining: 0,
+                runnable: false,
+                cpu: None,
+                gen: 0,
+                waiting_since: None,
+                woke_at: None,
+                created: None,
+                exited: None,
+                last_parent: None,
+                stats: ThreadStats::default(),
+            });
+        }
+        let mut names: Vec<(String, u32)> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), i as u32))
+            .collect();
+        names.sort();
+        if let Some(w) = names.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(SimError::Build {
+                message: format!("two threads are named '{}'", w[0].0),
+            });
+        }
+        let progress_step = (setup.end / 100).max(1);
+        let mut e = Engine {
+            h,
+            policies,
+            hsi,
+            now: 0,
+            end: setup.end,
+            seed: setup.seed,
+            source: setup.source,
+            specs,
+            threads,
+            by_id: Vec::new(),
+            names,
+            principals,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            cpus: (0..ncpu)
+                .map(|c| Cpu {
+                    done_at: NEVER,
+                    stats: CpuReport {
+                        cpu: c,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                })
+                .collect(),
+            next_steal: NEVER,
+            steals,
+            timer_model: h.machine.timer,
+            switch_cost: h.machine.context_switch.as_nanos(),
+            changes: Vec::with_capacity(ncpu * 2),
+            counts: EventCounts::default(),
+            trace: setup.trace,
+            tbuf: Vec::new(),
+            targs: String::new(),
+            gantt: setup.gantt,
+            progress: setup.progress,
+            next_progress: progress_step,
+            scheds: Vec::new(),
+            timer_rounds: 0,
+            timer_round_at: 0,
+        };
+        e.next_steal = e.steals.iter().map(|g| g.next).min().unwrap_or(NEVER);
+        e.refresh_schedulers();
+        if let Some(t) = e.trace.as_mut() {
+            for c in 0..ncpu {
+                t.track(PID_CPUS, c as u32, &format!("cpu{c}"));
+            }
+            let mut stolen_cpus: Vec<usize> = e.steals.iter().map(|g| g.cpu).collect();
+            stolen_cpus.sort_unstable();
+            stolen_cpus.dedup();
+            for c in stolen_cpus {
+                t.track(PID_CPUS, STOLEN_TID + c as u32, &format!("cpu{c} stolen"));
+            }
+            t.track(PID_SCHEDULERS, 0, "top");
+        }
+        Ok(e)
+    }
+
+    fn push(&mut self, at: u64, class: u8, target: u32, gen: u32) {
+        self.seq += 1;
+        self.heap.push(Ev {
+            at,
+            order: (class as u64) << 62 | self.seq,
+            target,
+            gen,
+        });
+    }
+
+    /// Records instances created since the last call (and names their
+    /// trace tracks).
+    fn refresh_schedulers(&mut self) {
+        let ids: Vec<_> = self.hsi.instances().collect();
+        for id in ids {
+            while self.scheds.len() <= id.index() {
+                self.scheds.push(SchedRec {
+                    name: String::new(),
+                    policy: String::new(),
+                    supply: 0,
+                    live: false,
+                });
+            }
+            let r = &mut self.scheds[id.index()];
+            if !r.live && r.name.is_empty() {
+                r.name = self.hsi.instance_name(id).to_string();
+                r.policy = self
+                    .hsi
+                    .instance_policy(id)
+                    .map_or("", |p| p.policy_name())
+                    .to_string();
+                r.live = true;
+                if let Some(t) = self.trace.as_mut() {
+                    t.track(PID_SCHEDULERS, id.0 + 1, &r.name);
+                }
+            }
+        }
+    }
+
+    // ----- the loop -----------------------------------------------------
+
+    pub fn run(mut self) -> Result<Report, SimError> {
+        for i in 0..self.specs.len() {
+            let s = &self.specs[i];
+            let (start, exit) = (s.start.as_nanos(), s.exit.map(|d| d.as_nanos()));
+            self.push(start, CLASS_CREATE, i as u32, 0);
+            if let Some(x) = exit {
+                self.push(x, CLASS_EXIT, i as u32, 0);
+            }
+        }
+        for k in 0..self.h.operations.len() {
+            let at = self.h.operations[k].at.as_nanos();
+            self.push(at, CLASS_OP, k as u32, 0);
+        }
+        loop {
+            let (t_cpu, cpu) = self.next_completion();
+            let t_timer = match self.hsi.next_timer() {
+                Some(t) => timer_fire_time(self.timer_model, t.0, self.now),
+                None => NEVER,
+            };
+            let t_ev = self.heap.peek().map_or(NEVER, |e| e.at);
+            let t = t_cpu.min(self.next_steal).min(t_timer).min(t_ev);
+            if t >= self.end {
+                self.advance(self.end)?;
+                break;
+            }
+            self.advance(t)?;
+            if t_cpu == t {
+                self.complete(cpu)?;
+            } else if self.next_steal == t {
+                self.flip_steals();
+            } else if t_timer == t {
+                self.fire_timers()?;
+            } else if let Some(ev) = self.heap.pop() {
+                self.handle(ev)?;
+            }
+        }
+        self.finish()
+    }
+
+    fn next_completion(&self) -> (u64, usize) {
+        let mut best = (NEVER, 0);
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            if cpu.done_at < best.0 {
+                best = (cpu.done_at, c);
+            }
+        }
+        best
+    }
+
+    /// Moves the clock to `t`, charging every processor.
+    fn advance(&mut self, t: u64) -> Result<(), SimError> {
+        let dt = t.saturating_sub(self.now);
+        if dt == 0 {
+            return Ok(());
+        }
+        let mut any_stolen = false;
+        for cpu in self.cpus.iter_mut() {
+            if cpu.stealing > 0 {
+                cpu.stats.stolen_ns += dt;
+                if let Some(i) = cpu.running {
+                    self.threads[i as usize].stats.stolen_ns += dt;
+                    cpu.pending_stolen += dt;
+                    any_stolen = true;
+                }
+            } else if let Some(i) = cpu.running {
+                let th = &mut self.threads[i as usize];
+                let s = cpu.switch_left.min(dt);
+                cpu.switch_left -= s;
+                cpu.stats.context_switch_ns += s;
+                th.stats.switch_ns += s;
+                let p = dt - s;
+                cpu.stats.busy_ns += p;
+                th.stats.cpu_ns += p;
+                if th.remaining != FOREVER {
+                    th.remaining = th.remaining.saturating_sub(p);
+                }
+            } else {
+                cpu.stats.idle_ns += dt;
+            }
+        }
+        self.now = t;
+        if any_stolen {
+            for c in 0..self.cpus.len() {
+                let d = std::mem::take(&mut self.cpus[c].pending_stolen);
+                if d > 0 {
+                    self.counts.add_stolen += 1;
+                    self.hsi
+                        .add_stolen(Instant(t), CpuId(c as u32), hsched_core::Duration(d));
+                }
+            }
+        }
+        if t >= self.next_progress {
+            if let Some(p) = self.progress.as_mut() {
+                p(t as f64 / self.end as f64);
+            }
+            let step = (self.end / 100).max(1);
+            self.next_progress = (t / step + 1) * step;
+        }
+        Ok(())
+    }
+
+    fn recompute_done(&mut self, c: usize) {
+        let cpu = &mut self.cpus[c];
+        cpu.done_at = match cpu.running {
+            Some(i) if cpu.stealing == 0 => {
+                let r = self.threads[i as usize].remaining;
+                if r == FOREVER {
+                    NEVER
+                } else {
+                    self.now.saturating_add(cpu.switch_left).saturating_add(r)
+                }
+            }
+            _ => NEVER,
+        };
+    }
+
+    fn flip_steals(&mut self) {
+        let t = self.now;
+        for k in 0..self.steals.len() {
+            if self.steals[k].next != t {
+                continue;
+            }
+            let g = &mut self.steals[k];
+            g.flip();
+            let (c, active) = (g.cpu, g.active);
+            let cpu = &mut self.cpus[c];
+            if active {
+                cpu.stealing += 1;
+                if cpu.stealing == 1 {
+                    cpu.steal_since = t;
+                }
+            } else {
+                cpu.stealing -= 1;
+                if cpu.stealing == 0 {
+                    let since = cpu.steal_since;
+                    if let Some(tr) = self.trace.as_mut() {
+                        tr.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, t, "");
+                    }
+                    if let Some(g) = self.gantt.as_mut() {
+                        g.stolen(c as u32, since, t);
+                    }
+                }
+            }
+            self.recompute_done(c);
+        }
+        self.next_steal = self.steals.iter().map(|g| g.next).min().unwrap_or(NEVER);
+    }
+
+    fn fire_timers(&mut self) -> Result<(), SimError> {
+        if self.timer_round_at == self.now {
+            self.timer_rounds += 1;
+            if self.timer_rounds > MAX_TIMER_ROUNDS_AT_ONE_INSTANT {
+                return Err(SimError::Protocol {
+                    at: Instant(self.now),
+                    input: "scheduler timers".into(),
+                    violations: vec![hsched_core::Violation {
+                        rule: hsched_core::Rule::TimerStorm,
+                        culprit: "a scheduler".into(),
+                        vp: None,
+                        detail: format!("timers kept coming due at {} for {MAX_TIMER_ROUNDS_AT_ONE_INSTANT} rounds", Instant(self.now)),
+                    }],
+                    seed: self.seed,
+                    source: self.source.clone(),
+                });
+            }
+        } else {
+            self.timer_round_at = self.now;
+            self.timer_rounds = 0;
+        }
+        self.counts.fire_timers += 1;
+        let r = self.hsi.fire_timers(Instant(self.now));
+        self.after_input(r, Input::Timers)
+    }
+
+    fn handle(&mut self, ev: Ev) -> Result<(), SimError> {
+        let i = ev.target as usize;
+        match class_of(&ev) {
+            CLASS_CREATE => self.create(i),
+            CLASS_OP => self.operation(i),
+            CLASS_WORKLOAD => {
+                let th = &self.threads[i];
+                if ev.gen != th.gen || th.exited.is_some() || th.id.is_none() {
+                    return Ok(());
+                }
+                self.call_workload(i, Callback::Timer)
+            }
+            _ => {
+                let th = &self.threads[i];
+                if th.id.is_some() && th.exited.is_none() {
+                    self.exit(i)
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    // ----- HSI inputs ----------------------------------------------------
+
+    /// Maps an HSI result to a `SimError`, then applies dispatch changes
+    /// and writes trace events.
+    fn after_input(&mut self, r: Result<(), HsiError>, input: Input) -> Result<(), SimError> {
+        if let Err(e) = r {
+            return Err(self.hsi_error(e, input));
+        }
+        if self.trace.is_some() {
+            self.write_hsi_trace();
+        }
+        self.sync();
+        Ok(())
+    }
+
+    fn describe(&self, input: Input) -> String {
+        match input {
+            Input::Thread(i, action) => format!("{action} of thread '{}'", self.threads[i].name),
+            Input::Timers => "scheduler timers".to_string(),
+            Input::Op(k) => describe_op(&self.h.operations[k].op),
+        }
+    }
+
+    fn hsi_error(&self, e: HsiError, input: Input) -> SimError {
+        match e {
+            HsiError::Protocol(violations) => SimError::Protocol {
+                at: Instant(self.now),
+                input: self.describe(input),
+                violations,
+                seed: self.seed,
+                source: self.source.clone(),
+            },
+            HsiError::Op(op) => match input {
+                Input::Thread(i, action) => SimError::Thread {
+                    thread: self.threads[i].name.clone(),
+                    action,
+                    at: Instant(self.now),
+                    message: op.to_string(),
+                },
+                _ => SimError::Op {
+                    op: self.describe(input),
+                    at: Instant(self.now),
+                    message: op.to_string(),
+                },
+            },
+        }
+    }
+
+    fn create(&mut self, i: usize) -> Result<(), SimError> {
+        self.counts.create_thread += 1;
+        let r = hsched_config::create_thread(&mut self.hsi, &self.specs[i], Instant(self.now));
+        let id = match r {
+            Ok(id) => id,
+            Err(BuildError::Hsi { error, .. }) => {
+                return Err(self.hsi_error(error, Input::Thread(i, "creation")))
+            }
+            Err(other) => {
+                return Err(SimError::Thread {
+                    thread: self.threads[i].name.clone(),
+                    action: "creation",
+                    at: Instant(self.now),
+                    message: other.to_string(),
+                })
+            }
+        };
+        if self.by_id.len() <= id.index() {
+            self.by_id.resize(id.index() + 1, u32::MAX);
+        }
+        self.by_id[id.index()] = i as u32;
+        let th = &mut self.threads[i];
+        th.id = Some(id);
+        th.created = Some(self.now);
+        if let Some(t) = self.trace.as_mut() {
+            t.track(PID_THREADS, i as u32, &th.name);
+        }
+        self.after_input(Ok(()), Input::Thread(i, "creation"))?;
+        self.call_workload(i, Callback::Start)
+    }
+
+    fn wake(&mut self, i: usize) -> Result<(), SimError> {
+        let th = &mut self.threads[i];
+        let Some(id) = th.id else { return Ok(()) };
+        th.runnable = true;
+        th.waiting_since = Some(self.now);
+        th.woke_at = Some(self.now);
+        th.stats.wakeups += 1;
+        self.counts.wake += 1;
+        let r = self.hsi.wake(Instant(self.now), id);
+        self.after_input(r, Input::Thread(i, "wake-up"))
+    }
+
+    fn close_wait(&mut self, i: usize) {
+        let now = self.now;
+        let th = &mut self.threads[i];
+        if let Some(ws) = th.waiting_since.take() {
+            th.stats.max_gap = th.stats.max_gap.max(now - ws);
+        }
+        th.woke_at = None;
+    }
+
+    fn block(&mut self, i: usize) -> Result<(), SimError> {
+        self.close_wait(i);
+        let th = &mut self.threads[i];
+        let Some(id) = th.id else { return Ok(()) };
+        th.runnable = false;
+        self.counts.block += 1;
+        let r = self.hsi.block(Instant(self.now), id);
+        self.after_input(r, Input::Thread(i, "block"))
+    }
+
+    fn exit(&mut self, i: usize) -> Result<(), SimError> {
+        self.close_wait(i);
+        let th = &mut self.threads[i];
+        let Some(id) = th.id else { return Ok(()) };
+        th.runnable = false;
+        th.exited = Some(self.now);
+        th.gen = th.gen.wrapping_add(1);
+        th.last_parent = Some(self.hsi.thread_parent(id).index());
+        self.counts.exit += 1;
+        let r = self.hsi.exit(Instant(self.now), id);
+        self.after_input(r, Input::Thread(i, "exit"))
+    }
+
+    fn operation(&mut self, k: usize) -> Result<(), SimError> {
+        let TimedOp { op, .. } = &self.h.operations[k];
+        if let OpSpec::DestroyScheduler { name } = op {
+            if let Some(id) = self.hsi.instance(name) {
+                let supply = self.hsi.instance_supply(id).as_nanos();
+                if let Some(r) = self.scheds.get_mut(id.index()) {
+                    r.supply = supply;
+                    r.live = false;
+                }
+            }
+        }
+        self.counts.operations += 1;
+        let (threads, names) = (&self.threads, &self.names);
+        let lookup = |n: &str| -> Option<ThreadId> {
+            let k = names.binary_search_by(|(x, _)| x.as_str().cmp(n)).ok()?;
+            let th = &threads[names[k].1 as usize];
+            if th.exited.is_some() {
+                None
+            } else {
+                th.id
+            }
+        };
+        let r = hsched_config::apply_op_with(
+            &mut self.hsi,
+            op,
+            Instant(self.now),
+            &lookup,
+            self.policies,
+        );
+        let r = match r {
+            Ok(()) => Ok(()),
+            Err(BuildError::Hsi {
+                error: e @ HsiError::Protocol(_),
+                ..
+            }) => Err(e),
+            Err(other) => {
+                return Err(SimError::Op {
+                    op: describe_op(op),
+                    at: Instant(self.now),
+                    message: other.to_string(),
+                });
+            }
+        };
+        self.after_input(r, Input::Op(k))?;
+        self.refresh_schedulers();
+        Ok(())
+    }
+
+    // ----- dispatch -------------------------------------------------------
+
+    fn sync(&mut self) {
+        self.changes.clear();
+        self.hsi.drain_dispatch(&mut self.changes);
+        if self.changes.is_empty() {
+            return;
+        }
+        // Take every changed processor's old thread off first, so a thread
+        // that migrates is never on two processors in our books.
+        for k in 0..self.changes.len() {
+            let c = self.changes[k].0.index();
+            if let Some(i) = self.cpus[c].running {
+                self.switch_out(c, i as usize);
+            }
+        }
+        for k in 0..self.changes.len() {
+            let (cpu, new) = self.changes[k];
+            let c = cpu.index();
+            if let Some(t) = new {
+                match self.by_id.get(t.index()) {
+                    Some(&i) if i != u32::MAX => self.switch_in(c, i as usize),
+                    _ => {}
+                }
+            }
+            self.recompute_done(c);
+        }
+    }
+
+    fn switch_out(&mut self, c: usize, i: usize) {
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        cpu.running = None;
+        let since = cpu.since;
+        let th = &mut self.threads[i];
+        th.cpu = None;
+        if th.runnable {
+            th.stats.preemptions += 1;
+            th.waiting_since = Some(now);
+        }
+        if let Some(t) = self.trace.as_mut() {
+            t.slice(PID_CPUS, c as u32, &th.name, since, now, "");
+        }
+        if let Some(g) = self.gantt.as_mut() {
+            g.run(i as u32, c as u32, since, now);
+        }
+    }
+
+    fn switch_in(&mut self, c: usize, i: usize) {
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        cpu.running = Some(i as u32);
+        cpu.since = now;
+        if cpu.last != Some(i as u32) {
+            cpu.last = Some(i as u32);
+            cpu.switch_left = self.switch_cost;
+            cpu.stats.context_switches += 1;
+        }
+        let th = &mut self.threads[i];
+        th.cpu = Some(c as u32);
+        th.stats.switch_ins += 1;
+        if let Some(ws) = th.waiting_since.take() {
+            th.stats.max_gap = th.stats.max_gap.max(now - ws);
+        }
+        if let Some(w) = th.woke_at.take() {
+            th.stats.dispatch_latency.record(now - w);
+        }
+    }
+
+    // ----- workloads ------------------------------------------------------
+
+    fn complete(&mut self, c: usize) -> Result<(), SimError> {
+        match self.cpus[c].running {
+            Some(i) => self.call_workload(i as usize, Callback::Done),
+            None => {
+                self.cpus[c].done_at = NEVER;
+                Ok(())
+            }
+        }
+    }
+
+    fn call_workload(&mut self, i: usize, cb: Callback) -> Result<(), SimError> {
+        let now = self.now;
+        let SimThread {
+            workload,
+            rng,
+            stats,
+            ..
+        } = &mut self.threads[i];
+        let mut cx = WCtx {
+            now,
+            rng,
+            stats,
+            arm: None,
+            missed: 0,
+        };
+        let next = match cb {
+            Callback::Start => workload.start(&mut cx),
+            Callback::Done => workload.done(&mut cx),
+            Callback::Timer => workload.timer(&mut cx),
+        };
+        let (arm, missed) = (cx.arm, cx.missed);
+        if missed > 0 {
+            self.record_miss(i, missed);
+        }
+        if let Some(at) = arm {
+            let th = &mut self.threads[i];
+            th.gen = th.gen.wrapping_add(1);
+            let gen = th.gen;
+            self.push(at, CLASS_WORKLOAD, i as u32, gen);
+        }
+        match next {
+            Next::Run(w) => {
+                let th = &mut self.threads[i];
+                th.remaining = w;
+                if th.runnable {
+                    if let Some(c) = th.cpu {
+                        self.recompute_done(c as usize);
+                    }
+                    Ok(())
+                } else {
+                    self.wake(i)
+                }
+            }
+            Next::Block => {
+                let th = &mut self.threads[i];
+                th.remaining = 0;
+                if th.runnable {
+                    self.block(i)
+                } else {
+                    Ok(())
+                }
+            }
+            Next::Same => Ok(()),
+            Next::Exit => self.exit(i),
+            Next::Stuck => Err(SimError::Stuck {
+                thread: self.threads[i].name.clone(),
+                at: Instant(now),
+            }),
+        }
+    }
+
+    fn record_miss(&mut self, i: usize, n: u64) {
+        let now = self.now;
+        if let Some(t) = self.trace.as_mut() {
+            self.targs.clear();
+            let _ = write!(self.targs, "\"misses\":{n}");
+            t.instant(PID_THREADS, i as u32, "deadline miss", now, &self.targs);
+        }
+        if let Some(g) = self.gantt.as_mut() {
+            g.miss(i as u32, now);
+        }
+    }
+
+    // ----- tracing --------------------------------------------------------
+
+    fn node_name(&self, n: Node) -> &str {
+        match n {
+            Node::Top => "top",
+            Node::Instance(id) => self.hsi.instance_name(id),
+            Node::Thread(t) => match self.by_id.get(t.index()) {
+                Some(&i) if i != u32::MAX => &self.threads[i as usize].name,
+                _ => self.hsi.thread_name(t),
+            },
+        }
+    }
+
+    fn node_tid(n: Node) -> u32 {
+        match n {
+            Node::Instance(id) => id.0 + 1,
+            _ => 0,
+        }
+    }
+
+    fn write_hsi_trace(&mut self) {
+        self.tbuf.clear();
+        self.hsi.drain_trace(&mut self.tbuf);
+        let events = std::mem::take(&mut self.tbuf);
+        let mut args = std::mem::take(&mut self.targs);
+        for ev in &events {
+            let at = ev.at.0;
+            args.clear();
+            let (tid, name): (u32, &str) = match &ev.kind {
+                TraceKind::Grant {
+                    vp,
+                    parent,
+                    child,
+                    cpu,
+                } => {
+                    args.push_str("\"child\":");
+                    json_str(&mut args, self.node_name(*child));
+                    let _ = write!(args, ",\"cpu\":{},\"vp\":{}", cpu.0, vp.0);
+                    (Self::node_tid(*parent), "grant")
+                }
+                TraceKind::Revoke {
+                    vp,
+                    parent,
+                    child,
+                    cpu,
+                    reason,
+                } => {
+                    args.push_str("\"child\":");
+                    json_str(&mut args, self.node_name(*child));
+                    let why = match reason {
+                        RevokeReason::Preempted => "preempted",
+                        RevokeReason::BudgetExhausted => "budget exhausted",
+                        RevokeReason::Infrastructure => "infrastructure",
+                    };
+                    let _ = write!(
+                        args,
+                        ",\"cpu\":{},\"vp\":{},\"reason\":\"{why}\"",
+                        cpu.0, vp.0
+                    );
+                    (Self::node_tid(*parent), "revoke")
+                }
+                TraceKind::Policy { instance, event } => {
+                    let tid = instance.0 + 1;
+                    match event {
+                        PolicyEvent::Replenish { vp, budget } => {
+                            let _ = write!(args, "\"vp\":{},\"budget_ns\":{}", vp.0, budget.0);
+                            (tid, "replenish")
+                        }
+                        PolicyEvent::BudgetExhausted { vp } => {
+                            let _ = write!(args, "\"vp\":{}", vp.0);
+                            (tid, "budget exhausted")
+                        }
+                        PolicyEvent::DeadlineMiss { vp } => {
+                            let _ = write!(args, "\"vp\":{}", vp.0);
+                            (tid, "deadline miss (policy)")
+                        }
+                        PolicyEvent::Note(text) => {
+                            args.push_str("\"text\":");
+                            json_str(&mut args, text);
+                            (tid, "note")
+                        }
+                    }
+                }
+                // Requests, releases and timer expiries are not drawn: they
+                // would double the trace without showing a decision.
+                _ => continue,
+            };
+            if let Some(t) = self.trace.as_mut() {
+                t.instant(PID_SCHEDULERS, tid, name, at, &args);
+            }
+        }
+        self.targs = args;
+        self.tbuf = events;
+    }
+
+    // ----- the end --------------------------------------------------------
+
+    fn finish(mut self) -> Result<Report, SimError> {
+        let end = self.end;
+        // Bring the HSI's clock to the end so running segments count in
+        // received time and supplies (a zero report changes nothing else).
+        self.hsi
+            .add_stolen(Instant(end), CpuId(0), hsched_core::Duration::ZERO);
+        for c in 0..self.cpus.len() {
+            if let Some(i) = self.cpus[c].running {
+                let since = self.cpus[c].since;
+                let name = &self.threads[i as usize].name;
+                if let Some(t) = self.trace.as_mut() {
+                    t.slice(PID_CPUS, c as u32, name, since, end, "");
+                }
+                if let Some(g) = self.gantt.as_mut() {
+                    g.run(i, c as u32, since, end);
+                }
+            }
+            if self.cpus[c].stealing > 0 {
+                let since = self.cpus[c].steal_since;
+                if let Some(t) = self.trace.as_mut() {
+                    t.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, end, "");
+                }
+                if let Some(g) = self.gantt.as_mut() {
+                    g.stolen(c as u32, since, end);
+                }
+            }
+        }
+        for th in self.threads.iter_mut() {
+            if let Some(ws) = th.waiting_since.take() {
+                th.stats.max_gap = th.stats.max_gap.max(end - ws);
+            }
+            if th.created.is_some() && th.exited.is_none() {
+                th.workload.finish(end, &mut th.stats);
+            }
+        }
+        let report = self.build_report();
+        if let Some(t) = self.trace.take() {
+            t.finish().map_err(|error| SimError::Io {
+                what: "trace",
+                error,
+            })?;
+        }
+        if let Some(g) = self.gantt.take() {
+            let names: Vec<String> = self.threads.iter().map(|t| t.name.clone()).collect();
+            g.write(&names, self.cpus.len())
+                .map_err(|error| SimError::Io {
+                    what: "Gantt chart",
+                    error,
+                })?;
+        }
+        if let Some(p) = self.progress.as_mut() {
+            p(1.0);
+        }
+        Ok(report)
+    }
+
+    fn build_report(&mut self) -> Report {
+        let dur = self.end;
+        let ncpu = self.cpus.len();
+        let capacity = dur as f64 * ncpu as f64;
+        let frac = |x: u64| {
+            if capacity > 0.0 {
+                x as f64 / capacity
+            } else {
+                0.0
+            }
+        };
+        // Supplies of live instances.
+        let live: Vec<_> = self.hsi.instances().collect();
+        for id in live {
+            let supply = self.hsi.instance_supply(id).as_nanos();
+            if let Some(r) = self.scheds.get_mut(id.index()) {
+                r.supply = supply;
+            }
+        }
+        let mut threads = Vec::with_capacity(self.threads.len());
+        for (i, th) in self.threads.iter().enumerate() {
+            let s = &th.stats;
+            let scheduler = match th.id {
+                Some(id) => {
+                    let p = th
+                        .last_parent
+                        .unwrap_or_else(|| self.hsi.thread_parent(id).index());
+                    self.scheds
+                        .get(p)
+                        .map_or_else(String::new, |r| r.name.clone())
+                }
+                None if self.specs[i].scheduler.is_empty() => {
+                    self.h.default_scheduler.clone().unwrap_or_default()
+                }
+                None => self.specs[i].scheduler.clone(),
+            };
+            let lateness = s.lateness.summary();
+            let alive = th
+                .created
+                .map(|c| th.exited.unwrap_or(dur).saturating_sub(c))
+                .unwrap_or(0);
+            let frames = th.workload.has_frames().then_some(s.jobs);
+            threads.push(ThreadReport {
+                name: th.name.clone(),
+                scheduler,
+                principal: th.principal.map(|p| self.principals[p].clone()),
+                workload: th.workload.kind(),
+                cpu_ns: s.cpu_ns,
+                share: frac(s.cpu_ns),
+                received_ns: th
+                    .id
+                    .map_or(0, |id| self.hsi.thread_received(id).as_nanos()),
+                stolen_ns: s.stolen_ns,
+                jobs: s.jobs,
+                deadline_hits: s.hits,
+                deadline_misses: s.misses,
+                dropped: s.dropped,
+                max_lateness_ns: s.lateness.max(),
+                max_tardiness_ns: s.lateness.max().map(|m| m.max(0) as u64),
+                mean_tardiness_ns: lateness.as_ref().map(|_| s.lateness.mean_positive()),
+                lateness_ns: lateness,
+                dispatch_latency_ns: s.dispatch_latency.summary(),
+                max_runnable_gap_ns: s.max_gap,
+                context_switches: s.switch_ins,
+                preemptions: s.preemptions,
+                wakeups: s.wakeups,
+                frames,
+                fps: frames.map(|f| {
+                    if alive > 0 {
+                        f as f64 * 1e9 / alive as f64
+                    } else {
+                        0.0
+                    }
+                }),
+                created_ns: th.created,
+                exited_ns: th.exited,
+            });
+        }
+        let schedulers = self
+            .scheds
+            .iter()
+            .filter(|r| !r.name.is_empty())
+            .map(|r| SchedulerReport {
+                name: r.name.clone(),
+                policy: r.policy.clone(),
+                supply_ns: r.supply,
+                share: frac(r.supply),
+                live: r.live,
+            })
+            .collect();
+        let principals = self
+            .principals
+            .iter()
+            .enumerate()
+            .map(|(p, name)| {
+                let mine = self.threads.iter().filter(|t| t.principal == Some(p));
+                let (n, cpu) = mine.fold((0, 0u64), |(n, c), t| (n + 1, c + t.stats.cpu_ns));
+                PrincipalReport {
+                    name: name.clone(),
+                    threads: n,
+                    cpu_ns: cpu,
+                    share: frac(cpu),
+                }
+            })
+            .collect();
+        let per_cpu: Vec<CpuReport> = self.cpus.iter().map(|c| c.stats.clone()).collect();
+        let machine = MachineReport {
+            busy_ns: per_cpu.iter().map(|c| c.busy_ns).sum(),
+            idle_ns: per_cpu.iter().map(|c| c.idle_ns).sum(),
+            stolen_ns: per_cpu.iter().map(|c| c.stolen_ns).sum(),
+            context_switch_ns: per_cpu.iter().map(|c| c.context_switch_ns).sum(),
+            context_switches: per_cpu.iter().map(|c| c.context_switches).sum(),
+            per_cpu,
+        };
+        Report {
+            hsched_report: SCHEMA_VERSION,
+            duration_ns: dur,
+            cpus: ncpu,
+            seed: self.seed,
+            events: self.counts.total(),
+            event_counts: self.counts.clone(),
+            threads,
+            schedulers,
+            principals,
+            machine,
+        }
+    }
+}
+
+/// The HSI input being handled, for error messages.
+#[derive(Clone, Copy)]
+enum Input {
+    Thread(usize, &'static str),
+    Timers,
+    Op(usize),
+}
+
+#[derive(Clone, Copy)]
+enum Callback {
+    Start,
+    Done,
+    Timer,
+}
+
+/// An operation in words, for errors.
+pub(crate) fn describe_op(op: &OpSpec) -> String {
+    match op {
+        OpSpec::BeginReservation {
+            thread,
+            scheduler,
+            params,
+        } => {
+            format!("begin_reservation of '{thread}' under '{scheduler}' ({params})")
+        }
+        OpSpec::EndReservation { thread } => format!("end_reservation of '{thread}'"),
+        OpSpec::SetParams { thread, params } => format!("set_params of '{thread}' ({params})"),
+        OpSpec::MoveThread { thread, to, params } => {
+            format!("move of '{thread}' to '{to}' ({params})")
+        }
+        OpSpec::CreateScheduler(s) => format!("creation of scheduler '{}'", s.name),
+        OpSpec::DestroyScheduler { name } => format!("destruction of scheduler '{name}'"),
+        OpSpec::SetDefault { name, .. } => format!("set_default to '{name}'"),
+    }
+}

@@ -1,0 +1,334 @@
+//! Per-thread statistics with bounded memory. Distributions are kept in a
+//! log-linear histogram (values below 64 ns exact, above that 32 buckets per
+//! power of two: relative error under 1/32), so percentiles cost a fixed
+//! 7.5 KiB per distribution however long the run. docs/metrics.md defines
+//! every figure.
+
+use serde::Serialize;
+
+const SUB_BITS: u32 = 5;
+const SUB: u64 = 1 << SUB_BITS;
+/// Values below this are their own bucket.
+const EXACT: u64 = 2 * SUB;
+const BUCKETS: usize = (EXACT + (63 - SUB_BITS as u64) * SUB) as usize;
+
+fn bucket_of(v: u64) -> usize {
+    if v < EXACT {
+        v as usize
+    } else {
+        let e = 63 - v.leading_zeros() as u64; // >= SUB_BITS + 1
+        let mantissa = (v >> (e - SUB_BITS as u64)) & (SUB - 1);
+        (EXACT + (e - SUB_BITS as u64 - 1) * SUB + mantissa) as usize
+    }
+}
+
+/// Smallest and largest value of a bucket.
+fn bucket_range(i: usize) -> (u64, u64) {
+    let i = i as u64;
+    if i < EXACT {
+        (i, i)
+    } else {
+        let e = (i - EXACT) / SUB + SUB_BITS as u64 + 1;
+        let mantissa = (i - EXACT) % SUB;
+        let shift = e - SUB_BITS as u64;
+        let lo = (SUB + mantissa) << shift;
+        (lo, lo + ((1u64 << shift) - 1))
+    }
+}
+
+/// A histogram of non-negative values; the bucket array is allocated on
+/// the first sample. Counts are 32-bit (a bucket saturates at 4.29e9
+/// samples) to keep the array, which is touched at random, small in the
+/// cache.
+#[derive(Clone, Debug, Default)]
+pub struct Hist {
+    counts: Option<Box<[u32]>>,
+    n: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Hist {
+    /// Adds one sample.
+    pub fn record(&mut self, v: u64) {
+        let counts = self
+            .counts
+            .get_or_insert_with(|| vec![0u32; BUCKETS].into_boxed_slice());
+        let c = &mut counts[bucket_of(v)];
+        *c = c.saturating_add(1);
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        if v > self.max {
+            self.max = v;
+        }
+        self.n += 1;
+        self.sum += v as u128;
+    }
+
+    /// The value at rank `ceil(q·n)`: the upper end of its bucket, clamped
+    /// to the observed range, so the figure never understates.
+    pub fn quantile(&self, q: f64) -> u64 {
+        let Some(counts) = &self.counts else { return 0 };
+        let rank = rank_of(q, self.n);
+        let mut seen = 0u64;
+        for (i, &c) in counts.iter().enumerate() {
+            seen += c as u64;
+            if seen >= rank {
+                return bucket_range(i).1.clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+
+    /// Summary, or `None` when there are no samples.
+    pub fn summary(&self) -> Option<Dist> {
+        (self.n > 0).then(|| Dist {
+            count: self.n,
+            min: self.min as i64,
+            max: self.max as i64,
+            mean: (self.sum as f64) / self.n as f64,
+            p50: self.quantile(0.5) as i64,
+            p90: self.quantile(0.9) as i64,
+            p99: self.quantile(0.99) as i64,
+            p999: self.quantile(0.999) as i64,
+        })
+    }
+}
+
+fn rank_of(q: f64, n: u64) -> u64 {
+    let r = (q * n as f64).ceil();
+    (r as u64).clamp(1, n.max(1))
+}
+
+/// A histogram of signed values (lateness): magnitudes of negative and of
+/// non-negative samples in two [`Hist`]s.
+#[derive(Clone, Debug, Default)]
+pub struct SignedHist {
+    neg: Hist,
+    pos: Hist,
+    sum: i128,
+    min: i64,
+    max: i64,
+}
+
+impl SignedHist {
+    /// Adds one sample.
+    pub fn record(&mut self, v: i64) {
+        if self.count() == 0 || v < self.min {
+            self.min = v;
+        }
+        if self.count() == 0 || v > self.max {
+            self.max = v;
+        }
+        self.sum += v as i128;
+        if v < 0 {
+            self.neg.record(v.unsigned_abs());
+        } else {
+            self.pos.record(v as u64);
+        }
+    }
+
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.neg.n + self.pos.n
+    }
+
+    /// Largest sample, if any.
+    pub fn max(&self) -> Option<i64> {
+        (self.count() > 0).then_some(self.max)
+    }
+
+    /// The value at rank `ceil(q·n)` in ascending order, rounded up to its
+    /// bucket's end and clamped to the observed range.
+    pub fn quantile(&self, q: f64) -> i64 {
+        let n = self.count();
+        if n == 0 {
+            return 0;
+        }
+        let rank = rank_of(q, n);
+        let v = if rank <= self.neg.n {
+            // Negative side, most negative first: walk magnitudes downwards.
+            let counts = self.neg.counts.as_deref().unwrap_or(&[]);
+            let mut seen = 0u64;
+            let mut out = 0i64;
+            for i in (0..counts.len()).rev() {
+                seen += counts[i] as u64;
+                if seen >= rank {
+                    out = -(bucket_range(i).0 as i64);
+                    break;
+                }
+            }
+            out
+        } else {
+            let r = rank - self.neg.n;
+            let counts = self.pos.counts.as_deref().unwrap_or(&[]);
+            let mut seen = 0u64;
+            let mut out = self.max;
+            for (i, &c) in counts.iter().enumerate() {
+                seen += c as u64;
+                if seen >= r {
+                    out = bucket_range(i).1.min(i64::MAX as u64) as i64;
+                    break;
+                }
+            }
+            out
+        };
+        v.clamp(self.min, self.max)
+    }
+
+    /// Summary, or `None` when there are no samples.
+    pub fn summary(&self) -> Option<Dist> {
+        let n = self.count();
+        (n > 0).then(|| Dist {
+            count: n,
+            min: self.min,
+            max: self.max,
+            mean: self.sum as f64 / n as f64,
+            p50: self.quantile(0.5),
+            p90: self.quantile(0.9),
+            p99: self.quantile(0.99),
+            p999: self.quantile(0.999),
+        })
+    }
+
+    /// Mean of `max(0, v)` over all samples (mean tardiness).
+    pub fn mean_positive(&self) -> f64 {
+        let n = self.count();
+        if n == 0 {
+            0.0
+        } else {
+            self.pos.sum as f64 / n as f64
+        }
+    }
+}
+
+/// Summary of a distribution, in nanoseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Dist {
+    /// Number of samples.
+    pub count: u64,
+    /// Smallest sample (exact).
+    pub min: i64,
+    /// Largest sample (exact).
+    pub max: i64,
+    /// Mean (exact up to float rounding).
+    pub mean: f64,
+    /// Median (bucketed, see docs/metrics.md).
+    pub p50: i64,
+    /// 90th percentile.
+    pub p90: i64,
+    /// 99th percentile.
+    pub p99: i64,
+    /// 99.9th percentile.
+    pub p999: i64,
+}
+
+/// What the engine and the workload models count for one thread.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadStats {
+    /// Useful CPU time: on a processor, not stolen, not switching.
+    pub cpu_ns: u64,
+    /// Time stolen while the thread held a processor.
+    pub stolen_ns: u64,
+    /// Context-switch time spent bringing this thread in.
+    pub switch_ns: u64,
+    /// Completed jobs (frames, bursts, periods, loop iterations).
+    pub jobs: u64,
+    /// Jobs that had a deadline and met it.
+    pub hits: u64,
+    /// Deadline misses (see docs/metrics.md for the renderer's count).
+    pub misses: u64,
+    /// Frames or jobs abandoned at their deadline.
+    pub dropped: u64,
+    /// Lateness of jobs with a deadline: finish − deadline.
+    pub lateness: SignedHist,
+    /// Wake-ups (blocked → runnable).
+    pub wakeups: u64,
+    /// Wake-up → first dispatch.
+    pub dispatch_latency: Hist,
+    /// Longest time runnable without a processor.
+    pub max_gap: u64,
+    /// Times put on a processor.
+    pub switch_ins: u64,
+    /// Times taken off a processor while still runnable.
+    pub preemptions: u64,
+}
+
+impl ThreadStats {
+    /// A finished job with a deadline, `lateness` = finish − deadline.
+    pub fn job_with_deadline(&mut self, lateness: i64) {
+        self.jobs += 1;
+        self.lateness.record(lateness);
+        if lateness > 0 {
+            self.misses += 1;
+        } else {
+            self.hits += 1;
+        }
+    }
+
+    /// A finished job without a deadline.
+    pub fn job(&mut self) {
+        self.jobs += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_contiguous_and_tight() {
+        let mut prev_hi = None;
+        for i in 0..BUCKETS {
+            let (lo, hi) = bucket_range(i);
+            assert!(lo <= hi);
+            if let Some(p) = prev_hi {
+                assert_eq!(lo, p + 1, "bucket {i}");
+            }
+            assert_eq!(bucket_of(lo), i);
+            assert_eq!(bucket_of(hi), i);
+            if lo >= EXACT {
+                assert!((hi - lo) as f64 / lo as f64 <= 1.0 / SUB as f64);
+            }
+            prev_hi = Some(hi);
+        }
+        assert_eq!(prev_hi, Some(u64::MAX));
+    }
+
+    #[test]
+    fn quantiles_are_close_and_never_understate() {
+        let mut h = Hist::default();
+        for v in 1..=10_000u64 {
+            h.record(v * 1000);
+        }
+        for (q, exact) in [(0.5, 5_000_000u64), (0.9, 9_000_000), (0.99, 9_900_000)] {
+            let got = h.quantile(q);
+            assert!(
+                got >= exact && (got - exact) as f64 <= exact as f64 / 32.0,
+                "q{q}: {got} vs {exact}"
+            );
+        }
+        assert_eq!(h.quantile(1.0), 10_000_000);
+        assert_eq!(h.summary().unwrap().min, 1000);
+    }
+
+    #[test]
+    fn signed_quantiles_cross_zero() {
+        let mut h = SignedHist::default();
+        for v in -50..50i64 {
+            h.record(v * 1_000_000);
+        }
+        assert_eq!(h.count(), 100);
+        let p10 = h.quantile(0.10);
+        assert!((-41_000_000..=-39_000_000).contains(&p10), "{p10}");
+        let p90 = h.quantile(0.90);
+        assert!((39_000_000..=41_500_000).contains(&p90), "{p90}");
+        assert_eq!(h.max(), Some(49_000_000));
+        let p0 = h.quantile(0.0);
+        assert!((-50_000_000..=-48_400_000).contains(&p0), "{p0}");
+        // Mean tardiness: (1 + ... + 49) ms over 100 jobs.
+        assert!((h.mean_positive() - 12_250_000.0).abs() < 1.0);
+    }
+}

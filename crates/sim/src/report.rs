@@ -1,0 +1,354 @@
+//! The result of a run: a JSON report (schema in docs/metrics.md) and a
+//! fixed-width table for terminals.
+
+use crate::metrics::Dist;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Version of the JSON schema; bumped when a field changes meaning or is
+/// removed (adding fields does not bump it).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything a run measured. Serialized field by field in this order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// Schema version ([`SCHEMA_VERSION`]).
+    pub hsched_report: u32,
+    /// Simulated time.
+    pub duration_ns: u64,
+    /// Processors.
+    pub cpus: usize,
+    /// The random seed.
+    pub seed: u64,
+    /// HSI inputs fed during the run (the sum of `event_counts`).
+    pub events: u64,
+    /// HSI inputs by kind.
+    pub event_counts: EventCounts,
+    /// Threads, in hierarchy-file order.
+    pub threads: Vec<ThreadReport>,
+    /// Scheduler instances, in creation order (including destroyed ones).
+    pub schedulers: Vec<SchedulerReport>,
+    /// Principals, in file order.
+    pub principals: Vec<PrincipalReport>,
+    /// The machine.
+    pub machine: MachineReport,
+}
+
+/// HSI inputs by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EventCounts {
+    /// `Hsi::wake`.
+    pub wake: u64,
+    /// `Hsi::block`.
+    pub block: u64,
+    /// `Hsi::create_thread`.
+    pub create_thread: u64,
+    /// `Hsi::exit`.
+    pub exit: u64,
+    /// `Hsi::fire_timers` calls (each at a due timer).
+    pub fire_timers: u64,
+    /// Control operations (reservations, moves, new instances, ...).
+    pub operations: u64,
+    /// `Hsi::add_stolen` reports.
+    pub add_stolen: u64,
+}
+
+impl EventCounts {
+    /// The total.
+    pub fn total(&self) -> u64 {
+        self.wake
+            + self.block
+            + self.create_thread
+            + self.exit
+            + self.fire_timers
+            + self.operations
+            + self.add_stolen
+    }
+}
+
+/// One thread's figures (docs/metrics.md defines each).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThreadReport {
+    /// Name.
+    pub name: String,
+    /// The scheduler it ended under (or started under, if never created).
+    pub scheduler: String,
+    /// Its principal.
+    pub principal: Option<String>,
+    /// Workload model (`periodic`, `frame_renderer`, ...).
+    pub workload: &'static str,
+    /// Useful CPU time.
+    pub cpu_ns: u64,
+    /// `cpu_ns / (duration_ns × cpus)`: its fraction of the machine.
+    pub share: f64,
+    /// CPU time the HSI accounted to it (net of stolen time, including
+    /// context-switch time).
+    pub received_ns: u64,
+    /// Time stolen while it held a processor.
+    pub stolen_ns: u64,
+    /// Completed jobs.
+    pub jobs: u64,
+    /// Jobs that met their deadline.
+    pub deadline_hits: u64,
+    /// Missed deadlines.
+    pub deadline_misses: u64,
+    /// Jobs abandoned at their deadline.
+    pub dropped: u64,
+    /// Largest lateness, `null` without deadlines.
+    pub max_lateness_ns: Option<i64>,
+    /// Lateness distribution.
+    pub lateness_ns: Option<Dist>,
+    /// Largest tardiness (`max(0, lateness)`).
+    pub max_tardiness_ns: Option<u64>,
+    /// Mean tardiness over all jobs with a deadline.
+    pub mean_tardiness_ns: Option<f64>,
+    /// Wake-up to dispatch.
+    pub dispatch_latency_ns: Option<Dist>,
+    /// Longest time runnable without a processor.
+    pub max_runnable_gap_ns: u64,
+    /// Times put on a processor.
+    pub context_switches: u64,
+    /// Times taken off a processor while runnable.
+    pub preemptions: u64,
+    /// Blocked → runnable transitions.
+    pub wakeups: u64,
+    /// Frames completed (video and renderer only).
+    pub frames: Option<u64>,
+    /// Frames per second of simulated time while the thread existed.
+    pub fps: Option<f64>,
+    /// When it was created, `null` if never.
+    pub created_ns: Option<u64>,
+    /// When it exited, `null` if it did not.
+    pub exited_ns: Option<u64>,
+}
+
+/// One scheduler instance.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SchedulerReport {
+    /// Name.
+    pub name: String,
+    /// Policy.
+    pub policy: String,
+    /// CPU time received from its parents, net of stolen time
+    /// (`Hsi::instance_supply`).
+    pub supply_ns: u64,
+    /// `supply_ns / (duration_ns × cpus)`.
+    pub share: f64,
+    /// Whether it still existed at the end.
+    pub live: bool,
+}
+
+/// One principal.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PrincipalReport {
+    /// Name.
+    pub name: String,
+    /// Its threads.
+    pub threads: usize,
+    /// Their useful CPU time.
+    pub cpu_ns: u64,
+    /// `cpu_ns / (duration_ns × cpus)`.
+    pub share: f64,
+}
+
+/// The machine.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MachineReport {
+    /// Time threads made progress, all processors.
+    pub busy_ns: u64,
+    /// Time no thread was on a processor (and nothing was stolen).
+    pub idle_ns: u64,
+    /// Stolen time, all processors.
+    pub stolen_ns: u64,
+    /// Time spent switching contexts.
+    pub context_switch_ns: u64,
+    /// Context switches charged.
+    pub context_switches: u64,
+    /// Per processor.
+    pub per_cpu: Vec<CpuReport>,
+}
+
+/// One processor.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CpuReport {
+    /// Number.
+    pub cpu: usize,
+    /// Threads made progress.
+    pub busy_ns: u64,
+    /// Nothing ran.
+    pub idle_ns: u64,
+    /// Stolen.
+    pub stolen_ns: u64,
+    /// Switching contexts.
+    pub context_switch_ns: u64,
+    /// Context switches charged.
+    pub context_switches: u64,
+}
+
+impl Report {
+    /// The report as pretty-printed JSON (deterministic: fixed field order,
+    /// shortest round-trip floats).
+    pub fn to_json(&self) -> String {
+        let mut s =
+            serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        s.push('\n');
+        s
+    }
+
+    /// The thread named `name`.
+    pub fn thread(&self, name: &str) -> Option<&ThreadReport> {
+        self.threads.iter().find(|t| t.name == name)
+    }
+
+    /// The scheduler instance named `name`.
+    pub fn scheduler(&self, name: &str) -> Option<&SchedulerReport> {
+        self.schedulers.iter().find(|s| s.name == name)
+    }
+
+    /// The principal named `name`.
+    pub fn principal(&self, name: &str) -> Option<&PrincipalReport> {
+        self.principals.iter().find(|p| p.name == name)
+    }
+
+    /// A fixed-width table for terminals.
+    pub fn to_table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "simulated {} on {} cpu(s), seed {}, {} HSI inputs",
+            fmt_ns(self.duration_ns),
+            self.cpus,
+            self.seed,
+            self.events
+        );
+        let _ = writeln!(s);
+        let w = self
+            .threads
+            .iter()
+            .map(|t| t.name.len())
+            .max()
+            .unwrap_or(6)
+            .clamp(6, 40);
+        let _ = writeln!(
+            s,
+            "{:<w$} {:>10} {:>7} {:>8} {:>7} {:>10} {:>10} {:>10} {:>8} {:>7}",
+            "thread",
+            "cpu",
+            "share%",
+            "jobs",
+            "misses",
+            "max late",
+            "p99 lat",
+            "max gap",
+            "switches",
+            "fps"
+        );
+        for t in &self.threads {
+            let _ = writeln!(
+                s,
+                "{:<w$} {:>10} {:>7.2} {:>8} {:>7} {:>10} {:>10} {:>10} {:>8} {:>7}",
+                clip(&t.name, w),
+                fmt_ns(t.cpu_ns),
+                t.share * 100.0,
+                t.jobs,
+                t.deadline_misses,
+                t.max_lateness_ns.map_or("-".to_string(), fmt_signed),
+                t.dispatch_latency_ns
+                    .as_ref()
+                    .map_or("-".to_string(), |d| fmt_ns(d.p99.max(0) as u64)),
+                fmt_ns(t.max_runnable_gap_ns),
+                t.context_switches,
+                t.fps.map_or("-".to_string(), |f| format!("{f:.1}")),
+            );
+        }
+        let _ = writeln!(s);
+        let w = self
+            .schedulers
+            .iter()
+            .map(|x| x.name.len())
+            .max()
+            .unwrap_or(9)
+            .clamp(9, 40);
+        let _ = writeln!(
+            s,
+            "{:<w$} {:<10} {:>10} {:>7}",
+            "scheduler", "policy", "supply", "share%"
+        );
+        for x in &self.schedulers {
+            let _ = writeln!(
+                s,
+                "{:<w$} {:<10} {:>10} {:>7.2}{}",
+                clip(&x.name, w),
+                clip(&x.policy, 10),
+                fmt_ns(x.supply_ns),
+                x.share * 100.0,
+                if x.live { "" } else { "  (destroyed)" }
+            );
+        }
+        if !self.principals.is_empty() {
+            let _ = writeln!(s);
+            let w = self
+                .principals
+                .iter()
+                .map(|x| x.name.len())
+                .max()
+                .unwrap_or(9)
+                .clamp(9, 40);
+            let _ = writeln!(
+                s,
+                "{:<w$} {:>7} {:>10} {:>7}",
+                "principal", "threads", "cpu", "share%"
+            );
+            for p in &self.principals {
+                let _ = writeln!(
+                    s,
+                    "{:<w$} {:>7} {:>10} {:>7.2}",
+                    clip(&p.name, w),
+                    p.threads,
+                    fmt_ns(p.cpu_ns),
+                    p.share * 100.0
+                );
+            }
+        }
+        let m = &self.machine;
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "machine: busy {}, idle {}, stolen {}, switching {} ({} switches)",
+            fmt_ns(m.busy_ns),
+            fmt_ns(m.idle_ns),
+            fmt_ns(m.stolen_ns),
+            fmt_ns(m.context_switch_ns),
+            m.context_switches
+        );
+        s
+    }
+}
+
+fn clip(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
+        t.push('~');
+        t
+    }
+}
+
+/// `12.345ms`-style, three significant decimals.
+fn fmt_ns(ns: u64) -> String {
+    match ns {
+        0..=9_999 => format!("{ns}ns"),
+        10_000..=9_999_999 => format!("{:.3}ms", ns as f64 / 1e6),
+        _ if ns < 100_000_000_000 => format!("{:.3}s", ns as f64 / 1e9),
+        _ => format!("{:.1}s", ns as f64 / 1e9),
+    }
+}
+
+fn fmt_signed(ns: i64) -> String {
+    if ns < 0 {
+        format!("-{}", fmt_ns(ns.unsigned_abs()))
+    } else {
+        fmt_ns(ns as u64)
+    }
+}

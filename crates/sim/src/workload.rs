@@ -1,0 +1,1071 @@
+//! Threads as programmable state machines (seed 000 §9.4.1).
+//!
+//! A workload only decides what its thread wants next; the engine turns
+//! that into HSI inputs. Three callbacks drive it: [`Workload::start`] when
+//! the thread is created, [`Workload::done`] when the CPU work it asked for
+//! is finished, and [`Workload::timer`] when the one timer it may arm
+//! expires. Each returns a [`Next`]. A workload never sees the scheduler.
+//!
+//! Jobs, deadlines and lateness are recorded here, where the model knows
+//! what a job is; docs/metrics.md defines them for every model.
+
+use crate::metrics::ThreadStats;
+use crate::rng::{to_u64, Rng};
+use hsched_config::{MissPolicy, Program, Step, VideoMode, VideoSpec, WorkloadSpec};
+
+/// What the thread wants after a callback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Be runnable and consume this much CPU (nanoseconds, > 0; `u64::MAX`
+    /// runs forever). Replaces whatever work was left.
+    Run(u64),
+    /// Block until the armed timer says otherwise.
+    Block,
+    /// Nothing changes (e.g. a release while the previous job still runs).
+    Same,
+    /// The thread exits.
+    Exit,
+    /// The model went round its loop too often without time passing.
+    Stuck,
+}
+
+/// The world a workload callback sees.
+pub struct WCtx<'a> {
+    /// The current time.
+    pub now: u64,
+    /// The thread's own random stream.
+    pub rng: &'a mut Rng,
+    /// The thread's statistics.
+    pub stats: &'a mut ThreadStats,
+    /// Set to arm (or re-arm) the thread's timer at this time.
+    pub arm: Option<u64>,
+    /// Deadline misses recorded by this callback (for traces).
+    pub missed: u64,
+}
+
+impl WCtx<'_> {
+    fn arm(&mut self, at: u64) {
+        self.arm = Some(at.max(self.now));
+    }
+
+    fn job_with_deadline(&mut self, deadline: u64) {
+        let l = self.now as i128 - deadline as i128;
+        let l = l.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        self.stats.job_with_deadline(l);
+        if l > 0 {
+            self.missed += 1;
+        }
+    }
+}
+
+/// A sequence of arrival times `a_{k+1} = a_k + U[min, max]`. Two copies
+/// with the same seed let a sporadic task know the arrival time of its
+/// oldest pending job without storing the backlog.
+#[derive(Clone, Debug)]
+struct Arrivals {
+    rng: Rng,
+    last: u64,
+    min: u64,
+    max: u64,
+}
+
+impl Arrivals {
+    fn next(&mut self) -> u64 {
+        self.last = self
+            .last
+            .saturating_add(self.rng.between(self.min, self.max));
+        self.last
+    }
+}
+
+/// The state of one thread's workload model.
+#[derive(Clone, Debug)]
+pub enum Workload {
+    /// Always runnable.
+    CpuBound,
+    /// Periodic jobs with release jitter.
+    Periodic {
+        /// Release period.
+        period: u64,
+        /// CPU per job.
+        exec: u64,
+        /// Relative deadline.
+        deadline: u64,
+        /// Maximum release jitter.
+        jitter: u64,
+        /// First nominal release, relative to creation.
+        offset: u64,
+        /// Absolute time of nominal release 0.
+        origin: u64,
+        /// Jobs released so far.
+        released: u64,
+        /// Jobs finished so far.
+        done: u64,
+    },
+    /// Sporadic jobs.
+    Sporadic {
+        /// CPU per job.
+        exec: u64,
+        /// Relative deadline.
+        deadline: u64,
+        /// Arrival generator for releases.
+        releases: Box<ArrivalPair>,
+        /// Jobs released so far.
+        released: u64,
+        /// Jobs finished so far.
+        done: u64,
+        /// Absolute deadline of the job in progress.
+        current_deadline: u64,
+    },
+    /// Think (blocked) then burst, both exponential.
+    Interactive {
+        /// Mean think time.
+        think: u64,
+        /// Mean burst.
+        burst: u64,
+    },
+    /// Compute, then wait for I/O, repeatedly.
+    BlockingIo {
+        /// CPU per round.
+        compute: u64,
+        /// I/O wait.
+        io: u64,
+    },
+    /// Seed 003's `srtsim`.
+    Video(Box<Video>),
+    /// Seed 000 §10.5.2's self-monitoring renderer.
+    Renderer {
+        /// CPU per frame.
+        work: u64,
+        /// Longest acceptable gap between frame completions.
+        miss_gap: u64,
+        /// Last frame completion (creation time at first).
+        last: u64,
+    },
+    /// A program of steps (rt-app tasks).
+    Program(Box<Prog>),
+}
+
+/// Releases and deadlines of a sporadic task, drawn from one sequence.
+#[derive(Clone, Debug)]
+pub struct ArrivalPair {
+    release: Arrivals,
+    due: Arrivals,
+}
+
+/// Frame types of an MPEG group of pictures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameType {
+    /// Intra-coded.
+    I,
+    /// Predicted.
+    P,
+    /// Bidirectional.
+    B,
+}
+
+/// `srtsim` state (seed 003 §2.2).
+#[derive(Clone, Debug)]
+pub struct Video {
+    period: u64,
+    constant: Option<u64>,
+    /// Mean CPU of I, P and B frames.
+    means: [u64; 3],
+    gop: Vec<FrameType>,
+    on_miss: MissPolicy,
+    /// Frames begun so far (the GOP position).
+    index: u64,
+    /// Deadline of the frame in progress, or start of the next period.
+    deadline: u64,
+    /// Working on a frame (else sleeping until `deadline`).
+    busy: bool,
+}
+
+/// Relative standard deviation of MPEG frame times (seed 003 Table 2.4).
+pub const MPEG_REL_STDDEV: f64 = 0.10;
+
+impl Video {
+    /// The frame type of frame `k` (MPEG mode).
+    pub fn frame_type(&self, k: u64) -> Option<FrameType> {
+        (!self.gop.is_empty()).then(|| self.gop[(k % self.gop.len() as u64) as usize])
+    }
+
+    /// CPU needed by frame `k`: constant, or the type's mean with normal
+    /// noise of 10 % (seed 003 Table 2.4), at least 1 ns.
+    fn cost(&self, k: u64, rng: &mut Rng) -> u64 {
+        if let Some(c) = self.constant {
+            return c;
+        }
+        let mean = match self.frame_type(k) {
+            Some(FrameType::I) => self.means[0],
+            Some(FrameType::P) => self.means[1],
+            _ => self.means[2],
+        };
+        let v = mean as f64 * (1.0 + MPEG_REL_STDDEV * rng.normal());
+        to_u64(v).max(1)
+    }
+
+    /// Starts frame `index` at `now`.
+    fn begin(&mut self, cx: &mut WCtx<'_>) -> Next {
+        self.busy = true;
+        self.deadline = cx.now.saturating_add(self.period);
+        let c = self.cost(self.index, cx.rng);
+        self.index += 1;
+        if self.on_miss == MissPolicy::Skip {
+            cx.arm(self.deadline);
+        }
+        Next::Run(c)
+    }
+}
+
+/// Program state.
+#[derive(Clone, Debug)]
+pub struct Prog {
+    steps: Vec<Step>,
+    loops: Option<u64>,
+    delay: u64,
+    pc: usize,
+    iterations: u64,
+    has_timer: bool,
+    /// Timer origin (start after the delay).
+    origin: u64,
+    /// Next timer expiry, once a timer step has run.
+    expiry: Option<u64>,
+    started: bool,
+    /// In a `Runtime` step: its end is the armed timer.
+    in_runtime: bool,
+}
+
+/// Most loop turns a program may make at one instant.
+const MAX_TURNS_AT_ONE_INSTANT: u64 = 100_000;
+
+impl Prog {
+    /// Runs steps until one takes time.
+    fn advance(&mut self, cx: &mut WCtx<'_>) -> Next {
+        let mut turns = 0;
+        loop {
+            if self.pc >= self.steps.len() {
+                self.pc = 0;
+                self.iterations += 1;
+                if !self.has_timer {
+                    cx.stats.job();
+                }
+                if self.loops.is_some_and(|n| self.iterations >= n) {
+                    return Next::Exit;
+                }
+                turns += 1;
+                if turns > MAX_TURNS_AT_ONE_INSTANT {
+                    return Next::Stuck;
+                }
+            }
+            let step = self.steps[self.pc].clone();
+            self.pc += 1;
+            match step {
+                Step::Run(d) if d.as_nanos() > 0 => return Next::Run(d.as_nanos()),
+                Step::Sleep(d) if d.as_nanos() > 0 => {
+                    cx.arm(cx.now.saturating_add(d.as_nanos()));
+                    return Next::Block;
+                }
+                Step::Runtime(d) if d.as_nanos() > 0 => {
+                    // Busy until wall time has passed, CPU or not.
+                    self.in_runtime = true;
+                    cx.arm(cx.now.saturating_add(d.as_nanos()));
+                    return Next::Run(u64::MAX);
+                }
+                Step::Run(_) | Step::Sleep(_) | Step::Runtime(_) => {}
+                Step::Timer { period, absolute } => {
+                    let p = period.as_nanos();
+                    let e = self.expiry.unwrap_or(self.origin.saturating_add(p));
+                    cx.job_with_deadline(e);
+                    if cx.now < e {
+                        self.expiry = Some(e.saturating_add(p));
+                        cx.arm(e);
+                        return Next::Block;
+                    }
+                    // On time or late: no sleep. Absolute timers keep their
+                    // grid and catch up; relative ones restart from now
+                    // (rt-app's timer modes).
+                    self.expiry = Some(if absolute {
+                        e.saturating_add(p)
+                    } else {
+                        cx.now.saturating_add(p)
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn positive(v: u64, what: &str) -> Result<u64, String> {
+    if v == 0 {
+        Err(format!("{what} must be positive"))
+    } else {
+        Ok(v)
+    }
+}
+
+impl Workload {
+    /// Builds the model of `spec` for a thread whose random stream is
+    /// `rng`.
+    ///
+    /// # Errors
+    /// Parameters that would make the model meaningless or stall time
+    /// (a zero period, no work, min > max, an unknown frame type).
+    pub fn new(spec: &WorkloadSpec, rng: &Rng) -> Result<Workload, String> {
+        Ok(match spec {
+            WorkloadSpec::CpuBound => Workload::CpuBound,
+            WorkloadSpec::Periodic {
+                period,
+                exec,
+                deadline,
+                jitter,
+                offset,
+            } => Workload::Periodic {
+                period: positive(period.as_nanos(), "periodic: `period`")?,
+                exec: positive(exec.as_nanos(), "periodic: `exec`")?,
+                deadline: deadline.as_nanos(),
+                jitter: jitter.as_nanos(),
+                offset: offset.as_nanos(),
+                origin: 0,
+                released: 0,
+                done: 0,
+            },
+            WorkloadSpec::Sporadic {
+                min_interarrival,
+                max_interarrival,
+                exec,
+                deadline,
+            } => {
+                let min = positive(min_interarrival.as_nanos(), "sporadic: `min_interarrival`")?;
+                let max = max_interarrival.as_nanos();
+                if max < min {
+                    return Err(format!("sporadic: `max_interarrival` ({max_interarrival}) is below `min_interarrival` ({min_interarrival})"));
+                }
+                let a = Arrivals {
+                    rng: rng.clone(),
+                    last: 0,
+                    min,
+                    max,
+                };
+                Workload::Sporadic {
+                    exec: positive(exec.as_nanos(), "sporadic: `exec`")?,
+                    deadline: deadline.as_nanos(),
+                    releases: Box::new(ArrivalPair {
+                        release: a.clone(),
+                        due: a,
+                    }),
+                    released: 0,
+                    done: 0,
+                    current_deadline: 0,
+                }
+            }
+            WorkloadSpec::Interactive { think, burst } => Workload::Interactive {
+                think: think.as_nanos(),
+                burst: positive(burst.as_nanos(), "interactive: `burst`")?,
+            },
+            WorkloadSpec::BlockingIo { compute, io } => {
+                if compute.as_nanos() == 0 && io.as_nanos() == 0 {
+                    return Err("io: `compute` and `io` are both zero".into());
+                }
+                Workload::BlockingIo {
+                    compute: compute.as_nanos(),
+                    io: io.as_nanos(),
+                }
+            }
+            WorkloadSpec::Video(v) => Workload::Video(Box::new(video(v)?)),
+            WorkloadSpec::FrameRenderer { work, miss_gap } => Workload::Renderer {
+                work: positive(work.as_nanos(), "frame_renderer: `work`")?,
+                miss_gap: positive(miss_gap.as_nanos(), "frame_renderer: `miss_gap`")?,
+                last: 0,
+            },
+            WorkloadSpec::Program(p) => Workload::Program(Box::new(program(p)?)),
+        })
+    }
+
+    /// Short name of the model, for reports.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::CpuBound => "cpu_bound",
+            Workload::Periodic { .. } => "periodic",
+            Workload::Sporadic { .. } => "sporadic",
+            Workload::Interactive { .. } => "interactive",
+            Workload::BlockingIo { .. } => "io",
+            Workload::Video(_) => "video",
+            Workload::Renderer { .. } => "frame_renderer",
+            Workload::Program(_) => "program",
+        }
+    }
+
+    /// Whether the model produces frames (reported as FPS).
+    pub fn has_frames(&self) -> bool {
+        matches!(self, Workload::Video(_) | Workload::Renderer { .. })
+    }
+
+    /// The thread was created at `cx.now` (blocked).
+    pub fn start(&mut self, cx: &mut WCtx<'_>) -> Next {
+        let now = cx.now;
+        match self {
+            Workload::CpuBound => Next::Run(u64::MAX),
+            Workload::Periodic {
+                offset,
+                origin,
+                jitter,
+                ..
+            } => {
+                *origin = now.saturating_add(*offset);
+                let j = cx.rng.between(0, *jitter);
+                cx.arm(origin.saturating_add(j));
+                Next::Block
+            }
+            Workload::Sporadic { releases, .. } => {
+                releases.release.last = now;
+                releases.due.last = now;
+                let a = releases.release.next();
+                cx.arm(a);
+                Next::Block
+            }
+            Workload::Interactive { think, .. } => {
+                let t = cx.rng.exp(*think);
+                cx.arm(now.saturating_add(t));
+                Next::Block
+            }
+            Workload::BlockingIo { compute, io } => {
+                if *compute > 0 {
+                    Next::Run(*compute)
+                } else {
+                    cx.arm(now.saturating_add(*io));
+                    Next::Block
+                }
+            }
+            Workload::Video(v) => v.begin(cx),
+            Workload::Renderer { work, last, .. } => {
+                *last = now;
+                Next::Run(*work)
+            }
+            Workload::Program(p) => {
+                if p.loops == Some(0) {
+                    return Next::Exit;
+                }
+                if p.delay > 0 {
+                    cx.arm(now.saturating_add(p.delay));
+                    Next::Block
+                } else {
+                    p.started = true;
+                    p.origin = now;
+                    p.advance(cx)
+                }
+            }
+        }
+    }
+
+    /// The work asked for with [`Next::Run`] is finished at `cx.now`.
+    pub fn done(&mut self, cx: &mut WCtx<'_>) -> Next {
+        let now = cx.now;
+        match self {
+            Workload::CpuBound => Next::Run(u64::MAX),
+            Workload::Periodic {
+                period,
+                exec,
+                deadline,
+                origin,
+                released,
+                done,
+                ..
+            } => {
+                let due = origin
+                    .saturating_add(done.saturating_mul(*period))
+                    .saturating_add(*deadline);
+                *done += 1;
+                cx.job_with_deadline(due);
+                if *done < *released {
+                    Next::Run(*exec)
+                } else {
+                    Next::Block
+                }
+            }
+            Workload::Sporadic {
+                exec,
+                deadline,
+                releases,
+                released,
+                done,
+                current_deadline,
+            } => {
+                *done += 1;
+                cx.job_with_deadline(*current_deadline);
+                if *done < *released {
+                    *current_deadline = releases.due.next().saturating_add(*deadline);
+                    Next::Run(*exec)
+                } else {
+                    Next::Block
+                }
+            }
+            Workload::Interactive { think, .. } => {
+                cx.stats.job();
+                let t = cx.rng.exp(*think);
+                cx.arm(now.saturating_add(t));
+                Next::Block
+            }
+            Workload::BlockingIo { io, .. } => {
+                cx.stats.job();
+                cx.arm(now.saturating_add(*io));
+                Next::Block
+            }
+            Workload::Video(v) => {
+                cx.job_with_deadline(v.deadline);
+                v.busy = false;
+                if now <= v.deadline {
+                    // On time: sleep until the next period begins.
+                    cx.arm(v.deadline);
+                    Next::Block
+                } else {
+                    // Late (only in Continue mode): the next period starts
+                    // now, its deadline relative to this start (seed 003 §2.2.1).
+                    v.begin(cx)
+                }
+            }
+            Workload::Renderer {
+                work,
+                miss_gap,
+                last,
+            } => {
+                let gap = now - *last;
+                let lateness = now as i128 - (*last as i128 + *miss_gap as i128);
+                let missed = if gap == 0 { 0 } else { (gap - 1) / *miss_gap };
+                cx.stats.jobs += 1;
+                cx.stats
+                    .lateness
+                    .record(lateness.clamp(i64::MIN as i128, i64::MAX as i128) as i64);
+                if missed == 0 {
+                    cx.stats.hits += 1;
+                }
+                cx.stats.misses += missed;
+                cx.missed += missed;
+                *last = now;
+                Next::Run(*work)
+            }
+            Workload::Program(p) => p.advance(cx),
+        }
+    }
+
+    /// The armed timer expired at `cx.now`.
+    pub fn timer(&mut self, cx: &mut WCtx<'_>) -> Next {
+        let now = cx.now;
+        match self {
+            Workload::CpuBound | Workload::Renderer { .. } => Next::Same,
+            Workload::Periodic {
+                period,
+                exec,
+                jitter,
+                origin,
+                released,
+                done,
+                ..
+            } => {
+                let idle = *done == *released;
+                *released += 1;
+                let nominal = origin.saturating_add(released.saturating_mul(*period));
+                let j = cx.rng.between(0, *jitter);
+                cx.arm(nominal.saturating_add(j));
+                if idle {
+                    Next::Run(*exec)
+                } else {
+                    Next::Same
+                }
+            }
+            Workload::Sporadic {
+                exec,
+                deadline,
+                releases,
+                released,
+                done,
+                current_deadline,
+            } => {
+                let idle = *done == *released;
+                *released += 1;
+                let a = releases.release.next();
+                cx.arm(a);
+                if idle {
+                    *current_deadline = releases.due.next().saturating_add(*deadline);
+                    Next::Run(*exec)
+                } else {
+                    Next::Same
+                }
+            }
+            Workload::Interactive { burst, .. } => Next::Run(cx.rng.exp(*burst).max(1)),
+            Workload::BlockingIo { compute, io } => {
+                if *compute > 0 {
+                    Next::Run(*compute)
+                } else {
+                    // Nothing to compute: each I/O completion is a round.
+                    cx.stats.job();
+                    cx.arm(now.saturating_add(*io));
+                    Next::Same
+                }
+            }
+            Workload::Video(v) => {
+                if v.busy {
+                    // Skip mode: the deadline passed with the frame unfinished.
+                    cx.stats.misses += 1;
+                    cx.stats.dropped += 1;
+                    cx.missed += 1;
+                }
+                v.begin(cx)
+            }
+            Workload::Program(p) => {
+                if !p.started {
+                    p.started = true;
+                    p.origin = now;
+                }
+                p.in_runtime = false;
+                p.advance(cx)
+            }
+        }
+    }
+
+    /// The run ends at `end`: account for what is overdue then.
+    pub fn finish(&mut self, end: u64, stats: &mut ThreadStats) {
+        if let Workload::Renderer { miss_gap, last, .. } = self {
+            if end > *last {
+                stats.misses += (end - *last - 1) / *miss_gap;
+            }
+        }
+    }
+}
+
+fn video(v: &VideoSpec) -> Result<Video, String> {
+    let period = positive(v.period.as_nanos(), "video: `period`")?;
+    let (constant, means, gop) = match &v.mode {
+        VideoMode::Constant { exec } => (
+            Some(positive(exec.as_nanos(), "video: `exec`")?),
+            [0; 3],
+            Vec::new(),
+        ),
+        VideoMode::Mpeg { i, p, b, gop } => {
+            let mut types = Vec::with_capacity(gop.len());
+            for (k, c) in gop.chars().enumerate() {
+                types.push(match c.to_ascii_uppercase() {
+                    'I' => FrameType::I,
+                    'P' => FrameType::P,
+                    'B' => FrameType::B,
+                    other => {
+                        return Err(format!(
+                        "video: `gop` \"{gop}\" has `{other}` at position {}; use only I, P and B",
+                        k + 1
+                    ))
+                    }
+                });
+            }
+            if types.is_empty() {
+                return Err(
+                    "video: `gop` is empty; give a pattern such as \"IBBPBBPBBPBB\"".into(),
+                );
+            }
+            for (t, d, name) in [
+                (FrameType::I, i, "i"),
+                (FrameType::P, p, "p"),
+                (FrameType::B, b, "b"),
+            ] {
+                if types.contains(&t) {
+                    positive(d.as_nanos(), &format!("video: `{name}`"))?;
+                }
+            }
+            (None, [i.as_nanos(), p.as_nanos(), b.as_nanos()], types)
+        }
+    };
+    Ok(Video {
+        period,
+        constant,
+        means,
+        gop,
+        on_miss: v.on_miss,
+        index: 0,
+        deadline: 0,
+        busy: false,
+    })
+}
+
+fn program(p: &Program) -> Result<Prog, String> {
+    let mut takes_time = false;
+    let mut has_timer = false;
+    for (k, s) in p.steps.iter().enumerate() {
+        match s {
+            Step::Run(d) | Step::Sleep(d) | Step::Runtime(d) => takes_time |= d.as_nanos() > 0,
+            Step::Timer { period, .. } => {
+                positive(
+                    period.as_nanos(),
+                    &format!("program step {}: timer `period`", k + 1),
+                )?;
+                takes_time = true;
+                has_timer = true;
+            }
+        }
+    }
+    if p.steps.is_empty() {
+        return Err("program has no steps".into());
+    }
+    if !takes_time && p.loops.is_none() {
+        return Err("program loops forever without any step that takes time".into());
+    }
+    Ok(Prog {
+        steps: p.steps.clone(),
+        loops: p.loops,
+        delay: p.delay.as_nanos(),
+        pc: 0,
+        iterations: 0,
+        has_timer,
+        origin: 0,
+        expiry: None,
+        started: false,
+        in_runtime: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsched_core::Duration as D;
+
+    /// Calls one callback at `now` and returns what it asked for.
+    fn call(
+        w: &mut Workload,
+        rng: &mut Rng,
+        stats: &mut ThreadStats,
+        now: u64,
+        f: fn(&mut Workload, &mut WCtx<'_>) -> Next,
+    ) -> (Next, Option<u64>, u64) {
+        let mut cx = WCtx {
+            now,
+            rng,
+            stats,
+            arm: None,
+            missed: 0,
+        };
+        let n = f(w, &mut cx);
+        (n, cx.arm, cx.missed)
+    }
+
+    fn start(w: &mut Workload, cx: &mut WCtx<'_>) -> Next {
+        w.start(cx)
+    }
+    fn done(w: &mut Workload, cx: &mut WCtx<'_>) -> Next {
+        w.done(cx)
+    }
+    fn timer(w: &mut Workload, cx: &mut WCtx<'_>) -> Next {
+        w.timer(cx)
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn periodic_releases_stay_within_the_jitter_window() {
+        let spec = WorkloadSpec::Periodic {
+            period: D(10 * MS),
+            exec: D(MS),
+            deadline: D(10 * MS),
+            jitter: D(2 * MS),
+            offset: D(5 * MS),
+        };
+        let mut rng = Rng::new(9, 1);
+        let mut w = Workload::new(&spec, &rng.clone()).unwrap();
+        let mut st = ThreadStats::default();
+        let (n, arm, _) = call(&mut w, &mut rng, &mut st, 0, start);
+        assert_eq!(n, Next::Block);
+        let mut at = arm.unwrap();
+        let mut offsets = Vec::new();
+        for k in 0..2000u64 {
+            let nominal = 5 * MS + k * 10 * MS;
+            assert!(
+                at >= nominal && at <= nominal + 2 * MS,
+                "release {k} at {at}"
+            );
+            offsets.push(at - nominal);
+            let (n, arm, _) = call(&mut w, &mut rng, &mut st, at, timer);
+            assert_eq!(n, Next::Run(MS));
+            // The job finishes 1 ms later, before the next release.
+            let (n, _, _) = call(&mut w, &mut rng, &mut st, at + MS, done);
+            assert_eq!(n, Next::Block);
+            at = arm.unwrap();
+        }
+        // The jitter is spread over the window, not stuck at one end.
+        let mean = offsets.iter().sum::<u64>() as f64 / offsets.len() as f64;
+        assert!(
+            (mean - MS as f64).abs() < 0.1 * MS as f64,
+            "mean jitter {mean}"
+        );
+        assert!(offsets.iter().any(|&o| o < MS / 10) && offsets.iter().any(|&o| o > 19 * MS / 10));
+        assert_eq!(st.jobs, 2000);
+        assert_eq!(st.misses, 0);
+    }
+
+    #[test]
+    fn periodic_backlog_keeps_the_thread_running() {
+        let spec = WorkloadSpec::Periodic {
+            period: D(10 * MS),
+            exec: D(15 * MS),
+            deadline: D(10 * MS),
+            jitter: D(0),
+            offset: D(0),
+        };
+        let mut rng = Rng::new(0, 0);
+        let mut w = Workload::new(&spec, &rng.clone()).unwrap();
+        let mut st = ThreadStats::default();
+        call(&mut w, &mut rng, &mut st, 0, start);
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 0, timer).0,
+            Next::Run(15 * MS)
+        );
+        // Second release while the first job still runs: nothing changes.
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 10 * MS, timer).0,
+            Next::Same
+        );
+        // First job done at 15 ms, 5 ms late; the second starts at once.
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 15 * MS, done).0,
+            Next::Run(15 * MS)
+        );
+        assert_eq!(st.lateness.max(), Some(5 * MS as i64));
+        // Second done at 30 ms: due at 20 ms.
+        call(&mut w, &mut rng, &mut st, 20 * MS, timer);
+        call(&mut w, &mut rng, &mut st, 30 * MS, done);
+        assert_eq!(st.lateness.max(), Some(10 * MS as i64));
+        assert_eq!(st.misses, 2);
+    }
+
+    #[test]
+    fn mpeg_frames_follow_the_gop_with_ten_percent_noise() {
+        let spec = WorkloadSpec::Video(VideoSpec {
+            period: D(40 * MS),
+            mode: VideoMode::Mpeg {
+                i: D(15 * MS),
+                p: D(12 * MS),
+                b: D(8 * MS),
+                gop: "IBBPBB".into(),
+            },
+            on_miss: MissPolicy::Continue,
+        });
+        let mut rng = Rng::new(5, 5);
+        let mut w = Workload::new(&spec, &rng.clone()).unwrap();
+        let mut st = ThreadStats::default();
+        let mut sums = [0f64; 3];
+        let mut sq = [0f64; 3];
+        let mut n = [0f64; 3];
+        let (mut next, _, _) = call(&mut w, &mut rng, &mut st, 0, start);
+        let mut now = 0;
+        for k in 0..6000u64 {
+            let Next::Run(c) = next else {
+                panic!("frame {k}: {next:?}")
+            };
+            let ty = match k % 6 {
+                0 => 0,
+                3 => 1,
+                _ => 2,
+            };
+            sums[ty] += c as f64;
+            sq[ty] += (c as f64) * (c as f64);
+            n[ty] += 1.0;
+            // Finish on time, then sleep to the next period.
+            now += c;
+            let (nx, arm, _) = call(&mut w, &mut rng, &mut st, now, done);
+            assert_eq!(nx, Next::Block);
+            now = arm.unwrap();
+            next = call(&mut w, &mut rng, &mut st, now, timer).0;
+        }
+        for (t, mean) in [(0, 15.0), (1, 12.0), (2, 8.0)] {
+            let m = sums[t] / n[t] / MS as f64;
+            let sd = (sq[t] / n[t] - (sums[t] / n[t]).powi(2)).sqrt() / MS as f64;
+            assert!(
+                (m - mean).abs() < 0.02 * mean,
+                "type {t}: mean {m} ms, expected {mean}"
+            );
+            assert!(
+                (sd - 0.1 * mean).abs() < 0.015 * mean,
+                "type {t}: sd {sd} ms"
+            );
+        }
+        assert_eq!(st.misses, 0);
+        assert_eq!(st.jobs, 6000);
+    }
+
+    #[test]
+    fn late_video_frames_continue_or_skip() {
+        let cont = VideoSpec {
+            period: D(10 * MS),
+            mode: VideoMode::Constant { exec: D(4 * MS) },
+            on_miss: MissPolicy::Continue,
+        };
+        let mut rng = Rng::new(0, 0);
+        let mut w = Workload::new(&WorkloadSpec::Video(cont.clone()), &rng.clone()).unwrap();
+        let mut st = ThreadStats::default();
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 0, start),
+            (Next::Run(4 * MS), None, 0)
+        );
+        // Done at 13 ms, 3 ms late: the next frame starts now, due at 23 ms.
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 13 * MS, done),
+            (Next::Run(4 * MS), None, 1)
+        );
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 17 * MS, done),
+            (Next::Block, Some(23 * MS), 0)
+        );
+
+        let skip = VideoSpec {
+            on_miss: MissPolicy::Skip,
+            ..cont
+        };
+        let mut w = Workload::new(&WorkloadSpec::Video(skip), &rng.clone()).unwrap();
+        let mut st = ThreadStats::default();
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 0, start),
+            (Next::Run(4 * MS), Some(10 * MS), 0)
+        );
+        // Deadline at 10 ms with the frame unfinished: dropped, next frame.
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 10 * MS, timer),
+            (Next::Run(4 * MS), Some(20 * MS), 1)
+        );
+        assert_eq!((st.dropped, st.misses, st.jobs), (1, 1, 0));
+    }
+
+    #[test]
+    fn the_renderer_counts_every_missed_33ms_deadline() {
+        let spec = WorkloadSpec::FrameRenderer {
+            work: D(10 * MS),
+            miss_gap: D(33 * MS),
+        };
+        let mut rng = Rng::new(0, 0);
+        let mut w = Workload::new(&spec, &rng.clone()).unwrap();
+        let mut st = ThreadStats::default();
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 0, start).0,
+            Next::Run(10 * MS)
+        );
+        // Gaps: 33 ms (on time), 33 ms + 1 ns (one miss), 100 ms (three).
+        for (t, missed) in [(33 * MS, 0), (66 * MS + 1, 1), (166 * MS + 1, 3)] {
+            let (n, _, m) = call(&mut w, &mut rng, &mut st, t, done);
+            assert_eq!((n, m), (Next::Run(10 * MS), missed));
+        }
+        assert_eq!((st.jobs, st.hits, st.misses), (3, 1, 4));
+        assert_eq!(st.lateness.max(), Some(67 * MS as i64));
+        // 70 ms without a frame at the end of the run: two more misses.
+        w.finish(236 * MS + 1, &mut st);
+        assert_eq!(st.misses, 6);
+    }
+
+    #[test]
+    fn programs_follow_rtapp_timer_modes() {
+        let prog = |absolute| Program {
+            steps: vec![
+                Step::Run(D(3 * MS)),
+                Step::Timer {
+                    period: D(10 * MS),
+                    absolute,
+                },
+            ],
+            loops: Some(3),
+            delay: D(0),
+        };
+        for absolute in [true, false] {
+            let mut rng = Rng::new(0, 0);
+            let mut w =
+                Workload::new(&WorkloadSpec::Program(prog(absolute)), &rng.clone()).unwrap();
+            let mut st = ThreadStats::default();
+            assert_eq!(
+                call(&mut w, &mut rng, &mut st, 0, start).0,
+                Next::Run(3 * MS)
+            );
+            // First run overruns: it ends at 14 ms, past the 10 ms expiry.
+            let (n, arm, m) = call(&mut w, &mut rng, &mut st, 14 * MS, done);
+            assert_eq!((n, arm, m), (Next::Run(3 * MS), None, 1));
+            // Second run ends at 17 ms: absolute expiry 20 ms, relative 24 ms.
+            let (n, arm, _) = call(&mut w, &mut rng, &mut st, 17 * MS, done);
+            assert_eq!(n, Next::Block);
+            assert_eq!(arm, Some(if absolute { 20 * MS } else { 24 * MS }));
+            let t = arm.unwrap();
+            assert_eq!(
+                call(&mut w, &mut rng, &mut st, t, timer).0,
+                Next::Run(3 * MS)
+            );
+            // Third loop reaches its timer, then the program exits.
+            let (n, _, _) = call(&mut w, &mut rng, &mut st, t + 3 * MS, done);
+            assert_eq!(n, Next::Block);
+            let t2 = if absolute { 30 * MS } else { 34 * MS };
+            assert_eq!(call(&mut w, &mut rng, &mut st, t2, timer).0, Next::Exit);
+            assert_eq!((st.jobs, st.misses), (3, 1));
+        }
+    }
+
+    #[test]
+    fn runtime_steps_end_on_the_wall_clock() {
+        let p = Program {
+            steps: vec![Step::Runtime(D(5 * MS)), Step::Sleep(D(5 * MS))],
+            loops: None,
+            delay: D(2 * MS),
+        };
+        let mut rng = Rng::new(0, 0);
+        let mut w = Workload::new(&WorkloadSpec::Program(p), &rng.clone()).unwrap();
+        let mut st = ThreadStats::default();
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 0, start),
+            (Next::Block, Some(2 * MS), 0)
+        );
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 2 * MS, timer),
+            (Next::Run(u64::MAX), Some(7 * MS), 0)
+        );
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 7 * MS, timer),
+            (Next::Block, Some(12 * MS), 0)
+        );
+        assert_eq!(
+            call(&mut w, &mut rng, &mut st, 12 * MS, timer),
+            (Next::Run(u64::MAX), Some(17 * MS), 0)
+        );
+        assert_eq!(st.jobs, 1);
+    }
+
+    #[test]
+    fn meaningless_parameters_are_refused() {
+        let rng = Rng::new(0, 0);
+        let bad = [
+            WorkloadSpec::Periodic {
+                period: D(0),
+                exec: D(1),
+                deadline: D(1),
+                jitter: D(0),
+                offset: D(0),
+            },
+            WorkloadSpec::Sporadic {
+                min_interarrival: D(5),
+                max_interarrival: D(4),
+                exec: D(1),
+                deadline: D(1),
+            },
+            WorkloadSpec::FrameRenderer {
+                work: D(1),
+                miss_gap: D(0),
+            },
+            WorkloadSpec::Video(VideoSpec {
+                period: D(10),
+                mode: VideoMode::Mpeg {
+                    i: D(1),
+                    p: D(1),
+                    b: D(1),
+                    gop: "IBX".into(),
+                },
+                on_miss: MissPolicy::Skip,
+            }),
+            WorkloadSpec::Program(Program {
+                steps: vec![Step::Run(D(0)), Step::Sleep(D(0))],
+                loops: None,
+                delay: D(0),
+            }),
+        ];
+        for b in &bad {
+            assert!(Workload::new(b, &rng).is_err(), "{b:?} accepted");
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Helpers shared by the simulator's integration tests.
+#![allow(dead_code)]
+
+use hsched_config::Hierarchy;
+use hsched_core::testing::{Fifo, Hoarder};
+use hsched_core::{Duration, Params, Policy, PolicyError};
+use hsched_policies::PolicyInfo;
+use hsched_sim::{Report, SimOptions};
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+fn fifo(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(Fifo::default()))
+}
+
+fn hoarder(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(Hoarder))
+}
+
+/// The registry plus the core's test policies `fifo` (first come first
+/// served, non-preemptive) and `hoarder` (breaks the protocol).
+pub fn policies() -> Vec<PolicyInfo> {
+    let mut v = hsched_policies::registry().to_vec();
+    for (name, build) in [("fifo", fifo as fn(&Params) -> _), ("hoarder", hoarder)] {
+        v.push(PolicyInfo {
+            name,
+            summary: "test policy",
+            seed: "",
+            instance_params: &[],
+            child_params: &[],
+            min_parents: 1,
+            max_parents: 1,
+            build,
+        });
+    }
+    v
+}
+
+/// Parses a hierarchy file given as text.
+pub fn parse(text: &str) -> Hierarchy {
+    hsched_config::parse_str_with_policies(text, "test.toml", &policies())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Simulates `text` for `secs` seconds with seed 1.
+pub fn sim(text: &str, secs: f64) -> Report {
+    sim_with(text, opts(secs))
+}
+
+/// Options for a run of `secs` seconds, seed 1.
+pub fn opts(secs: f64) -> SimOptions {
+    SimOptions {
+        duration: Some(Duration((secs * 1e9) as u64)),
+        seed: Some(1),
+        check_protocol: true,
+        ..Default::default()
+    }
+}
+
+/// Simulates `text` with `opts`, panicking with the error's text.
+pub fn sim_with(text: &str, opts: SimOptions) -> Report {
+    let h = parse(text);
+    hsched_sim::run_with_policies(&h, opts, &policies()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A `Write` that keeps what is written, shareable with the test.
+#[derive(Clone, Default)]
+pub struct Buf(pub Arc<Mutex<Vec<u8>>>);
+
+impl Buf {
+    /// What was written.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.lock().unwrap().clone()
+    }
+    /// What was written, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.bytes()).unwrap()
+    }
+}
+
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// 1 ms in nanoseconds.
+pub const MS: u64 = 1_000_000;
+/// 1 s in nanoseconds.
+pub const S: u64 = 1_000_000_000;
