@@ -1,20 +1,799 @@
-//! Placeholder for the `ps` policy (being written).
+//! `ps`: proportional share by start-time fair queuing with warp (seed 000
+//! §9.3.3, guarantees §5.3.1.4).
+//!
+//! # Algorithm
+//! Start-time fair queuing (SFQ, Goyal et al., seed 000 reference 28) with a
+//! warp extension like BVT's (reference 20) but without BVT's warp time limit
+//! and unwarp time requirement, as in §9.3.3.
+//!
+//! - Every child has a *virtual time* `v` that advances by the CPU time it
+//!   receives divided by its `share`. Received time is net of stolen time
+//!   ([`Ctx::vp_received`]), so a child is not charged for interrupts.
+//! - The *system virtual time* `V` is the smallest virtual time among the
+//!   children that are ready or running (running children are brought up
+//!   to date first); when none is, it is the largest virtual time any child
+//!   reached. A child that asks for the processor catches up:
+//!   `v := max(v, V)`, so blocked children build no credit (§9.3.3).
+//! - Dispatch picks the ready child with the smallest `v − warp`, ties
+//!   going to the child queued first (FIFO), from an ordered map keyed by
+//!   (`v − warp`, queue sequence): O(log n) per decision (the
+//!   dissertation's implementation scanned a list).
+//! - A running child keeps its processor for at most `quantum` while other
+//!   children are ready: then it is charged, re-queued behind equal keys,
+//!   and the smallest key runs (the same child when it is still the
+//!   smallest, without a revoke). The quantum timer is armed only while a
+//!   child waits, so an uncontended child costs no timer events.
+//! - A child with a non-zero warp that asks for the processor while every
+//!   processor this instance can hold is busy preempts the running child
+//!   with the largest current key (`v − warp`, brought up to date) when its
+//!   own key is strictly smaller: BVT's wake-up rule without a
+//!   context-switch allowance. That is what warp is for: low dispatch
+//!   latency in exchange for borrowing against the child's future
+//!   allocation. Children without warp never preempt on wake-up, so with
+//!   every warp zero PS is exactly SFQ, driven by quanta (§5.3.1.4).
+//!
+//! `warp` is CPU time the child may run ahead of its fair position: it is
+//! converted to virtual time with the child's own share, so a warp of 5 ms
+//! lets a child borrow 5 ms of its future allocation whatever its share.
+//!
+//! Notifications reach an instance only after its own actions are applied
+//! (the HSI never nests a policy's hooks), so every hook first reconciles
+//! with what already happened: a processor the parent took back, a running
+//! child that released. A hook that revokes a VP of a child instance never
+//! grants another VP of that instance: the instance may release it as a
+//! consequence of the revocation, before the grant would be applied.
+//! Hierarchies with Join can still invalidate a queued grant in ways a
+//! policy cannot see: a Join below one child may release its VP under
+//! another child when the first is revoked.
+//!
+//! Virtual time is exact integer arithmetic: `v` counts 2¹⁶ units per
+//! nanosecond at share 1 in a `u128`, shares are fixed-point with three
+//! decimals, and division remainders are carried per child, so long runs do
+//! not drift and two runs give the same schedule.
+//!
+//! Multiprocessor: a PS instance holds up to as many processors as it has
+//! parent VPs (all those its parent offers) and runs one child on each. It
+//! asks its parent for as many processors as it has ready or running
+//! children. A child runs on at most one processor, so a share above
+//! `1/processors` of the total cannot be honoured in full.
+//!
+//! # Parameters
+//! Instance: `quantum`, duration, default 10 ms (a typical time-sharing
+//! quantum; the dissertation's clock gave 10–15 ms on Windows 2000), must be
+//! positive.
+//!
+//! Child (a thread's or child instance's `params`):
+//! - `share`: positive number, default 1 (three decimals kept; at least
+//!   0.001, at most 1e6).
+//! - `warp`: duration, default 0.
+//!
+//! # Guarantees (seed 000 Table 5.1, §5.3.1.4)
+//! With every warp zero PS is SFQ: it accepts `PS`, `PSBE`, `RESU` or
+//! `RESCH` and provides `PS` (from `PS`) or `PSBE` (from the others) to
+//! each child; given `PSBE s δ`, a child with weight `r` (its fraction of
+//! the shares) among `T` children and quantum `q` receives
+//! `PSBE s·r, r·T·q/s + r·δ/s + q` (eq. 5.2). Once any child has a
+//! non-zero warp the bounded-error analysis no longer holds (§5.3.1.7, as
+//! for BVT): the children then get `PS s·r` only.
+//!
+//! # Messages
+//! `Msg::SetParams` with `share` and/or `warp` changes a child's share and
+//! warp at run time (keys absent keep their value; unknown keys are
+//! refused). The child keeps its virtual time; a running child is first
+//! charged at its old share.
 
 use crate::registry::PolicyInfo;
-use hsched_core::{Params, Policy, PolicyError};
+use hsched_core::{
+    CpuId, Ctx, Duration, Instant, Msg, Node, ParamError, ParamSpec, Params, Policy, PolicyError,
+    RevokeReason, Side, VpId, VpState, VpTable,
+};
+use std::collections::BTreeMap;
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "ps",
-    summary: "",
-    seed: "",
-    instance_params: &[],
-    child_params: &[],
+    summary: "proportional share: start-time fair queuing with BVT-like warp, O(log n) dispatch, multiprocessor",
+    seed: "000 §9.3.3, §5.3.1.4",
+    instance_params: &[ParamSpec {
+        key: "quantum",
+        kind: "duration",
+        default: "10ms",
+        doc: "longest a child runs while others are ready",
+    }],
+    child_params: &[
+        ParamSpec { key: "share", kind: "number", default: "1", doc: "relative share of the CPU, positive" },
+        ParamSpec {
+            key: "warp",
+            kind: "duration",
+            default: "0",
+            doc: "CPU time the child may borrow ahead of its share for low dispatch latency",
+        },
+    ],
     min_parents: 1,
     max_parents: 1,
     build,
 };
 
-fn build(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
-    Err(PolicyError::Unsupported("Ps is not built yet".into()))
+fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(Ps::from_params(params)?))
+}
+
+/// Default quantum.
+pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
+/// Virtual-time units per nanosecond at share 1, times the share scale.
+const VT_SCALE: u128 = 1000 << 16;
+/// Shares are kept in thousandths.
+const SHARE_SCALE: f64 = 1000.0;
+const MAX_SHARE: f64 = 1e6;
+
+fn param_err(key: &str, message: impl Into<String>) -> PolicyError {
+    PolicyError::Param(ParamError {
+        key: key.to_string(),
+        message: message.into(),
+    })
+}
+
+/// Configuration of one PS instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PsConfig {
+    /// Longest a child runs while others are ready; positive.
+    pub quantum: Duration,
+}
+
+impl Default for PsConfig {
+    fn default() -> Self {
+        PsConfig {
+            quantum: DEFAULT_QUANTUM,
+        }
+    }
+}
+
+impl PsConfig {
+    /// Reads `quantum` from instance parameters.
+    ///
+    /// # Errors
+    /// Not a duration, or zero.
+    pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
+        let quantum = params.duration("quantum")?.unwrap_or(DEFAULT_QUANTUM);
+        if quantum == Duration::ZERO {
+            return Err(param_err("quantum", "must be positive"));
+        }
+        Ok(PsConfig { quantum })
+    }
+}
+
+/// A child's share and warp.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShareParams {
+    /// Relative share, in [0.001, 1e6].
+    pub share: f64,
+    /// CPU time the child may run ahead of its share.
+    pub warp: Duration,
+}
+
+impl ShareParams {
+    /// Reads and checks `share` (default 1) and `warp` (default 0).
+    ///
+    /// # Errors
+    /// A share that is not a number, not positive, below 0.001 or above
+    /// 1e6; a warp that is not a duration.
+    pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
+        let share = params.f64("share")?.unwrap_or(1.0);
+        if share <= 0.0 {
+            return Err(param_err(
+                "share",
+                format!("must be positive, found {share}"),
+            ));
+        }
+        if !(1.0 / SHARE_SCALE..=MAX_SHARE).contains(&share) {
+            return Err(param_err(
+                "share",
+                format!("must be between 0.001 and 1e6, found {share}"),
+            ));
+        }
+        let warp = params.duration("warp")?.unwrap_or(Duration::ZERO);
+        Ok(ShareParams { share, warp })
+    }
+
+    fn weight(self) -> u64 {
+        (self.share * SHARE_SCALE).round().max(1.0) as u64
+    }
+}
+
+/// Per-child state.
+#[derive(Clone, Debug)]
+struct Child {
+    /// Registration order: tie-break in `active`.
+    order: u64,
+    params: ShareParams,
+    /// `share` in thousandths.
+    weight: u64,
+    /// `warp` in virtual time.
+    warp_vt: u128,
+    /// Virtual time.
+    vt: u128,
+    /// Remainder of the last virtual-time division.
+    rem: u128,
+    /// Key in `ready`, while queued.
+    ready_key: Option<(i128, u64)>,
+    /// Key in `active`, while ready or running.
+    active_key: Option<(u128, u64)>,
+}
+
+impl Child {
+    fn key(&self) -> i128 {
+        self.vt as i128 - self.warp_vt as i128
+    }
+
+    fn set_params(&mut self, p: ShareParams) {
+        self.params = p;
+        self.weight = p.weight();
+        self.warp_vt = p.warp.as_nanos() as u128 * VT_SCALE / self.weight as u128;
+    }
+}
+
+/// A processor this instance holds and the child running on it.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    parent: VpId,
+    cpu: CpuId,
+    vp: VpId,
+    /// When the child was dispatched (its quantum runs from here).
+    since: Instant,
+    /// The child's net received time when last charged.
+    mark: Duration,
+}
+
+/// A PS instance. See the module documentation.
+#[derive(Debug)]
+pub struct Ps {
+    cfg: PsConfig,
+    children: VpTable<Child>,
+    /// Ready children by (v − warp, queue sequence).
+    ready: BTreeMap<(i128, u64), VpId>,
+    /// Ready and running children by (v, order): the minimum is `V`.
+    active: BTreeMap<(u128, u64), VpId>,
+    held: Vec<Held>,
+    /// Instances revoked in the current hook: none of their VPs is granted
+    /// in it (see `take_ready`).
+    avoid: Vec<Node>,
+    /// Reused buffer for the timer hook.
+    scratch: Vec<VpId>,
+    next_seq: u64,
+    next_order: u64,
+    /// Largest virtual time reached: `V` when nothing is active.
+    vmax: u128,
+}
+
+impl Ps {
+    /// A PS instance with this configuration.
+    pub fn new(cfg: PsConfig) -> Self {
+        Ps {
+            cfg,
+            children: VpTable::new(Side::Child),
+            ready: BTreeMap::new(),
+            active: BTreeMap::new(),
+            held: Vec::new(),
+            avoid: Vec::new(),
+            scratch: Vec::new(),
+            next_seq: 0,
+            next_order: 0,
+            vmax: 0,
+        }
+    }
+
+    /// A PS instance from instance parameters (see [`PsConfig::from_params`]).
+    ///
+    /// # Errors
+    /// As [`PsConfig::from_params`].
+    pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
+        Ok(Ps::new(PsConfig::from_params(params)?))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> PsConfig {
+        self.cfg
+    }
+
+    /// The system virtual time `V`.
+    fn vsys(&self) -> u128 {
+        self.active
+            .first_key_value()
+            .map_or(self.vmax, |(k, _)| k.0)
+    }
+
+    /// Charges the child running on `held[i]` for the CPU time it received
+    /// since its last charge.
+    fn charge(&mut self, ctx: &Ctx<'_>, i: usize) {
+        let h = &mut self.held[i];
+        let recv = ctx.vp_received(h.vp);
+        let used = recv - h.mark;
+        h.mark = recv;
+        let vp = h.vp;
+        if used == Duration::ZERO {
+            return;
+        }
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        let total = used.as_nanos() as u128 * VT_SCALE + c.rem;
+        c.vt += total / c.weight as u128;
+        c.rem = total % c.weight as u128;
+        self.vmax = self.vmax.max(c.vt);
+        if let Some(k) = c.active_key {
+            self.active.remove(&k);
+            let k = (c.vt, k.1);
+            c.active_key = Some(k);
+            self.active.insert(k, vp);
+        }
+    }
+
+    fn charge_all(&mut self, ctx: &Ctx<'_>) {
+        for i in 0..self.held.len() {
+            self.charge(ctx, i);
+        }
+    }
+
+    fn enqueue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        if let Some(k) = c.ready_key.take() {
+            self.ready.remove(&k);
+        }
+        let k = (c.key(), seq);
+        c.ready_key = Some(k);
+        self.ready.insert(k, vp);
+    }
+
+    fn dequeue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            if let Some(k) = c.ready_key.take() {
+                self.ready.remove(&k);
+            }
+        }
+    }
+
+    fn activate(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            if c.active_key.is_none() {
+                let k = (c.vt, c.order);
+                c.active_key = Some(k);
+                self.active.insert(k, vp);
+            }
+        }
+    }
+
+    fn deactivate(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            if let Some(k) = c.active_key.take() {
+                self.active.remove(&k);
+            }
+        }
+    }
+
+    /// Takes off the queue the smallest-key ready child whose key is at
+    /// most `limit`, skipping the VPs of the instances in `avoid`. Entries
+    /// whose VP is no longer ready (it released; the notification is still
+    /// on its way) are dropped.
+    ///
+    /// A child instance with several VPs may release one of them when
+    /// another is revoked, before a grant queued in the same hook is
+    /// applied; so a hook never grants a VP of an instance it revokes
+    /// (swapping one of its processors for another would gain nothing
+    /// anyway). The skipped entries are at most the VPs of those instances.
+    fn take_ready(&mut self, ctx: &Ctx<'_>, limit: i128) -> Option<VpId> {
+        // The usual case: the smallest key qualifies.
+        let (&k, &vp) = self.ready.first_key_value()?;
+        if k.0 > limit {
+            return None;
+        }
+        if ctx.vp_state(vp) == VpState::Ready && !self.avoid.contains(&ctx.vp_child(vp)) {
+            self.ready.pop_first();
+            if let Some(c) = self.children.get_mut(ctx, vp) {
+                c.ready_key = None;
+            }
+            return Some(vp);
+        }
+        let mut stale = Vec::new();
+        let mut found = None;
+        for (&k, &vp) in self.ready.range(..=(limit, u64::MAX)) {
+            if ctx.vp_state(vp) != VpState::Ready {
+                stale.push((k, vp));
+            } else if !self.avoid.contains(&ctx.vp_child(vp)) {
+                found = Some((k, vp));
+                break;
+            }
+        }
+        for (k, vp) in stale {
+            self.ready.remove(&k);
+            if let Some(c) = self.children.get_mut(ctx, vp) {
+                c.ready_key = None;
+            }
+            self.deactivate(ctx, vp);
+        }
+        let (k, vp) = found?;
+        self.ready.remove(&k);
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            c.ready_key = None;
+        }
+        Some(vp)
+    }
+
+    /// Revokes running child `vp`, remembering its instance for `take_ready`.
+    fn revoke_child(&mut self, ctx: &mut Ctx<'_>, vp: VpId, reason: RevokeReason) {
+        self.avoid.push(ctx.vp_child(vp));
+        ctx.revoke(vp, reason);
+    }
+
+    /// Gives `cpu` (held through `parent`) to the smallest-key ready child,
+    /// or releases `parent`.
+    fn dispatch(&mut self, ctx: &mut Ctx<'_>, parent: VpId, cpu: CpuId) {
+        match self.take_ready(ctx, i128::MAX) {
+            Some(vp) => {
+                let held = Held {
+                    parent,
+                    cpu,
+                    vp,
+                    since: ctx.now(),
+                    mark: ctx.vp_received(vp),
+                };
+                self.held.push(held);
+                ctx.grant(vp, cpu);
+            }
+            None => ctx.release(parent),
+        }
+    }
+
+    /// Catches up with what happened while this instance was busy: a
+    /// notification for a busy instance is delivered only once its own
+    /// actions are applied, so a parent may already have taken a processor
+    /// back (revocation not yet delivered) or a running child may already
+    /// have released. Run at the start of every hook, after clearing `avoid`.
+    fn sync(&mut self, ctx: &mut Ctx<'_>) {
+        let mut freed = Vec::new();
+        let mut i = 0;
+        while i < self.held.len() {
+            let h = self.held[i];
+            let parent_ok = ctx.vp_cpu(h.parent) == Some(h.cpu);
+            let child_ok = ctx.vp_cpu(h.vp) == Some(h.cpu);
+            if parent_ok && child_ok {
+                i += 1;
+                continue;
+            }
+            self.charge(ctx, i);
+            self.held.remove(i);
+            if child_ok {
+                // The parent took the processor back.
+                self.revoke_child(ctx, h.vp, RevokeReason::Preempted);
+                self.enqueue(ctx, h.vp);
+            } else {
+                // The child released it (or released and asked again: its
+                // request, still on its way, queues it).
+                self.deactivate(ctx, h.vp);
+                if parent_ok {
+                    freed.push((h.parent, h.cpu));
+                }
+            }
+        }
+        for (parent, cpu) in freed {
+            self.dispatch(ctx, parent, cpu);
+        }
+    }
+
+    /// A ready child `vp` with a non-zero warp preempts the running child
+    /// with the largest current key when every processor the instance could
+    /// hold is busy and its own key is strictly smaller (BVT's rule with no
+    /// context-switch allowance). Running children must be charged first.
+    fn maybe_preempt(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        if self.ready.len() + self.held.len() <= ctx.parent_vps().len() {
+            return;
+        }
+        let Some((key, warp)) = self
+            .children
+            .get(ctx, vp)
+            .and_then(|c| Some((c.ready_key?.0, c.warp_vt)))
+        else {
+            return;
+        };
+        if warp == 0 {
+            return;
+        }
+        let current = |h: &Held| self.children.get(ctx, h.vp).map_or(i128::MIN, Child::key);
+        // The largest current key (the last one on ties), never another VP
+        // of the same child instance (see `take_ready`) nor a child
+        // granted in this hook (not running yet).
+        let me = ctx.vp_child(vp);
+        let Some(i) = (0..self.held.len())
+            .filter(|&i| {
+                let h = &self.held[i];
+                ctx.vp_child(h.vp) != me && ctx.vp_cpu(h.vp) == Some(h.cpu)
+            })
+            .max_by_key(|&i| current(&self.held[i]))
+        else {
+            return;
+        };
+        if key >= current(&self.held[i]) {
+            return;
+        }
+        let h = self.held.remove(i);
+        // The victim is queued after the grant is decided.
+        self.avoid.push(ctx.vp_child(h.vp));
+        let Some(next) = self.take_ready(ctx, i128::MAX) else {
+            self.avoid.pop();
+            self.held.insert(i, h);
+            return;
+        };
+        ctx.revoke(h.vp, RevokeReason::Preempted);
+        let held = Held {
+            parent: h.parent,
+            cpu: h.cpu,
+            vp: next,
+            since: ctx.now(),
+            mark: ctx.vp_received(next),
+        };
+        self.held.push(held);
+        ctx.grant(next, h.cpu);
+        self.enqueue(ctx, h.vp);
+    }
+
+    /// Adjusts the demand on the parent and arms the quantum timer.
+    fn settle(&mut self, ctx: &mut Ctx<'_>) {
+        let want = (self.ready.len() + self.held.len()).min(ctx.parent_vps().len());
+        ctx.set_parent_demand(want);
+        let at = if self.ready.is_empty() {
+            Instant::NEVER
+        } else {
+            self.held
+                .iter()
+                .map(|h| h.since + self.cfg.quantum)
+                .min()
+                .unwrap_or(Instant::NEVER)
+        };
+        if ctx.timer() != Some(at) {
+            if at == Instant::NEVER {
+                ctx.cancel_timer();
+            } else {
+                ctx.set_timer(at);
+            }
+        }
+    }
+
+    fn parse_change(
+        ctx: &Ctx<'_>,
+        vp: VpId,
+        change: &Params,
+    ) -> Result<(Params, ShareParams), PolicyError> {
+        if let Some(k) = change.unknown_keys(&["share", "warp"]).next() {
+            return Err(PolicyError::Unsupported(format!(
+                "a PS child has no parameter `{k}`; it accepts: share, warp"
+            )));
+        }
+        let mut merged = ctx.vp_params(vp).clone();
+        for (k, v) in change.iter() {
+            merged.insert(k, v.clone());
+        }
+        let p = ShareParams::from_params(&merged)?;
+        Ok((merged, p))
+    }
+}
+
+impl Policy for Ps {
+    fn policy_name(&self) -> &'static str {
+        "ps"
+    }
+
+    fn register_vp(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        vp: VpId,
+        params: &Params,
+    ) -> Result<(), PolicyError> {
+        let p = ShareParams::from_params(params)?;
+        let order = self.next_order;
+        self.next_order += 1;
+        let mut c = Child {
+            order,
+            params: p,
+            weight: 1,
+            warp_vt: 0,
+            vt: 0,
+            rem: 0,
+            ready_key: None,
+            active_key: None,
+        };
+        c.set_params(p);
+        self.children.insert(ctx, vp, c);
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        // The VP is waiting; its release has been handled.
+        self.held.retain(|h| h.vp != vp);
+        self.dequeue(ctx, vp);
+        self.deactivate(ctx, vp);
+        self.children.remove(ctx, vp);
+    }
+
+    fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.avoid.clear();
+        self.sync(ctx);
+        // Stale when the child has released again since.
+        let queued = self
+            .children
+            .get(ctx, vp)
+            .is_some_and(|c| c.ready_key.is_some());
+        if ctx.vp_state(vp) == VpState::Ready && !queued {
+            self.charge_all(ctx);
+            let v = self.vsys();
+            if let Some(c) = self.children.get_mut(ctx, vp) {
+                c.vt = c.vt.max(v);
+            }
+            self.activate(ctx, vp);
+            self.enqueue(ctx, vp);
+            self.maybe_preempt(ctx, vp);
+        }
+        self.settle(ctx);
+    }
+
+    fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.avoid.clear();
+        // A running child that released is found by `sync`.
+        self.sync(ctx);
+        if ctx.vp_state(vp) == VpState::Waiting {
+            self.dequeue(ctx, vp);
+            self.deactivate(ctx, vp);
+        }
+        self.settle(ctx);
+    }
+
+    fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
+        self.avoid.clear();
+        self.sync(ctx);
+        // Stale when the processor was taken back, or released, since.
+        let held = self.held.iter().any(|h| h.parent == parent_vp);
+        if ctx.vp_cpu(parent_vp) == Some(cpu) && !held {
+            self.dispatch(ctx, parent_vp, cpu);
+        }
+        self.settle(ctx);
+    }
+
+    fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
+        self.avoid.clear();
+        // Before `sync`, so the child learns the parent's reason.
+        if let Some(i) = self.held.iter().position(|h| h.parent == parent_vp) {
+            let h = self.held[i];
+            if ctx.vp_cpu(h.vp) == Some(h.cpu) {
+                self.charge(ctx, i);
+                self.held.remove(i);
+                self.revoke_child(ctx, h.vp, reason);
+                self.enqueue(ctx, h.vp);
+            }
+        }
+        self.sync(ctx);
+        self.settle(ctx);
+    }
+
+    fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
+        let Msg::SetParams(change) = msg else {
+            return Err(PolicyError::Unsupported(format!(
+                "ps accepts share and warp changes (SetParams), not {msg:?}"
+            )));
+        };
+        if self.children.get(ctx, vp).is_none() {
+            return Err(PolicyError::Refused(format!(
+                "{vp} is not a child of this scheduler"
+            )));
+        }
+        let (merged, p) = Self::parse_change(ctx, vp, change)?;
+        self.avoid.clear();
+        self.sync(ctx);
+        self.charge_all(ctx);
+        let queued = match self.children.get_mut(ctx, vp) {
+            Some(c) => {
+                c.set_params(p);
+                c.ready_key.is_some()
+            }
+            None => false,
+        };
+        ctx.set_vp_params(vp, merged);
+        if queued {
+            self.enqueue(ctx, vp);
+            self.maybe_preempt(ctx, vp);
+        }
+        self.settle(ctx);
+        Ok(())
+    }
+
+    fn timer(&mut self, ctx: &mut Ctx<'_>) {
+        self.avoid.clear();
+        self.sync(ctx);
+        let now = ctx.now();
+        // Children that lose their processor are queued only once every
+        // processor has been decided, so that no child is revoked and
+        // granted in one batch of actions: its revocation may make it
+        // release before the grant would be applied.
+        let mut out = std::mem::take(&mut self.scratch);
+        for i in 0..self.held.len() {
+            let h = self.held[i];
+            if h.since + self.cfg.quantum > now || ctx.vp_cpu(h.vp) != Some(h.cpu) {
+                continue;
+            }
+            self.charge(ctx, i);
+            self.held[i].since = now;
+            let old = self.held[i].vp;
+            let old_key = self.children.get(ctx, old).map_or(i128::MAX, Child::key);
+            // Re-queued behind equal keys: a ready child with a key no
+            // larger than the old one's runs next.
+            self.avoid.push(ctx.vp_child(old));
+            let Some(vp) = self.take_ready(ctx, old_key) else {
+                self.avoid.pop();
+                continue;
+            };
+            let h = &mut self.held[i];
+            h.vp = vp;
+            h.mark = ctx.vp_received(vp);
+            let cpu = h.cpu;
+            ctx.revoke(old, RevokeReason::Preempted);
+            ctx.grant(vp, cpu);
+            out.push(old);
+        }
+        for vp in out.drain(..) {
+            self.enqueue(ctx, vp);
+        }
+        self.scratch = out;
+        self.settle(ctx);
+    }
+
+    fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        for h in &self.held {
+            if ctx.vp_cpu(h.vp) != Some(h.cpu) {
+                return Err(format!(
+                    "thinks {} runs on {} but it is {:?}",
+                    h.vp,
+                    h.cpu,
+                    ctx.vp_state(h.vp)
+                ));
+            }
+            if ctx.vp_cpu(h.parent) != Some(h.cpu) {
+                return Err(format!(
+                    "thinks it holds {} through {} but that VP is {:?}",
+                    h.cpu,
+                    h.parent,
+                    ctx.vp_state(h.parent)
+                ));
+            }
+        }
+        for (&k, &vp) in &self.ready {
+            let c = self
+                .children
+                .get(ctx, vp)
+                .ok_or_else(|| format!("queued {vp} is not a child"))?;
+            if c.ready_key != Some(k) {
+                return Err(format!("queue entry of {vp} is stale"));
+            }
+            if ctx.vp_state(vp) != VpState::Ready {
+                return Err(format!("queued {vp} is {:?}, not ready", ctx.vp_state(vp)));
+            }
+        }
+        if self.active.len() != self.ready.len() + self.held.len() {
+            return Err(format!(
+                "{} active children but {} queued and {} running",
+                self.active.len(),
+                self.ready.len(),
+                self.held.len()
+            ));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "quantum={} children={}",
+            self.cfg.quantum,
+            self.children.len()
+        )
+    }
 }
