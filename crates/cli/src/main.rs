@@ -1,10 +1,12 @@
-//! `hsched`: check, draw and simulate hierarchies of loadable schedulers.
+//! `hsched`: check, draw, analyze and simulate hierarchies of loadable
+//! schedulers.
 //!
 //! The binary is glue: the hierarchy file is parsed by `hsched-config`, runs
 //! happen in `hsched-sim`, and each verb lives in one module of [`cmd`].
 //! Exit statuses are listed in [`outcome`].
 #![forbid(unsafe_code)]
 
+mod analysis;
 mod cmd;
 mod input;
 mod outcome;
@@ -14,7 +16,7 @@ use clap::{Parser, Subcommand};
 use outcome::{is_broken_pipe, InputError, EXIT_INPUT, EXIT_PROBLEMS, EXIT_STATUS_HELP};
 use std::process::ExitCode;
 
-const ABOUT: &str = "Check, draw and simulate hierarchies of loadable CPU schedulers";
+const ABOUT: &str = "Check, draw, analyze and simulate hierarchies of loadable CPU schedulers";
 
 const LONG_ABOUT: &str = "\
 hsched runs hierarchies of loadable CPU schedulers (Regehr's HLS): a root
@@ -26,6 +28,7 @@ const EXAMPLES: &str = "\
 Examples:
   hsched check examples/home-computer.toml
   hsched tree examples/home-computer.toml
+  hsched analyze examples/media-player.toml
   hsched sim examples/home-computer.toml --duration 5s
   hsched policies";
 
@@ -61,6 +64,13 @@ enum Command {
         after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::tree::EXAMPLES)
     )]
     Tree(cmd::tree::Args),
+    /// Analyse guarantees: admission headroom, reservations for rate-monotonic applications
+    #[command(
+        long_about = cmd::analyze::LONG_ABOUT,
+        after_help = cmd::analyze::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::analyze::EXAMPLES)
+    )]
+    Analyze(cmd::analyze::Args),
     /// Run a hierarchy on the simulator and report what every thread received
     #[command(
         long_about = cmd::sim::LONG_ABOUT,
@@ -110,6 +120,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(&args),
         Command::Tree(args) => cmd::tree::run(&args),
+        Command::Analyze(args) => cmd::analyze::run(&args),
         Command::Sim(args) => cmd::sim::run(args),
         Command::Policies(args) => cmd::policies::run(&args),
         Command::Run(args) => cmd::run::run(&args),

@@ -23,11 +23,13 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     /// The current time (`HLSGetCurrentTime`).
+    #[inline]
     pub fn now(&self) -> Instant {
         self.st.now
     }
 
     /// This instance.
+    #[inline]
     pub fn me(&self) -> InstanceId {
         self.me
     }
@@ -39,21 +41,25 @@ impl<'a> Ctx<'a> {
 
     /// The VPs this instance registered with its parents, in registration
     /// order (for Join: parent order as declared).
+    #[inline]
     pub fn parent_vps(&self) -> &[VpId] {
         &self.st.insts[self.me.index()].parents
     }
 
     /// The VPs children registered with this instance, in registration order.
+    #[inline]
     pub fn child_vps(&self) -> &[VpId] {
         &self.st.insts[self.me.index()].children
     }
 
     /// A VP's state.
+    #[inline]
     pub fn vp_state(&self, vp: VpId) -> VpState {
         self.st.vps[vp.index()].state
     }
 
     /// The processor a VP runs on, if running.
+    #[inline]
     pub fn vp_cpu(&self, vp: VpId) -> Option<CpuId> {
         match self.st.vps[vp.index()].state {
             VpState::Running(c) => Some(c),
@@ -65,6 +71,7 @@ impl<'a> Ctx<'a> {
     ///
     /// Inside `revoke`, for the revoked parent VP, this is the processor the
     /// revocation took, even if the VP has run elsewhere since.
+    #[inline]
     pub fn vp_last_cpu(&self, vp: VpId) -> Option<CpuId> {
         match self.revoked {
             Some((v, c)) if v == vp => Some(c),
@@ -74,6 +81,7 @@ impl<'a> Ctx<'a> {
 
     /// The parent-side parameters the VP was registered with (or last set
     /// with [`Ctx::set_vp_params`]).
+    #[inline]
     pub fn vp_params(&self, vp: VpId) -> &Params {
         &self.st.vps[vp.index()].params
     }
@@ -86,16 +94,19 @@ impl<'a> Ctx<'a> {
 
     /// CPU time the VP has received, net of stolen time, including the
     /// segment it is running now (seed 000 ch. 11 needs the net figure).
+    #[inline]
     pub fn vp_received(&self, vp: VpId) -> Duration {
         self.st.vp_received(vp)
     }
 
     /// The other side of a VP.
+    #[inline]
     pub fn vp_child(&self, vp: VpId) -> Node {
         self.st.vps[vp.index()].child
     }
 
     /// The thread behind a child VP, when the child is a thread.
+    #[inline]
     pub fn vp_thread(&self, vp: VpId) -> Option<ThreadId> {
         match self.st.vps[vp.index()].child {
             Node::Thread(t) => Some(t),
@@ -104,62 +115,74 @@ impl<'a> Ctx<'a> {
     }
 
     /// When a thread last woke up (DESIGN.md §5: BEST infers periods from it).
+    #[inline]
     pub fn thread_last_wake(&self, t: ThreadId) -> Option<Instant> {
         self.st.threads[t.index()].last_wake
     }
 
     /// When a thread last blocked.
+    #[inline]
     pub fn thread_last_block(&self, t: ThreadId) -> Option<Instant> {
         self.st.threads[t.index()].last_block
     }
 
     /// Total stolen time reported on a processor so far.
+    #[inline]
     pub fn cpu_stolen(&self, cpu: CpuId) -> Duration {
         self.st.cpus[cpu.index()].stolen
     }
 
     /// Number of physical processors of the machine.
+    #[inline]
     pub fn cpu_count(&self) -> usize {
         self.st.cpus.len()
     }
 
     /// The tag this instance stored on a child VP (`u32::MAX` when unset).
+    #[inline]
     pub fn child_tag(&self, vp: VpId) -> u32 {
         self.st.vps[vp.index()].parent_tag
     }
 
     /// Stores a tag on a child VP, typically an index into the policy's own
     /// table, so lookups need no map.
+    #[inline]
     pub fn set_child_tag(&mut self, vp: VpId, tag: u32) {
         self.st.vps[vp.index()].parent_tag = tag;
     }
 
     /// The tag this instance stored on one of its parent VPs.
+    #[inline]
     pub fn parent_tag(&self, vp: VpId) -> u32 {
         self.st.vps[vp.index()].child_tag
     }
 
     /// Stores a tag on a parent VP.
+    #[inline]
     pub fn set_parent_tag(&mut self, vp: VpId, tag: u32) {
         self.st.vps[vp.index()].child_tag = tag;
     }
 
     /// Grants `cpu`, which this instance holds, to ready child `vp`.
+    #[inline]
     pub fn grant(&mut self, vp: VpId, cpu: CpuId) {
         self.st.actions.push(Action::Grant { vp, cpu });
     }
 
     /// Takes the processor back from running child `vp`.
+    #[inline]
     pub fn revoke(&mut self, vp: VpId, reason: RevokeReason) {
         self.st.actions.push(Action::Revoke { vp, reason });
     }
 
     /// Asks the parent of waiting parent VP `vp` for a processor.
+    #[inline]
     pub fn request(&mut self, vp: VpId) {
         self.st.actions.push(Action::Request { vp });
     }
 
     /// Gives back parent VP `vp`'s processor or cancels its request.
+    #[inline]
     pub fn release(&mut self, vp: VpId) {
         self.st.actions.push(Action::Release { vp });
     }
@@ -219,6 +242,7 @@ impl<'a> Ctx<'a> {
 
     /// Arms this instance's single timer (`HLSSetTimer`), replacing any
     /// earlier setting. A time in the past fires at the next timer input.
+    #[inline]
     pub fn set_timer(&mut self, at: Instant) {
         if at == Instant::NEVER {
             self.st.timers.cancel(self.me);
@@ -228,16 +252,19 @@ impl<'a> Ctx<'a> {
     }
 
     /// Disarms this instance's timer.
+    #[inline]
     pub fn cancel_timer(&mut self) {
         self.st.timers.cancel(self.me);
     }
 
     /// When this instance's timer fires next, if armed.
+    #[inline]
     pub fn timer(&self) -> Option<Instant> {
         self.st.timers.get(self.me)
     }
 
     /// Whether events are being traced (so policies can skip building them).
+    #[inline]
     pub fn tracing(&self) -> bool {
         self.st.trace.is_some()
     }

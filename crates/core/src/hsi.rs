@@ -91,6 +91,17 @@ pub struct Hsi {
     checking: bool,
     /// Handed to the `Ctx` of the revoke hook being delivered.
     revoking: Option<(VpId, CpuId)>,
+    /// Hooks whose actions are being applied, innermost last.
+    frames: Vec<Frame>,
+}
+
+/// A hook whose actions are being applied: they are `st.actions[base..]`
+/// (up to where the next frame's start), `next` is the next to apply.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    inst: InstanceId,
+    base: u32,
+    next: u32,
 }
 
 impl std::fmt::Debug for Hsi {
@@ -115,6 +126,7 @@ impl Hsi {
             default: None,
             checking: cfg!(debug_assertions),
             revoking: None,
+            frames: Vec::new(),
         }
     }
 
@@ -204,6 +216,7 @@ impl Hsi {
         });
         self.policies.push(Some(policy));
         self.st.busy.push(false);
+        self.st.waiting.push(0);
         let child = Node::Instance(me);
         let mut registered: Vec<VpId> = Vec::new();
         for link in parents {
@@ -237,6 +250,7 @@ impl Hsi {
                                 self.st.insts.pop();
                                 self.policies.pop();
                                 self.st.busy.pop();
+                                self.st.waiting.pop();
                                 let instance = self.st.insts[p.index()].name.clone();
                                 self.st.actions.clear();
                                 return Err(OpError::Refused { instance, error }.into());
@@ -574,9 +588,12 @@ impl Hsi {
             if at > self.st.now {
                 break;
             }
-            self.st.timers.cancel(inst);
+            // Disarmed while its callback runs (which usually re-arms it);
+            // `settle` makes `first` exact again afterwards.
+            self.st.timers.disarm_first();
             fired += 1;
             if fired > MAX_TIMER_FIRINGS {
+                self.st.timers.settle();
                 self.violate(
                     Rule::TimerStorm,
                     Node::Instance(inst),
@@ -592,6 +609,7 @@ impl Hsi {
                 });
             }
             self.deliver(inst, |p, ctx| p.timer(ctx));
+            self.st.timers.settle();
         }
         self.finish()
     }
@@ -810,8 +828,31 @@ impl Hsi {
     }
 
     /// Calls one hook of `inst` and applies the actions it asked for, then
-    /// delivers the notifications that arrived for `inst` meanwhile.
+    /// delivers the notifications that arrived for `inst` meanwhile; all
+    /// of it before returning (an input, or a message between policies).
     fn deliver<R>(
+        &mut self,
+        inst: InstanceId,
+        f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>) -> R,
+    ) -> R {
+        let depth = self.frames.len();
+        let r = self.call_hook(inst, f);
+        self.drive(depth);
+        r
+    }
+
+    /// Applies one action by `actor` and everything it causes, before
+    /// returning (an input).
+    fn apply(&mut self, actor: Node, a: Action) {
+        let depth = self.frames.len();
+        self.apply_one(actor, a);
+        self.drive(depth);
+    }
+
+    /// Calls one hook of `inst`, marks `inst` busy and pushes a frame for
+    /// the actions it asked for; [`Hsi::drive`] applies them.
+    #[inline(always)]
+    fn call_hook<R>(
         &mut self,
         inst: InstanceId,
         f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>) -> R,
@@ -830,16 +871,48 @@ impl Hsi {
             };
             f(p, &mut ctx)
         };
-        let mut i = base;
-        while i < self.st.actions.len() {
-            let a = self.st.actions[i];
-            self.apply(Node::Instance(inst), a);
-            i += 1;
+        self.frames.push(Frame {
+            inst,
+            base: base as u32,
+            next: base as u32,
+        });
+        r
+    }
+
+    /// Runs the frames above `depth` to completion, depth first: the top
+    /// frame's next action is applied (its notification may push a frame,
+    /// which then runs first); a frame with no action left forgets its
+    /// actions, frees its instance and delivers the notifications that
+    /// waited for it. This is the order nested calls had in the kernel
+    /// implementation (§4.3.1), without growing the call stack with the
+    /// depth of the hierarchy.
+    fn drive(&mut self, depth: usize) {
+        while self.frames.len() > depth {
+            let top = self.frames.len() - 1;
+            let Frame { inst, base, next } = self.frames[top];
+            if let Some(&a) = self.st.actions.get(next as usize) {
+                self.frames[top].next = next + 1;
+                self.apply_one(Node::Instance(inst), a);
+            } else {
+                self.frames.pop();
+                self.st.actions.truncate(base as usize);
+                self.st.busy[inst.index()] = false;
+                if self.st.waiting[inst.index()] > 0 {
+                    self.deliver_waiting(inst);
+                }
+            }
         }
-        self.st.actions.truncate(base);
-        self.st.busy[inst.index()] = false;
+    }
+
+    /// Delivers, in arrival order, the notifications that waited while
+    /// `inst` was busy: up to the first that pushes a frame, whose end
+    /// delivers the rest.
+    #[inline(never)]
+    fn deliver_waiting(&mut self, inst: InstanceId) {
+        let depth = self.frames.len();
         while let Some(k) = self.st.deferred.iter().position(|&(i, _)| i == inst) {
             let (_, note) = self.st.deferred.remove(k).expect("position is in range");
+            self.st.waiting[inst.index()] -= 1;
             if let Note::Grant(vp, cpu) = note {
                 if self.st.vps[vp.index()].state != VpState::Running(cpu) {
                     // Superseded while waiting: the instance released the VP
@@ -850,60 +923,75 @@ impl Hsi {
                     });
                     if let Some(j) = later {
                         self.st.deferred.remove(j);
+                        self.st.waiting[inst.index()] -= 1;
                     }
                     continue;
                 }
             }
             self.notify(inst, note);
+            if self.frames.len() > depth {
+                return;
+            }
         }
-        r
     }
 
-    /// Delivers a VP notification caused by another node's action. A
-    /// policy's hooks never nest: while `inst` is handling a hook (its
-    /// actions are still being applied), notifications for it wait, in
-    /// order, until that hook's actions are all applied.
+    /// Delivers a VP notification caused by another node's action: calls
+    /// the hook and pushes its frame. A policy's hooks never nest: while
+    /// `inst` is handling a hook (its actions are still being applied),
+    /// notifications for it wait, in order, until that hook's actions are
+    /// all applied.
     fn notify(&mut self, inst: InstanceId, note: Note) {
         if self.st.busy[inst.index()] {
             self.st.deferred.push_back((inst, note));
+            self.st.waiting[inst.index()] += 1;
             return;
         }
         self.st.notes += 1;
         if self.st.notes > MAX_NOTIFICATIONS {
-            if self.st.notes == MAX_NOTIFICATIONS + 1 {
-                let detail = format!("more than {MAX_NOTIFICATIONS} notifications for one input: the policies are looping");
-                self.violate(Rule::Livelock, Node::Instance(inst), None, detail);
-            }
-            return;
+            return self.livelock(inst);
         }
         match note {
-            Note::Grant(vp, cpu) => self.deliver(inst, |p, ctx| p.grant(ctx, vp, cpu)),
+            Note::Msg(vp, msg, from) => self.notify_msg(inst, vp, msg, from),
             Note::Revoke(vp, cpu, reason) => {
                 self.revoking = Some((vp, cpu));
-                self.deliver(inst, |p, ctx| p.revoke(ctx, vp, reason))
+                self.call_hook(inst, |p, ctx| p.revoke(ctx, vp, reason));
             }
-            Note::Request(vp) => self.deliver(inst, |p, ctx| p.request(ctx, vp)),
-            Note::Release(vp) => self.deliver(inst, |p, ctx| p.release(ctx, vp)),
-            Note::Msg(vp, msg, from) => {
-                let Some(m) = self.st.msgs.get_mut(msg as usize).and_then(Option::take) else {
-                    return;
-                };
-                if let Err(e) = self.deliver(inst, |pol, ctx| pol.msg(ctx, vp, &m)) {
-                    let note = format!(
-                        "message from {} refused: {e}",
-                        self.st.node_name(Node::Instance(from))
-                    );
-                    let at = self.st.now;
-                    if let Some(t) = self.st.trace.as_mut() {
-                        t.push(TraceEvent {
-                            at,
-                            kind: TraceKind::Policy {
-                                instance: from,
-                                event: PolicyEvent::Note(note),
-                            },
-                        });
-                    }
-                }
+            // One `call_hook` for the rest keeps this hot path small.
+            _ => self.call_hook(inst, |p, ctx| match note {
+                Note::Grant(vp, cpu) => p.grant(ctx, vp, cpu),
+                Note::Request(vp) => p.request(ctx, vp),
+                Note::Release(vp) => p.release(ctx, vp),
+                Note::Revoke(..) | Note::Msg(..) => unreachable!("handled above"),
+            }),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn livelock(&mut self, inst: InstanceId) {
+        if self.st.notes == MAX_NOTIFICATIONS + 1 {
+            let detail = format!(
+                "more than {MAX_NOTIFICATIONS} notifications for one input: the policies are looping"
+            );
+            self.violate(Rule::Livelock, Node::Instance(inst), None, detail);
+        }
+    }
+
+    #[inline(never)]
+    fn notify_msg(&mut self, inst: InstanceId, vp: VpId, msg: u32, from: InstanceId) {
+        let Some(m) = self.st.msgs.get_mut(msg as usize).and_then(Option::take) else {
+            return;
+        };
+        if let Err(e) = self.deliver(inst, |pol, ctx| pol.msg(ctx, vp, &m)) {
+            if self.st.trace.is_some() {
+                let note = format!(
+                    "message from {} refused: {e}",
+                    self.st.node_name(Node::Instance(from))
+                );
+                self.record(TraceKind::Policy {
+                    instance: from,
+                    event: PolicyEvent::Note(note),
+                });
             }
         }
     }
@@ -912,7 +1000,7 @@ impl Hsi {
     /// actor has notifications waiting that explain the change.
     fn refuse(&mut self, rule: Rule, actor: Node, vp: Option<VpId>, detail: String) {
         if let Node::Instance(i) = actor {
-            if self.st.deferred.iter().any(|&(j, _)| j == i) {
+            if self.st.waiting[i.index()] > 0 {
                 let at = self.st.now;
                 if let Some(t) = self.st.trace.as_mut() {
                     let event = PolicyEvent::Note(format!("stale action dropped: {detail}"));
@@ -937,16 +1025,27 @@ impl Hsi {
         });
     }
 
+    /// Records an event when tracing is on; `kind` runs only then.
+    #[inline(always)]
     fn trace(&mut self, kind: impl FnOnce() -> TraceKind) {
+        if self.st.trace.is_some() {
+            self.record(kind());
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record(&mut self, kind: TraceKind) {
         if let Some(t) = self.st.trace.as_mut() {
             t.push(TraceEvent {
                 at: self.st.now,
-                kind: kind(),
+                kind,
             });
         }
     }
 
     /// Whether `n` holds `cpu` (has a parent VP running there).
+    #[inline]
     fn holds(&self, n: Node, cpu: CpuId) -> bool {
         match n {
             Node::Top => true,
@@ -958,20 +1057,33 @@ impl Hsi {
         }
     }
 
+    /// Reports an invalid action (see [`Hsi::refuse`]), building the detail
+    /// only on this cold path.
+    #[cold]
+    #[inline(never)]
+    fn refuse_with(
+        &mut self,
+        rule: Rule,
+        actor: Node,
+        vp: VpId,
+        detail: impl FnOnce(&State) -> String,
+    ) {
+        let detail = detail(&self.st);
+        self.refuse(rule, actor, Some(vp), detail);
+    }
+
     /// Applies one action by `actor`, checking ownership and the Fig 4.2
-    /// transition, then delivers the notification.
-    fn apply(&mut self, actor: Node, a: Action) {
+    /// transition, then delivers the notification (calls the receiver's
+    /// hook, whose frame the caller's [`Hsi::drive`] runs).
+    fn apply_one(&mut self, actor: Node, a: Action) {
         let (vp, parent_side) = match a {
             Action::Grant { vp, .. } | Action::Revoke { vp, .. } => (vp, true),
             Action::Request { vp } | Action::Release { vp } | Action::Msg { vp, .. } => (vp, false),
         };
         let Some(s) = self.st.vps.get(vp.index()).filter(|s| s.live) else {
-            return self.refuse(
-                Rule::NotOwner,
-                actor,
-                Some(vp),
-                "acted on a VP that is not registered".into(),
-            );
+            return self.refuse_with(Rule::NotOwner, actor, vp, |_| {
+                "acted on a VP that is not registered".into()
+            });
         };
         let (owner, other, state) = if parent_side {
             (s.parent, s.child, s.state)
@@ -979,27 +1091,22 @@ impl Hsi {
             (s.child, s.parent, s.state)
         };
         if owner != actor {
-            let side = if parent_side { "parent" } else { "child" };
-            let detail = format!("{a:?} on a VP whose {side} is {}", self.st.node_name(owner));
-            return self.refuse(Rule::NotOwner, actor, Some(vp), detail);
+            return self.refuse_with(Rule::NotOwner, actor, vp, |st| {
+                let side = if parent_side { "parent" } else { "child" };
+                format!("{a:?} on a VP whose {side} is {}", st.node_name(owner))
+            });
         }
         match a {
             Action::Grant { cpu, .. } => {
                 if state != VpState::Ready {
-                    return self.refuse(
-                        Rule::IllegalTransition,
-                        actor,
-                        Some(vp),
-                        format!("grant of {cpu} to a VP that is {state:?}, not Ready"),
-                    );
+                    return self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                        format!("grant of {cpu} to a VP that is {state:?}, not Ready")
+                    });
                 }
                 if cpu.index() >= self.st.cpus.len() || !self.holds(actor, cpu) {
-                    return self.refuse(
-                        Rule::CpuNotHeld,
-                        actor,
-                        Some(vp),
-                        format!("granted {cpu}, which it does not hold"),
-                    );
+                    return self.refuse_with(Rule::CpuNotHeld, actor, vp, |_| {
+                        format!("granted {cpu}, which it does not hold")
+                    });
                 }
                 self.st.vps[vp.index()].state = VpState::Running(cpu);
                 self.st.start_segment(vp, cpu);
@@ -1011,18 +1118,15 @@ impl Hsi {
                 });
                 match other {
                     Node::Instance(c) => self.notify(c, Note::Grant(vp, cpu)),
-                    Node::Thread(t) => self.st.set_running(cpu, Some(t)),
+                    Node::Thread(t) => self.st.thread_started(cpu, t),
                     Node::Top => unreachable!("the top scheduler is never a child"),
                 }
             }
             Action::Revoke { reason, .. } => {
                 let VpState::Running(cpu) = state else {
-                    return self.refuse(
-                        Rule::IllegalTransition,
-                        actor,
-                        Some(vp),
-                        format!("revoke from a VP that is {state:?}, not Running"),
-                    );
+                    return self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                        format!("revoke from a VP that is {state:?}, not Running")
+                    });
                 };
                 self.st.end_segment(vp);
                 self.st.vps[vp.index()].state = VpState::Ready;
@@ -1035,22 +1139,15 @@ impl Hsi {
                 });
                 match other {
                     Node::Instance(c) => self.notify(c, Note::Revoke(vp, cpu, reason)),
-                    Node::Thread(t) => {
-                        if self.st.cpus[cpu.index()].running == Some(t) {
-                            self.st.set_running(cpu, None);
-                        }
-                    }
+                    Node::Thread(t) => self.st.thread_stopped(cpu, t),
                     Node::Top => unreachable!("the top scheduler is never a child"),
                 }
             }
             Action::Request { .. } => {
                 if state != VpState::Waiting {
-                    return self.refuse(
-                        Rule::IllegalTransition,
-                        actor,
-                        Some(vp),
-                        format!("request from a VP that is {state:?}, not Waiting"),
-                    );
+                    return self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                        format!("request from a VP that is {state:?}, not Waiting")
+                    });
                 }
                 self.st.vps[vp.index()].state = VpState::Ready;
                 self.trace(|| TraceKind::Request {
@@ -1082,19 +1179,14 @@ impl Hsi {
             Action::Release { .. } => {
                 match state {
                     VpState::Waiting => {
-                        return self.refuse(
-                            Rule::IllegalTransition,
-                            actor,
-                            Some(vp),
-                            "release from a VP that is already Waiting".into(),
-                        );
+                        return self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                            "release from a VP that is already Waiting".into()
+                        });
                     }
                     VpState::Running(cpu) => {
                         self.st.end_segment(vp);
                         if let Node::Thread(t) = actor {
-                            if self.st.cpus[cpu.index()].running == Some(t) {
-                                self.st.set_running(cpu, None);
-                            }
+                            self.st.thread_stopped(cpu, t);
                         }
                     }
                     VpState::Ready => {}

@@ -110,6 +110,9 @@ pub(crate) struct CpuSlot {
     pub top_vp: Option<VpId>,
     /// The thread the hierarchy runs here now.
     pub running: Option<ThreadId>,
+    /// Thread VPs running here (more than one only transiently, within an
+    /// input).
+    pub leaves: u32,
     /// What the backend was last told.
     pub reported: Option<ThreadId>,
     pub dirty: bool,
@@ -132,6 +135,8 @@ pub(crate) struct State {
     pub busy: Vec<bool>,
     /// Notifications waiting for busy instances, in arrival order.
     pub deferred: VecDeque<(InstanceId, Note)>,
+    /// Per instance: how many entries of `deferred` are its own.
+    pub waiting: Vec<u32>,
     /// Notifications delivered during the current input.
     pub notes: u64,
     pub violations: Vec<Violation>,
@@ -154,6 +159,7 @@ impl State {
             msgs: Vec::new(),
             busy: Vec::new(),
             deferred: VecDeque::new(),
+            waiting: Vec::new(),
             notes: 0,
             violations: Vec::new(),
             trace: None,
@@ -196,6 +202,7 @@ impl State {
     }
 
     /// Net CPU time received by `vp`, including the running segment.
+    #[inline]
     pub fn vp_received(&self, vp: VpId) -> Duration {
         let s = &self.vps[vp.index()];
         match s.state {
@@ -208,6 +215,7 @@ impl State {
         }
     }
 
+    #[inline]
     pub fn start_segment(&mut self, vp: VpId, cpu: CpuId) {
         let stolen = self.cpus[cpu.index()].stolen;
         let now = self.now;
@@ -217,13 +225,43 @@ impl State {
         s.last_cpu = Some(cpu);
     }
 
+    #[inline]
     pub fn end_segment(&mut self, vp: VpId) {
         self.vps[vp.index()].received = self.vp_received(vp);
     }
 
-    pub fn set_running(&mut self, cpu: CpuId, thread: Option<ThreadId>) {
+    #[inline]
+    /// Thread `t`'s VP now runs on `cpu`.
+    pub fn thread_started(&mut self, cpu: CpuId, t: ThreadId) {
         let c = &mut self.cpus[cpu.index()];
-        c.running = thread;
+        c.leaves += 1;
+        c.running = Some(t);
+        self.mark_dirty(cpu);
+    }
+
+    /// Thread `t`'s VP stopped running on `cpu`. Within one input a policy
+    /// may grant a processor before revoking it from the thread that held
+    /// it; the table then names whichever thread still runs there.
+    pub fn thread_stopped(&mut self, cpu: CpuId, t: ThreadId) {
+        let c = &mut self.cpus[cpu.index()];
+        c.leaves = c.leaves.saturating_sub(1);
+        if c.running == Some(t) {
+            c.running = if c.leaves == 0 {
+                None
+            } else {
+                // Rare: an overlap is being resolved; find the other thread.
+                let vps = &self.vps;
+                self.threads.iter().enumerate().find_map(|(i, th)| {
+                    (th.live && i != t.index() && vps[th.vp.index()].state == VpState::Running(cpu))
+                        .then_some(ThreadId(i as u32))
+                })
+            };
+        }
+        self.mark_dirty(cpu);
+    }
+
+    fn mark_dirty(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu.index()];
         if !c.dirty {
             c.dirty = true;
             self.dirty_cpus.push(cpu);

@@ -1,7 +1,17 @@
 //! The instances' timers: one per instance (seed 000 §4.3.2), kept in an
-//! indexed binary min-heap ordered by (deadline, instance id). Re-arming or
-//! cancelling moves or removes the instance's entry in O(log n), so the
-//! heap never holds stale entries and `next` is O(1).
+//! indexed binary min-heap ordered by (deadline, instance id).
+//!
+//! Policies re-arm their timer on most notifications, usually to a later
+//! time (a quantum or budget that restarts), and the HSI disarms each timer
+//! as it fires, just before the policy usually re-arms it. Both are made
+//! lazy: the heap keeps each instance's entry at a key no later than its
+//! armed deadline (`due`, `NEVER` once disarmed), and only the root entry
+//! must carry its exact, armed deadline. Every key is at most its own
+//! deadline and at least the root's, so the root is the true
+//! (deadline, instance id) minimum and `first` is O(1). Moving an entry
+//! later or disarming it costs O(1) unless it is the root; the sift it
+//! would have needed happens when (if ever) the stale entry reaches the
+//! root, at most once per change. Moving an entry earlier is O(log n).
 
 use crate::ids::InstanceId;
 use crate::time::Instant;
@@ -10,102 +20,154 @@ const ABSENT: u32 = u32::MAX;
 
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
+    /// (key, instance), heap-ordered; each key is at most the instance's
+    /// `due`, and equal to it at the root (see `settle`).
     heap: Vec<(Instant, InstanceId)>,
     /// Per instance: its index in `heap`, or `ABSENT`.
     pos: Vec<u32>,
+    /// Per instance: its armed deadline, `NEVER` when disarmed.
+    due: Vec<Instant>,
 }
 
 impl Timers {
     /// The armed deadline of `inst`, if any.
+    #[inline]
     pub fn get(&self, inst: InstanceId) -> Option<Instant> {
-        match self.pos.get(inst.index()) {
-            Some(&p) if p != ABSENT => Some(self.heap[p as usize].0),
-            _ => None,
-        }
+        self.due
+            .get(inst.index())
+            .copied()
+            .filter(|&at| at != Instant::NEVER)
     }
 
-    /// The earliest (deadline, instance).
+    /// The earliest (deadline, instance). Exact whenever the root is
+    /// settled: after every operation here except [`Timers::disarm_first`].
+    #[inline]
     pub fn first(&self) -> Option<(Instant, InstanceId)> {
         self.heap.first().copied()
     }
 
-    /// Arms (or re-arms) `inst`'s timer.
+    /// Arms (or re-arms) `inst`'s timer; `NEVER` disarms it.
+    #[inline]
     pub fn set(&mut self, inst: InstanceId, at: Instant) {
-        if self.pos.len() <= inst.index() {
-            self.pos.resize(inst.index() + 1, ABSENT);
-        }
-        let p = self.pos[inst.index()];
-        if p == ABSENT {
-            self.heap.push((at, inst));
-            let i = self.heap.len() - 1;
-            self.pos[inst.index()] = i as u32;
-            self.up(i);
-        } else {
-            let i = p as usize;
-            let old = self.heap[i].0;
-            self.heap[i].0 = at;
-            if at < old {
-                self.up(i);
-            } else if at > old {
-                self.down(i);
+        // The common re-arm: a later deadline for an entry below the root.
+        let k = inst.index();
+        if let Some(&p) = self.pos.get(k) {
+            if p != ABSENT && p != 0 && at != Instant::NEVER && at >= self.heap[p as usize].0 {
+                self.due[k] = at;
+                return;
             }
         }
+        self.set_slow(inst, at);
+    }
+
+    fn set_slow(&mut self, inst: InstanceId, at: Instant) {
+        if at == Instant::NEVER {
+            return self.cancel(inst);
+        }
+        let k = inst.index();
+        if self.pos.len() <= k {
+            self.pos.resize(k + 1, ABSENT);
+            self.due.resize(k + 1, Instant::NEVER);
+        }
+        self.due[k] = at;
+        let p = self.pos[k];
+        if p == ABSENT {
+            self.heap.push((at, inst));
+            self.up(self.heap.len() - 1);
+        } else if at < self.heap[p as usize].0 {
+            self.heap[p as usize].0 = at;
+            self.up(p as usize);
+        } else if p == 0 {
+            self.settle();
+        }
+        // Otherwise the key stays below the new deadline: lazily correct.
     }
 
     /// Disarms `inst`'s timer.
     pub fn cancel(&mut self, inst: InstanceId) {
-        let Some(&p) = self.pos.get(inst.index()) else {
-            return;
-        };
-        if p == ABSENT {
+        let k = inst.index();
+        if self.due.get(k).is_none_or(|&at| at == Instant::NEVER) {
             return;
         }
-        let i = p as usize;
-        let last = self.heap.len() - 1;
-        self.swap(i, last);
-        self.heap.pop();
-        self.pos[inst.index()] = ABSENT;
-        if i < self.heap.len() {
-            self.down(i);
-            self.up(i);
+        self.due[k] = Instant::NEVER;
+        if self.pos[k] == 0 {
+            self.settle();
         }
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.pos[self.heap[a].1.index()] = a as u32;
-        self.pos[self.heap[b].1.index()] = b as u32;
-    }
-
-    fn up(&mut self, mut i: usize) {
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if self.heap[i] < self.heap[parent] {
-                self.swap(i, parent);
-                i = parent;
-            } else {
-                break;
-            }
+    /// Disarms the earliest timer (it is firing) without settling the
+    /// root, so that a re-arm from its own callback, the usual case, costs
+    /// no sift. [`Timers::first`] is wrong until [`Timers::settle`] runs.
+    pub fn disarm_first(&mut self) {
+        if let Some(&(_, inst)) = self.heap.first() {
+            self.due[inst.index()] = Instant::NEVER;
         }
     }
 
-    fn down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut m = i;
-            if l < n && self.heap[l] < self.heap[m] {
-                m = l;
-            }
-            if r < n && self.heap[r] < self.heap[m] {
-                m = r;
-            }
-            if m == i {
+    /// Makes the root exact: drops disarmed roots and moves stale ones to
+    /// their deadline, until the root is an armed entry at its deadline.
+    pub fn settle(&mut self) {
+        while let Some(&(key, inst)) = self.heap.first() {
+            let due = self.due[inst.index()];
+            if key == due {
                 return;
             }
-            self.swap(i, m);
+            if due == Instant::NEVER {
+                self.pos[inst.index()] = ABSENT;
+                let last = self.heap.pop().expect("the heap is not empty");
+                if self.heap.is_empty() {
+                    return;
+                }
+                self.heap[0] = last;
+            } else {
+                self.heap[0].0 = due;
+            }
+            self.down(0);
+        }
+    }
+
+    /// Moves the entry at `i` towards the root while it is smaller than its
+    /// parent, moving the parents down into the hole.
+    fn up(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let pe = self.heap[parent];
+            if e >= pe {
+                break;
+            }
+            self.heap[i] = pe;
+            self.pos[pe.1.index()] = i as u32;
+            i = parent;
+        }
+        self.heap[i] = e;
+        self.pos[e.1.index()] = i as u32;
+    }
+
+    /// Moves the entry at `i` away from the root while a child is smaller,
+    /// moving the children up into the hole.
+    fn down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        let e = self.heap[i];
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let mut m = l;
+            if l + 1 < n && self.heap[l + 1] < self.heap[l] {
+                m = l + 1;
+            }
+            let me = self.heap[m];
+            if me >= e {
+                break;
+            }
+            self.heap[i] = me;
+            self.pos[me.1.index()] = i as u32;
             i = m;
         }
+        self.heap[i] = e;
+        self.pos[e.1.index()] = i as u32;
     }
 }
 
@@ -113,33 +175,86 @@ impl Timers {
 mod tests {
     use super::*;
 
+    /// The earliest armed (deadline, instance) of a plain list.
+    fn model_first(model: &[Option<Instant>]) -> Option<(Instant, InstanceId)> {
+        model
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.map(|a| (a, InstanceId(i as u32))))
+            .min()
+    }
+
     #[test]
     fn keeps_one_entry_per_instance_in_deadline_order() {
         let mut t = Timers::default();
-        // A small deterministic shuffle of sets, re-arms and cancels,
-        // checked against a plain list.
+        // A deterministic shuffle of sets, re-arms, cancels and firings
+        // (disarm the first, maybe re-arm it, settle), checked against a
+        // plain list.
         let mut model: Vec<Option<Instant>> = vec![None; 20];
         let mut x: u64 = 7;
-        for _ in 0..2000 {
+        for _ in 0..20_000 {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let inst = ((x >> 33) % 20) as usize;
-            if (x >> 20).is_multiple_of(4) {
-                t.cancel(InstanceId(inst as u32));
-                model[inst] = None;
-            } else {
-                let at = Instant((x >> 40) % 1000);
-                t.set(InstanceId(inst as u32), at);
-                model[inst] = Some(at);
+            let at = Instant((x >> 40) % 1000);
+            match (x >> 20) % 8 {
+                0 | 1 => {
+                    t.cancel(InstanceId(inst as u32));
+                    model[inst] = None;
+                }
+                2 => {
+                    if let Some((_, first)) = t.first() {
+                        t.disarm_first();
+                        model[first.index()] = None;
+                        assert_eq!(t.get(first), None);
+                        if (x >> 50) % 2 == 0 {
+                            t.set(first, at);
+                            model[first.index()] = Some(at);
+                        }
+                        if (x >> 52) % 2 == 0 {
+                            t.set(InstanceId(inst as u32), at);
+                            model[inst] = Some(at);
+                        }
+                        t.settle();
+                    }
+                }
+                _ => {
+                    t.set(InstanceId(inst as u32), at);
+                    model[inst] = Some(at);
+                }
             }
-            let expect = model
-                .iter()
-                .enumerate()
-                .filter_map(|(i, a)| a.map(|a| (a, InstanceId(i as u32))))
-                .min();
-            assert_eq!(t.first(), expect);
+            assert_eq!(t.first(), model_first(&model));
             assert_eq!(t.get(InstanceId(inst as u32)), model[inst]);
+            assert!(t.heap.len() <= model.len());
         }
+    }
+
+    #[test]
+    fn later_rearms_stay_lazy_but_fire_in_order() {
+        // Each instance keeps moving its timer later (the common re-arm),
+        // which leaves stale keys in the heap; firing in order must still
+        // give (deadline, instance id) order.
+        let mut t = Timers::default();
+        for i in 0..16u32 {
+            t.set(InstanceId(i), Instant(u64::from(i)));
+        }
+        for round in 1..50u64 {
+            for i in 0..16u32 {
+                t.set(InstanceId(i), Instant(round * 100 + u64::from(15 - i) / 2));
+            }
+        }
+        let mut fired = Vec::new();
+        while let Some((at, inst)) = t.first() {
+            t.disarm_first();
+            t.settle();
+            fired.push((at, inst));
+        }
+        let mut expect: Vec<_> = (0..16u32)
+            .map(|i| (Instant(4900 + u64::from(15 - i) / 2), InstanceId(i)))
+            .collect();
+        expect.sort();
+        assert_eq!(fired, expect);
+        assert!(t.heap.is_empty());
     }
 }

@@ -14,9 +14,9 @@
 //! guarantee against that request with [`crate::convert::satisfies`].
 //!
 //! Instance names and thread names are separate namespaces, as in the
-//! hierarchy file. A uniprocessor scheduler (Rez, PS, Limit) at the root of
+//! hierarchy file. A uniprocessor scheduler (Rez, Limit) at the root of
 //! a multiprocessor receives one `ALL`: a VP uses one processor at a time
-//! (§6.3.1); joins, FP and best-effort schedulers may take one VP per
+//! (§6.3.1); joins, FP, PS and best-effort schedulers may take one VP per
 //! processor.
 //!
 //! The input is an abstract [`Hierarchy`] (the file parser builds it); the

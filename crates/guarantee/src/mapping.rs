@@ -10,10 +10,11 @@
 //! | `fp` | [`FixedPriority`] | anything | what it receives to its highest-priority child, NULL to the others | 5.3.1.1 |
 //! | `join` | [`Join`] | anything, from several parents | any one parent guarantee made soft; on a uniprocessor also same-type sums | 5.3.1.2 |
 //! | `limit` | [`Limit`] | RESBS (at least its amount/period) | RESBH at its amount/period | 5.3.1.3 |
-//! | `ps`, `sfq` | [`Sfq`] | PSBE, RESU (Theorem 5.1) or PS | PSBE by Equation 5.2, or PS | 5.3.1.4 |
+//! | `ps`, `sfq` | [`Sfq`] | PSBE, RESU (Theorem 5.1) or PS; several VPs on a multiprocessor | PSBE by Equation 5.2, or PS; on several VPs PS of their total rate | 5.3.1.4, 7.1 |
 //! | `rez` | [`Rez`] | ALL or RESU | RESBH per child, EDF admission against its cap | 5.3.1.5 |
 //! | `ts` | [`BestEffort`] | anything (as NULL) | NULL | 5.3.1.6 |
 //! | `best`, `best-rate` | [`BestEffort`] | anything (as NULL) | NULL | — |
+//! | `linux24` | [`BestEffort`] | anything (as NULL) | NULL | Table 5.1 "Linux" |
 //!
 //! A mapping is data plus two questions: [`Mapping::accepts`] (is this
 //! received guarantee usable, and as what?) and
@@ -457,7 +458,9 @@ pub fn sfq_child(
 /// (Theorem 5.1), as a basic reservation `r·q` per `q`; any reservation or
 /// ALL is first rewritten into PSBE (Theorems 5.4, 5.5). When a child has a
 /// non-zero warp the scheduler behaves like BVT (§5.3.1.7), whose error is
-/// not bounded: every child then gets `PS s·r` only.
+/// not bounded: every child then gets `PS s·r` only. On several VPs (a
+/// multiprocessor PS, §7.1) each child gets `PS min(1, R·r)` of the total
+/// rate `R` received.
 #[derive(Clone, Copy, Debug)]
 pub struct Sfq {
     /// Scheduling quantum `q`.
@@ -481,6 +484,10 @@ impl Mapping for Sfq {
     }
     fn needs(&self) -> String {
         "PSBE, PS or RESU (or a guarantee that converts to PSBE)".into()
+    }
+    /// A multiprocessor scheduler: one VP per processor it may hold (§7.1).
+    fn max_parents(&self) -> Option<usize> {
+        None
     }
     fn accepts(&self, g: &Guarantee) -> Result<Guarantee, String> {
         if can_convert(g.kind(), K::Psbe) {
@@ -520,6 +527,9 @@ impl Mapping for Sfq {
         let warped = children
             .iter()
             .any(|c| c.params.warp.is_some_and(|w| w.as_nanos() > 0));
+        if received.len() > 1 {
+            return sfq_multiprocessor(received, shares, total);
+        }
         let got = received.first().copied().unwrap_or(Guarantee::Null);
         shares
             .into_iter()
@@ -542,6 +552,35 @@ impl Mapping for Sfq {
             })
             .collect()
     }
+}
+
+/// A PS scheduler holding several VPs (a multiprocessor PS of §7.1, such as
+/// PS1 of Fig 7.1 on both processors): the capacity `R`, the sum of the
+/// received rates, is divided by weight, and each child VP gets `PS
+/// min(1, R·r)` — one VP uses one processor at a time (§6.3.1). Only `PS`:
+/// Equation 5.2 bounds the error of SFQ on one processor, not on several.
+/// A child whose share of `R` exceeds one processor cannot use the excess;
+/// the others then receive more than this promises, never less.
+fn sfq_multiprocessor(
+    received: &[Guarantee],
+    shares: Vec<Result<f64, String>>,
+    total: f64,
+) -> Vec<Result<Provision, String>> {
+    let capacity: f64 = received.iter().map(Guarantee::rate).sum();
+    shares
+        .into_iter()
+        .map(|s| {
+            let share = (capacity * s? / total).min(1.0);
+            Ok(if share > 0.0 {
+                Provision::one(
+                    Guarantee::Ps { share },
+                    "§7.1: a multiprocessor PS divides the capacity of its VPs, PS ↦ PS⁺",
+                )
+            } else {
+                Provision::one(Guarantee::Null, "no usable guarantee")
+            })
+        })
+        .collect()
 }
 
 /// The join scheduler (§5.3.1.2): it registers VPs with several parents and
@@ -861,6 +900,10 @@ fn build_best_rate(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Map
     p.only("best-rate", &[])?;
     Ok(Box::new(BestEffort::new("best-rate", "BEST-RATE")))
 }
+fn build_linux24(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>, String> {
+    p.only("linux24", &[])?;
+    Ok(Box::new(BestEffort::new("linux24", "Linux 2.4")))
+}
 fn build_rez(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>, String> {
     p.only("rez", &["cap"])?;
     let cap = p.cap.unwrap_or(DEFAULT_REZ_CAP);
@@ -900,7 +943,8 @@ fn build_limit(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping
 
 impl Registry {
     /// The built-in mappings: `fp`, `ts`, `rez`, `ps` (alias `sfq`),
-    /// `join`, `limit`, and best-effort `best` and `best-rate`.
+    /// `join`, `limit`, and best-effort `best`, `best-rate` and `linux24`
+    /// (Linux's time sharing: `NULL ↦ NULL⁺`, Table 5.1).
     pub fn builtin() -> Registry {
         let entries: Vec<(String, Constructor)> = vec![
             ("fp".into(), build_fp as Constructor),
@@ -912,6 +956,7 @@ impl Registry {
             ("limit".into(), build_limit),
             ("best".into(), build_best),
             ("best-rate".into(), build_best_rate),
+            ("linux24".into(), build_linux24),
         ];
         Registry { entries }
     }
@@ -1171,6 +1216,32 @@ mod tests {
     }
 
     #[test]
+    fn sfq_on_several_vps_divides_their_capacity() {
+        // §7.1, Fig 7.1: PS1 on two processors gives VS1 (weight 0.4 of 2)
+        // PS 0.4; VS2's 1.6 processors exceed what one VP can use.
+        let sfq = Sfq::default();
+        let all = sfq.accepts(&Guarantee::All).unwrap();
+        let vs1 = EdgeParams {
+            share: Some(0.4),
+            ..edge()
+        };
+        let vs2 = EdgeParams {
+            share: Some(1.6),
+            ..edge()
+        };
+        let out = sfq.child_guarantees(&[all, all], &[child("PS2", &vs1), child("PS5", &vs2)]);
+        assert_eq!(out[0].as_ref().unwrap().first().to_string(), "PS 0.4");
+        assert_eq!(out[1].as_ref().unwrap().first(), g("PS 1"));
+        // PS received on each VP adds up the same way.
+        let out = sfq.child_guarantees(
+            &[g("PS 0.5"), g("PS 0.3")],
+            &[child("a", &vs1), child("b", &vs1)],
+        );
+        assert_eq!(out[0].as_ref().unwrap().first().to_string(), "PS 0.4");
+        assert_eq!(sfq.max_parents(), None);
+    }
+
+    #[test]
     fn join_softens_and_adds_on_a_uniprocessor() {
         let e = edge();
         let kid = [child("t", &e)];
@@ -1233,6 +1304,7 @@ mod tests {
             "limit",
             "best",
             "best-rate",
+            "linux24",
         ] {
             assert!(
                 r.build(name, &InstanceParams::default(), &c).is_ok(),

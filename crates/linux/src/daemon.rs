@@ -18,11 +18,12 @@ use crate::enforce::{self, Freezer, Original, ThreadCg};
 use crate::hierarchy;
 use crate::observe::{Event, Observer};
 use crate::report::{LiveStats, Report};
+use crate::stolen::{Steal, StolenMeter, StolenSource};
 use crate::sys::{self, CpuMask, SchedAttr, Slots};
 use crate::watchdog::Watchdog;
 use crate::{LiveError, RunOptions};
 use hsched_config::{Hierarchy, ThreadSpec, TimedOp, WorkloadSpec};
-use hsched_core::{CpuId, Hsi, InstanceId, Instant, Params, ThreadId};
+use hsched_core::{CpuId, Duration, Hsi, InstanceId, Instant, Params, ThreadId};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -132,6 +133,9 @@ pub(crate) struct Daemon {
     pub debug: bool,
     pub next_sweep: u64,
     pub lost_seen: u64,
+    /// Stolen-time measurement on the managed CPUs (seed 000 ch. 11).
+    pub stolen: Option<StolenMeter>,
+    pub steals: Vec<Steal>,
 }
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> LiveError + '_ {
@@ -168,6 +172,13 @@ impl Daemon {
         )
         .map_err(io_err("watchdog"))?;
         let obs = Observer::new(&cpus, opts.ring_order).map_err(io_err("perf events"))?;
+        let stolen = match opts.stolen {
+            StolenSource::Off => None,
+            s => Some(
+                StolenMeter::new(s, &cpus, opts.ring_order.max(6))
+                    .map_err(io_err("stolen-time measurement"))?,
+            ),
+        };
         let epoll = sys::Epoll::new().map_err(io_err("epoll"))?;
         let timer = sys::TimerFd::new().map_err(io_err("timerfd"))?;
         let sigfd = sys::signalfd(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD, libc::SIGHUP])
@@ -214,6 +225,12 @@ impl Daemon {
         let end_at = opts.duration.map(|d| epoch + d.as_nanos());
         let ops = h.operations.clone();
         let ncpu = cpus.len();
+        let stats = LiveStats {
+            stolen_source: opts.stolen.name().to_string(),
+            stolen_measured_ns: vec![0; ncpu],
+            stolen_fed_ns: vec![0; ncpu],
+            ..LiveStats::default()
+        };
         Ok(Daemon {
             h: h.clone(),
             opts,
@@ -241,7 +258,7 @@ impl Daemon {
             conns: BTreeMap::new(),
             self_attr,
             self_mask,
-            stats: LiveStats::default(),
+            stats,
             shutdown: false,
             finished: false,
             events: Vec::with_capacity(4096),
@@ -251,6 +268,8 @@ impl Daemon {
             debug: std::env::var_os("HSCHED_LIVE_DEBUG").is_some(),
             next_sweep: 0,
             lost_seen: 0,
+            stolen,
+            steals: Vec::new(),
         })
     }
 
@@ -430,16 +449,33 @@ impl Daemon {
         self.events.clear();
         let mut evs = std::mem::take(&mut self.events);
         self.obs.drain(&mut evs);
-        if !evs.is_empty() {
+        let mut steals = std::mem::take(&mut self.steals);
+        steals.clear();
+        if let Some(m) = self.stolen.as_mut() {
+            m.collect(sys::now_ns(), &mut steals);
+            steals.sort_by_key(|s| s.at);
+        }
+        if !evs.is_empty() || !steals.is_empty() {
             evs.sort_by_key(|e| e.time());
             let now = sys::now_ns();
+            // Stolen stretches go in at their end time, among the events,
+            // so each is charged to the thread the hierarchy ran then.
+            let mut k = 0;
             for e in &evs {
+                while k < steals.len() && steals[k].at <= e.time() {
+                    self.feed_stolen(steals[k]);
+                    k += 1;
+                }
                 if self.stats.latency.len() < 4_000_000 {
                     self.stats.latency.push(now.saturating_sub(e.time()));
                 }
                 self.apply_event(*e);
             }
+            for &s in &steals[k..] {
+                self.feed_stolen(s);
+            }
         }
+        self.steals = steals;
         self.events = evs;
         let now = sys::now_ns();
         while let Some(&(t, i)) = self.launches.first() {
@@ -489,6 +525,22 @@ impl Daemon {
                 .retain(|cg| std::fs::remove_dir(cg.dir()).is_err());
         }
         self.stats.daemon_cpu_ns += sys::thread_cpu_ns() - t_start;
+    }
+
+    /// Reports one stretch of stolen time to the HSI when the hierarchy
+    /// runs a thread on that CPU (time stolen from an idle CPU is nobody's).
+    fn feed_stolen(&mut self, s: Steal) {
+        if let Some(v) = self.stats.stolen_measured_ns.get_mut(s.cpu) {
+            *v += s.ns;
+        }
+        let cpu = CpuId(s.cpu as u32);
+        if self.hsi.running(cpu).is_some() {
+            self.hsi.add_stolen(self.inst(s.at), cpu, Duration(s.ns));
+            self.stats.stolen_reports += 1;
+            if let Some(v) = self.stats.stolen_fed_ns.get_mut(s.cpu) {
+                *v += s.ns;
+            }
+        }
     }
 
     pub fn thread_names(&self) -> BTreeMap<String, ThreadId> {

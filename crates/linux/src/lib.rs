@@ -43,6 +43,7 @@ pub mod hierarchy;
 pub mod observe;
 pub mod probe;
 pub mod report;
+pub mod stolen;
 pub mod sys;
 pub mod watchdog;
 
@@ -111,6 +112,10 @@ pub struct RunOptions {
     pub ring_order: u32,
     /// At the end, SIGTERM (then SIGKILL) launched programs still running.
     pub kill_at_end: bool,
+    /// Where to measure the time the system steals on the managed CPUs,
+    /// fed to the HSI (`Hsi::add_stolen`) for Rez-C and Rez-FB (seed 000
+    /// ch. 11); see [`stolen`].
+    pub stolen: stolen::StolenSource,
 }
 
 impl Default for RunOptions {
@@ -128,6 +133,7 @@ impl Default for RunOptions {
             daemon_priority: 80,
             ring_order: 6,
             kill_at_end: true,
+            stolen: stolen::StolenSource::Off,
         }
     }
 }

@@ -39,6 +39,15 @@ pub struct LiveStats {
     pub resyncs: u64,
     /// Why the run ended.
     pub ended_by: String,
+    /// Where stolen time was measured (`off`, `procstat`, `trace`).
+    pub stolen_source: String,
+    /// Stolen time measured per managed CPU, ns.
+    pub stolen_measured_ns: Vec<u64>,
+    /// Stolen time fed to the HSI per managed CPU (measured while the
+    /// hierarchy ran a thread there), ns.
+    pub stolen_fed_ns: Vec<u64>,
+    /// `Hsi::add_stolen` calls.
+    pub stolen_reports: u64,
 }
 
 /// A latency distribution.
@@ -228,6 +237,8 @@ impl Report {
                 "resyncs": st.resyncs,
                 "daemon_cpu_ns": st.daemon_cpu_ns,
                 "ended_by": st.ended_by,
+                "stolen": {"source": st.stolen_source, "measured_ns": st.stolen_measured_ns,
+                    "fed_ns": st.stolen_fed_ns, "reports": st.stolen_reports},
             }
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()

@@ -47,6 +47,25 @@ pub fn thread_cpu_ns() -> u64 {
     clock(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
+/// `USER_HZ`: the unit of `/proc/stat` times (100 on every mainstream
+/// architecture).
+pub fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no arguments and no memory effects.
+    let c = unsafe { libc::sched_getcpu() };
+    usize::try_from(c).ok()
+}
+
 /// CPU time of the calling process (all threads) in nanoseconds.
 pub fn process_cpu_ns() -> u64 {
     clock(libc::CLOCK_PROCESS_CPUTIME_ID)
@@ -364,6 +383,16 @@ pub fn perf_set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
         )
     };
     check(r as libc::c_long).map(|_| ())
+}
+
+/// The kernel's unique id of a perf event (`PERF_EVENT_IOC_ID`), the value
+/// `PERF_SAMPLE_ID` puts in its samples.
+pub fn perf_event_id(fd: &OwnedFd) -> io::Result<u64> {
+    const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
+    let mut id: u64 = 0;
+    // SAFETY: the ioctl writes one u64 to the pointer, which is valid.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_ID as _, &mut id as *mut u64) };
+    check(r as libc::c_long).map(|_| id)
 }
 
 /// A perf ring buffer mapped from an event descriptor.

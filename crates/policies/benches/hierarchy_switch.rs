@@ -11,7 +11,7 @@
 //! cost on the same hierarchy.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use hsched_core::{CpuId, Hsi, Instant, InstanceId, ParamValue, Params, ParentLink, ParentRef};
+use hsched_core::{CpuId, Hsi, InstanceId, Instant, ParamValue, Params, ParentLink, ParentRef};
 
 fn ts(quantum: &str) -> Box<dyn hsched_core::Policy> {
     let p = Params::new().with("quantum", ParamValue::Str(quantum.into()));
@@ -19,7 +19,10 @@ fn ts(quantum: &str) -> Box<dyn hsched_core::Policy> {
 }
 
 fn under(p: InstanceId) -> Vec<ParentLink> {
-    vec![ParentLink { parent: ParentRef::Instance(p), params: Params::new() }]
+    vec![ParentLink {
+        parent: ParentRef::Instance(p),
+        params: Params::new(),
+    }]
 }
 
 /// Builds the Fig 10.2 hierarchy of the given depth with both threads awake.
@@ -27,14 +30,23 @@ fn build(depth: usize, checking: bool) -> Hsi {
     let mut hsi = Hsi::new(1);
     hsi.set_checking(checking);
     let t0 = Instant(0);
-    let top = vec![ParentLink { parent: ParentRef::Top { cpus: vec![CpuId(0)] }, params: Params::new() }];
+    let top = vec![ParentLink {
+        parent: ParentRef::Top {
+            cpus: vec![CpuId(0)],
+        },
+        params: Params::new(),
+    }];
     let root = hsi.create_instance(t0, "ts1", ts("1ms"), top).unwrap();
     for chain in 0..2 {
         let mut parent = root;
         for level in 1..depth {
-            parent = hsi.create_instance(t0, &format!("c{chain}-{level}"), ts("3600s"), under(parent)).unwrap();
+            parent = hsi
+                .create_instance(t0, &format!("c{chain}-{level}"), ts("3600s"), under(parent))
+                .unwrap();
         }
-        let t = hsi.create_thread(t0, &format!("t{chain}"), parent, Params::new()).unwrap();
+        let t = hsi
+            .create_thread(t0, &format!("t{chain}"), parent, Params::new())
+            .unwrap();
         hsi.wake(t0, t).unwrap();
     }
     hsi
@@ -56,7 +68,11 @@ fn bench(c: &mut Criterion) {
             // Each quantum expiry really switches threads.
             let before = hsi.running(CpuId(0));
             switch(&mut hsi, &mut out);
-            assert_ne!(hsi.running(CpuId(0)), before, "depth {d}: the root did not switch");
+            assert_ne!(
+                hsi.running(CpuId(0)),
+                before,
+                "depth {d}: the root did not switch"
+            );
             assert!(hsi.running(CpuId(0)).is_some());
             b.iter(|| switch(&mut hsi, &mut out));
         });

@@ -293,33 +293,55 @@ impl Run {
 }
 
 /// The eager view of this instance's parent VPs, indexed by their position
-/// in [`Ctx::parent_vps`] (declaration order).
+/// in [`Ctx::parent_vps`] (declaration order), with counts of the asking
+/// and held ones so that hooks skip the passes that have nothing to do.
 #[derive(Debug, Default)]
 pub(crate) struct Parents {
     view: Vec<Run>,
+    /// Entries of `view` that are `Ready`.
+    asking: usize,
+    /// Entries of `view` that are `Running`.
+    held: usize,
 }
 
 impl Parents {
     /// Builds the view from the HSI when the set of parent VPs changed (at
     /// `init`, or if a hook arrives first).
+    #[inline]
     pub(crate) fn ensure(&mut self, ctx: &Ctx<'_>) {
         if self.view.len() != ctx.parent_vps().len() {
-            self.view = ctx
-                .parent_vps()
-                .iter()
-                .map(|&p| Run::of(ctx.vp_state(p)))
-                .collect();
+            self.rebuild(ctx);
         }
+    }
+
+    fn rebuild(&mut self, ctx: &Ctx<'_>) {
+        self.view = ctx
+            .parent_vps()
+            .iter()
+            .map(|&p| Run::of(ctx.vp_state(p)))
+            .collect();
+        self.asking = self.view.iter().filter(|r| **r == Run::Ready).count();
+        self.held = self.view.iter().filter(|r| r.cpu().is_some()).count();
+    }
+
+    /// Changes `view[i]`, keeping the counts.
+    #[inline]
+    fn set(&mut self, i: usize, r: Run) {
+        let old = std::mem::replace(&mut self.view[i], r);
+        self.asking = self.asking - (old == Run::Ready) as usize + (r == Run::Ready) as usize;
+        self.held = self.held - old.cpu().is_some() as usize + r.cpu().is_some() as usize;
     }
 
     pub(crate) fn len(&self) -> usize {
         self.view.len()
     }
 
+    #[inline]
     fn index(ctx: &Ctx<'_>, vp: VpId) -> Option<usize> {
         ctx.parent_vps().iter().position(|&p| p == vp)
     }
 
+    #[inline]
     fn settled(&self, ctx: &Ctx<'_>, i: usize) -> bool {
         ctx.parent_vps()
             .get(i)
@@ -331,6 +353,7 @@ impl Parents {
     /// the grant is already stale (the notification waited while this
     /// instance was busy and the VP has been revoked since: the revoke's own
     /// notification follows).
+    #[inline]
     pub(crate) fn on_grant(&mut self, ctx: &Ctx<'_>, vp: VpId, cpu: CpuId) -> Option<usize> {
         self.ensure(ctx);
         let i = Self::index(ctx, vp)?;
@@ -340,7 +363,7 @@ impl Parents {
         match self.view[i] {
             Run::Waiting => None,
             _ => {
-                self.view[i] = Run::Running(cpu);
+                self.set(i, Run::Running(cpu));
                 Some(i)
             }
         }
@@ -348,12 +371,13 @@ impl Parents {
 
     /// Parent VP `vp` lost its processor; returns its index and the
     /// processor when the view had it running there.
+    #[inline]
     pub(crate) fn on_revoke(&mut self, ctx: &Ctx<'_>, vp: VpId) -> Option<(usize, CpuId)> {
         self.ensure(ctx);
         let i = Self::index(ctx, vp)?;
         match self.view[i] {
             Run::Running(c) => {
-                self.view[i] = Run::Ready;
+                self.set(i, Run::Ready);
                 Some((i, c))
             }
             _ => None,
@@ -362,21 +386,27 @@ impl Parents {
 
     /// Processors held, as (parent index, processor), in parent order.
     pub(crate) fn held(&self) -> impl Iterator<Item = (usize, CpuId)> + '_ {
-        self.view
-            .iter()
+        let view = if self.held == 0 {
+            &[][..]
+        } else {
+            &self.view[..]
+        };
+        view.iter()
             .enumerate()
             .filter_map(|(i, r)| r.cpu().map(|c| (i, c)))
     }
 
     /// Parent VPs asking for a processor.
+    #[inline]
     pub(crate) fn asking(&self) -> usize {
-        self.view.iter().filter(|r| **r == Run::Ready).count()
+        self.asking
     }
 
     /// Requests parent `i` if it is settled and waiting.
+    #[inline]
     pub(crate) fn request(&mut self, ctx: &mut Ctx<'_>, i: usize) -> bool {
         if self.view[i] == Run::Waiting && self.settled(ctx, i) {
-            self.view[i] = Run::Ready;
+            self.set(i, Run::Ready);
             let vp = ctx.parent_vps()[i];
             ctx.request(vp);
             true
@@ -387,9 +417,10 @@ impl Parents {
 
     /// Releases parent `i` (its request or its processor) if it is settled
     /// and not waiting.
+    #[inline]
     pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>, i: usize) -> bool {
         if self.view[i] != Run::Waiting && self.settled(ctx, i) {
-            self.view[i] = Run::Waiting;
+            self.set(i, Run::Waiting);
             let vp = ctx.parent_vps()[i];
             ctx.release(vp);
             true
@@ -409,8 +440,15 @@ impl Parents {
     }
 
     /// Releases asking parents from the back until at most `want` ask.
+    #[inline]
     pub(crate) fn ask_at_most(&mut self, ctx: &mut Ctx<'_>, want: usize) {
-        let mut asking = self.asking();
+        if self.asking > want {
+            self.release_asking(ctx, want);
+        }
+    }
+
+    fn release_asking(&mut self, ctx: &mut Ctx<'_>, want: usize) {
+        let mut asking = self.asking;
         let mut i = self.view.len();
         while asking > want && i > 0 {
             i -= 1;
@@ -421,8 +459,15 @@ impl Parents {
     }
 
     /// Requests waiting parents in order until at least `want` ask.
+    #[inline]
     pub(crate) fn ask_at_least(&mut self, ctx: &mut Ctx<'_>, want: usize) {
-        let mut asking = self.asking();
+        if self.asking < want {
+            self.request_waiting(ctx, want);
+        }
+    }
+
+    fn request_waiting(&mut self, ctx: &mut Ctx<'_>, want: usize) {
+        let mut asking = self.asking;
         let mut i = 0;
         while asking < want && i < self.view.len() {
             asking += self.request(ctx, i) as usize;
@@ -431,19 +476,32 @@ impl Parents {
     }
 
     /// Releases every held processor for which `used` is false.
+    #[inline]
     pub(crate) fn release_idle(&mut self, ctx: &mut Ctx<'_>, used: impl Fn(CpuId) -> bool) {
-        let idle: Vec<usize> = self
-            .held()
-            .filter(|&(_, c)| !used(c))
-            .map(|(i, _)| i)
-            .collect();
-        for i in idle {
-            self.release(ctx, i);
+        if self.held == 0 {
+            return;
+        }
+        // Releasing parent `i` changes only `view[i]`, so one pass in
+        // parent order sees the same held set as a list taken first.
+        for i in 0..self.view.len() {
+            if let Run::Running(c) = self.view[i] {
+                if !used(c) {
+                    self.release(ctx, i);
+                }
+            }
         }
     }
 
     /// Every parent VP is settled (true after each input).
     pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        let asking = self.view.iter().filter(|r| **r == Run::Ready).count();
+        let held = self.view.iter().filter(|r| r.cpu().is_some()).count();
+        if (asking, held) != (self.asking, self.held) {
+            return Err(format!(
+                "counts {} asking and {} held parent VPs but the view has {asking} and {held}",
+                self.asking, self.held
+            ));
+        }
         if self.view.len() != ctx.parent_vps().len() {
             return Err(format!(
                 "tracks {} parent VPs but has {}",
@@ -487,15 +545,21 @@ pub(crate) struct Entry<E> {
 ///
 /// A hook updates the entry its notification is about, calls
 /// [`PrioSet::begin`], plans with [`PrioSet::preempt`] and
-/// [`PrioSet::rebalance`], and ends with [`PrioSet::finish`], which queues
-/// the planned actions in the order described above.
+/// [`PrioSet::rebalance`], and ends with [`PrioSet::finish`], so that the
+/// actions go out in the order described above: planned revocations are
+/// queued at once (nothing else is queued while planning), planned grants
+/// wait for `finish`, which queues the parent releases before them and the
+/// parent requests after them.
 #[derive(Debug)]
 pub(crate) struct PrioSet<E> {
     pub kids: VpTable<Entry<E>>,
     pub parents: Parents,
     next_seq: u64,
-    revokes: Vec<(VpId, RevokeReason)>,
     grants: Vec<(VpId, CpuId)>,
+    /// Children whose eager state is `Ready` / `Running` (kept by
+    /// `set_run`: change `Entry::run` through it only).
+    ready: usize,
+    running: usize,
 }
 
 impl<E> PrioSet<E> {
@@ -504,9 +568,20 @@ impl<E> PrioSet<E> {
             kids: VpTable::new(Side::Child),
             parents: Parents::default(),
             next_seq: 0,
-            revokes: Vec::new(),
             grants: Vec::new(),
+            ready: 0,
+            running: 0,
         }
+    }
+
+    /// Changes child `i`'s eager state, keeping the counts; returns its VP.
+    #[inline]
+    fn set_run(&mut self, i: usize, r: Run) -> VpId {
+        let (vp, e) = self.kids.at_mut(i);
+        let old = std::mem::replace(&mut e.run, r);
+        self.ready = self.ready - (old == Run::Ready) as usize + (r == Run::Ready) as usize;
+        self.running = self.running - old.cpu().is_some() as usize + r.cpu().is_some() as usize;
+        vp
     }
 
     /// A queue position behind every earlier one.
@@ -533,10 +608,14 @@ impl<E> PrioSet<E> {
     }
 
     pub(crate) fn remove(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.kids.remove(ctx, vp);
+        if let Some(e) = self.kids.remove(ctx, vp) {
+            self.ready -= (e.run == Run::Ready) as usize;
+            self.running -= e.run.cpu().is_some() as usize;
+        }
     }
 
     /// Marks the children a notification is still to come about.
+    #[inline]
     pub(crate) fn begin(&mut self, ctx: &Ctx<'_>) {
         self.parents.ensure(ctx);
         for (vp, e) in self.kids.iter_mut() {
@@ -554,8 +633,8 @@ impl<E> PrioSet<E> {
         let i = self.kids.index_of(ctx, vp)?;
         let seq = self.take_seq();
         let now = ctx.now();
+        self.set_run(i, Run::Ready);
         let e = self.kids.at_mut(i).1;
-        e.run = Run::Ready;
         e.seq = seq;
         e.since = now;
         Some(i)
@@ -564,12 +643,13 @@ impl<E> PrioSet<E> {
     /// Child `vp` stopped asking; its processor, if any, is free.
     pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) -> Option<usize> {
         let i = self.kids.index_of(ctx, vp)?;
-        self.kids.at_mut(i).1.run = Run::Waiting;
+        self.set_run(i, Run::Waiting);
         Some(i)
     }
 
     /// The parent took back `parent_vp`'s processor: the child on it loses
     /// it for the same reason and keeps its queue position. Calls `begin`.
+    #[inline]
     pub(crate) fn parent_revoked(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -580,13 +660,13 @@ impl<E> PrioSet<E> {
         self.begin(ctx);
         if let Some((_, cpu)) = lost {
             if let Some(i) = self.on_cpu(cpu) {
-                let (vp, e) = self.kids.at_mut(i);
+                let vp = self.kids.at(i).0;
                 match ctx.vp_state(vp) {
                     VpState::Running(c) if c == cpu => self.preempt(ctx, i, reason, false),
                     // The grant to it never took effect: it is simply ready.
                     VpState::Ready => {
-                        e.run = Run::Ready;
-                        e.busy = false;
+                        self.set_run(i, Run::Ready);
+                        self.kids.at_mut(i).1.busy = false;
                     }
                     _ => {}
                 }
@@ -595,69 +675,108 @@ impl<E> PrioSet<E> {
     }
 
     /// The child running on `cpu` (as planned).
+    #[inline]
     pub(crate) fn on_cpu(&self, cpu: CpuId) -> Option<usize> {
-        (0..self.kids.len()).find(|&i| self.kids.at(i).1.run == Run::Running(cpu))
+        if self.running == 0 {
+            return None;
+        }
+        self.kids
+            .iter()
+            .position(|(_, e)| e.run == Run::Running(cpu))
     }
 
     /// Plans to take the processor from running child `i`; `back` sends it
     /// behind the other children of its priority (a used-up quantum).
-    pub(crate) fn preempt(&mut self, ctx: &Ctx<'_>, i: usize, reason: RevokeReason, back: bool) {
+    #[inline]
+    pub(crate) fn preempt(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        i: usize,
+        reason: RevokeReason,
+        back: bool,
+    ) {
         let seq = if back { Some(self.take_seq()) } else { None };
-        let (vp, e) = self.kids.at_mut(i);
-        e.run = Run::Ready;
+        let vp = self.set_run(i, Run::Ready);
+        let e = self.kids.at_mut(i).1;
         e.since = ctx.now();
         if let Some(s) = seq {
             e.seq = s;
         }
-        self.revokes.push((vp, reason));
+        // Revocations come first in a hook's actions (see above), and
+        // nothing else is queued while planning: queue it at once.
+        ctx.revoke(vp, reason);
     }
 
+    #[inline]
     fn grant(&mut self, i: usize, cpu: CpuId) {
-        let (vp, e) = self.kids.at_mut(i);
-        e.run = Run::Running(cpu);
+        let vp = self.set_run(i, Run::Running(cpu));
         self.grants.push((vp, cpu));
     }
 
-    /// The ready child to run next: highest priority, then earliest queued.
-    pub(crate) fn best_ready(&self) -> Option<usize> {
-        (0..self.kids.len())
-            .filter(|&i| {
-                let e = self.kids.at(i).1;
-                e.run == Run::Ready && !e.busy
-            })
-            .max_by_key(|&i| {
-                let e = self.kids.at(i).1;
-                (e.prio, std::cmp::Reverse(e.seq))
-            })
+    /// In one pass: the ready child to run next (highest priority, then
+    /// earliest queued) and the running child to preempt first (lowest
+    /// priority, then latest queued), leaving out children a notification
+    /// is still to come about; neither when no child is ready, as then
+    /// there is nothing to plan. Ties go as with `max_by_key` (the last)
+    /// and `min_by_key` (the first), though queue positions never tie.
+    #[inline]
+    fn extremes(&self) -> (Option<usize>, Option<usize>) {
+        if self.ready == 0 {
+            return (None, None);
+        }
+        let rank = |e: &Entry<E>| (e.prio, std::cmp::Reverse(e.seq));
+        let mut best: Option<(usize, &Entry<E>)> = None;
+        let mut worst: Option<(usize, &Entry<E>)> = None;
+        for (i, (_, e)) in self.kids.iter().enumerate() {
+            if e.busy {
+                continue;
+            }
+            match e.run {
+                Run::Ready => {
+                    if best.is_none_or(|(_, b)| rank(e) >= rank(b)) {
+                        best = Some((i, e));
+                    }
+                }
+                Run::Running(_) => {
+                    if worst.is_none_or(|(_, w)| rank(e) < rank(w)) {
+                        worst = Some((i, e));
+                    }
+                }
+                Run::Waiting => {}
+            }
+        }
+        (best.map(|(i, _)| i), worst.map(|(i, _)| i))
     }
 
-    /// The running child to preempt first: lowest priority, then latest
-    /// queued.
-    pub(crate) fn worst_running(&self) -> Option<usize> {
-        (0..self.kids.len())
-            .filter(|&i| {
-                let e = self.kids.at(i).1;
-                matches!(e.run, Run::Running(_)) && !e.busy
-            })
-            .min_by_key(|&i| {
-                let e = self.kids.at(i).1;
-                (e.prio, std::cmp::Reverse(e.seq))
-            })
+    /// The ready child to run next: highest priority, then earliest queued.
+    #[inline]
+    pub(crate) fn best_ready(&self) -> Option<usize> {
+        self.extremes().0
     }
 
     /// Plans to give every free held processor to the best ready child, then
     /// to preempt while a ready child outranks a running one.
-    pub(crate) fn rebalance(&mut self, ctx: &Ctx<'_>) {
-        let held: Vec<CpuId> = self.parents.held().map(|(_, c)| c).collect();
-        for cpu in held {
-            if self.on_cpu(cpu).is_none() {
-                match self.best_ready() {
-                    Some(i) => self.grant(i, cpu),
-                    None => break,
+    #[inline(always)]
+    pub(crate) fn rebalance(&mut self, ctx: &mut Ctx<'_>) {
+        // Granting changes only the children, so the held processors can
+        // be read in place, in parent order.
+        if self.parents.held > 0 {
+            for k in 0..self.parents.view.len() {
+                let Run::Running(cpu) = self.parents.view[k] else {
+                    continue;
+                };
+                if self.on_cpu(cpu).is_none() {
+                    match self.best_ready() {
+                        Some(i) => self.grant(i, cpu),
+                        None => break,
+                    }
                 }
             }
         }
-        while let (Some(b), Some(w)) = (self.best_ready(), self.worst_running()) {
+        if self.running == 0 {
+            return;
+        }
+        while let (Some(b), Some(w)) = self.extremes() {
             if self.kids.at(b).1.prio <= self.kids.at(w).1.prio {
                 break;
             }
@@ -669,25 +788,20 @@ impl<E> PrioSet<E> {
         }
     }
 
-    /// Queues the planned actions (revocations, parent releases, grants,
+    /// Queues the rest of the planned actions (parent releases, grants,
     /// parent requests) with one asking parent VP per ready child without a
     /// processor, and every unused held processor released.
+    #[inline(always)]
     pub(crate) fn finish(&mut self, ctx: &mut Ctx<'_>) {
-        for (vp, reason) in self.revokes.drain(..) {
-            ctx.revoke(vp, reason);
-        }
-        let unserved = self
-            .kids
-            .iter()
-            .filter(|(_, e)| e.run == Run::Ready)
-            .count();
+        let unserved = self.ready;
         self.parents.ask_at_most(ctx, unserved);
         let kids = &self.kids;
         self.parents
             .release_idle(ctx, |c| kids.iter().any(|(_, e)| e.run == Run::Running(c)));
-        for (vp, cpu) in self.grants.drain(..) {
+        for &(vp, cpu) in &self.grants {
             ctx.grant(vp, cpu);
         }
+        self.grants.clear();
         self.parents.ask_at_least(ctx, unserved);
     }
 
@@ -695,6 +809,22 @@ impl<E> PrioSet<E> {
     /// and no ready child outranks a running one.
     pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         self.parents.check(ctx)?;
+        let ready = self
+            .kids
+            .iter()
+            .filter(|(_, e)| e.run == Run::Ready)
+            .count();
+        let running = self
+            .kids
+            .iter()
+            .filter(|(_, e)| e.run.cpu().is_some())
+            .count();
+        if (ready, running) != (self.ready, self.running) {
+            return Err(format!(
+                "counts {} ready and {} running children but they are {ready} and {running}",
+                self.ready, self.running
+            ));
+        }
         for (vp, e) in self.kids.iter() {
             if Run::of(ctx.vp_state(vp)) != e.run {
                 return Err(format!(

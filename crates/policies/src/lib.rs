@@ -8,11 +8,13 @@
 
 pub mod best;
 pub mod best_rate;
+pub mod coop;
 pub mod fp;
 pub mod join;
 pub mod limit;
 pub mod linux24;
 pub mod ps;
+pub mod realrate;
 pub mod registry;
 pub mod rez;
 pub mod ts;

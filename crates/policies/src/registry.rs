@@ -27,7 +27,9 @@ pub struct PolicyInfo {
 
 impl std::fmt::Debug for PolicyInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PolicyInfo").field("name", &self.name).finish()
+        f.debug_struct("PolicyInfo")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -43,6 +45,8 @@ pub fn registry() -> &'static [PolicyInfo] {
         crate::best::INFO,
         crate::best_rate::INFO,
         crate::linux24::INFO,
+        crate::coop::INFO,
+        crate::realrate::INFO,
     ];
     ALL
 }
@@ -60,13 +64,20 @@ pub fn lookup(name: &str) -> Option<&'static PolicyInfo> {
 pub fn build(name: &str, params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
     let info = lookup(name).ok_or_else(|| {
         let known: Vec<_> = registry().iter().map(|p| p.name).collect();
-        PolicyError::Unsupported(format!("unknown policy `{name}`; known policies: {}", known.join(", ")))
+        PolicyError::Unsupported(format!(
+            "unknown policy `{name}`; known policies: {}",
+            known.join(", ")
+        ))
     })?;
     let keys: Vec<&str> = info.instance_params.iter().map(|s| s.key).collect();
     if let Some(k) = params.unknown_keys(&keys).next() {
         return Err(PolicyError::Unsupported(format!(
             "policy `{name}` has no parameter `{k}`; it accepts: {}",
-            if keys.is_empty() { "none".to_string() } else { keys.join(", ") }
+            if keys.is_empty() {
+                "none".to_string()
+            } else {
+                keys.join(", ")
+            }
         )));
     }
     (info.build)(params)
@@ -84,7 +95,11 @@ pub fn check_child_params(info: &PolicyInfo, params: &Params) -> Result<(), Poli
         Some(k) => Err(PolicyError::Unsupported(format!(
             "a child of a `{}` scheduler has no parameter `{k}`; it accepts: {}",
             info.name,
-            if keys.is_empty() { "none".to_string() } else { keys.join(", ") }
+            if keys.is_empty() {
+                "none".to_string()
+            } else {
+                keys.join(", ")
+            }
         ))),
     }
 }

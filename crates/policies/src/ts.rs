@@ -136,6 +136,8 @@ pub struct Ts {
     quantum: Duration,
     /// `None`: boosts off.
     starvation: Option<Duration>,
+    /// Scratch list of (queue position, child) for `on_clock`.
+    expiring: Vec<(u64, VpId)>,
 }
 
 impl Ts {
@@ -178,6 +180,7 @@ impl Ts {
             mode,
             quantum,
             starvation,
+            expiring: Vec::new(),
         })
     }
 
@@ -201,22 +204,26 @@ impl Ts {
         self.mode == Mode::RoundRobin
     }
 
+    #[inline]
     fn used(&self, ctx: &Ctx<'_>, i: usize) -> Duration {
         let (vp, e) = self.set.kids.at(i);
         ctx.vp_received(vp) - e.extra.mark
     }
 
+    #[inline]
     fn fresh_quantum(&mut self, ctx: &Ctx<'_>, i: usize) {
         let (vp, e) = self.set.kids.at_mut(i);
         e.extra.mark = ctx.vp_received(vp);
     }
 
+    #[inline]
     fn unboost(&mut self, i: usize) {
         let e = self.set.kids.at_mut(i).1;
         e.extra.boosted = false;
         e.prio = e.extra.base;
     }
 
+    #[inline]
     fn boostable(&self, i: usize) -> bool {
         let e = self.set.kids.at(i).1;
         e.run == Run::Ready && !e.extra.boosted && e.extra.base < BOOST_PRIORITY
@@ -229,20 +236,20 @@ impl Ts {
             return;
         }
         let round = self.set.take_seq();
-        let mut expiring: Vec<usize> = (0..self.set.kids.len())
-            .filter(|&i| {
-                let e = self.set.kids.at(i).1;
-                matches!(e.run, Run::Running(_)) && !e.busy && self.used(ctx, i) >= self.quantum
-            })
-            .collect();
-        expiring.sort_by_key(|&i| self.set.kids.at(i).1.seq);
-        // Compare by VP: preempting reorders nothing, but keep indices honest.
-        let expiring: Vec<VpId> = expiring
-            .into_iter()
-            .map(|i| self.set.kids.at(i).0)
-            .collect();
+        // Queue positions are unique, so sorting by them alone is a total
+        // order; the scratch list keeps this hook free of allocations.
+        let mut expiring = std::mem::take(&mut self.expiring);
+        expiring.clear();
+        for i in 0..self.set.kids.len() {
+            let (vp, e) = self.set.kids.at(i);
+            if matches!(e.run, Run::Running(_)) && !e.busy && self.used(ctx, i) >= self.quantum {
+                expiring.push((e.seq, vp));
+            }
+        }
+        expiring.sort_unstable_by_key(|&(seq, _)| seq);
         let mut claimed = 0;
-        for vp in expiring {
+        // By VP: preempting reorders nothing, but keep indices honest.
+        for &(_, vp) in &expiring {
             let Some(i) = self.set.kids.index_of(ctx, vp) else {
                 continue;
             };
@@ -260,6 +267,7 @@ impl Ts {
                 self.set.preempt(ctx, i, RevokeReason::Preempted, true);
             }
         }
+        self.expiring = expiring;
         if let Some(starve) = self.starvation {
             let now = ctx.now();
             for i in 0..self.set.kids.len() {
@@ -279,6 +287,7 @@ impl Ts {
     }
 
     /// Arms the timer for the next quantum end or starvation boost.
+    #[inline]
     fn arm(&mut self, ctx: &mut Ctx<'_>) {
         if !self.rr() {
             return;
@@ -293,15 +302,17 @@ impl Ts {
                 next = next.min(e.since + s);
             }
         }
+        // Re-arming at the armed time changes nothing, so no need to ask.
         if next == Instant::NEVER {
             ctx.cancel_timer();
-        } else if ctx.timer() != Some(next) {
+        } else {
             ctx.set_timer(next);
         }
     }
 
     /// Plans and queues the actions, then re-arms the timer; the hook has
     /// called `begin`.
+    #[inline]
     fn settle(&mut self, ctx: &mut Ctx<'_>) {
         self.set.rebalance(ctx);
         self.set.finish(ctx);

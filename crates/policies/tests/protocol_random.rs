@@ -57,6 +57,7 @@ fn random_value(rng: &mut Rng, spec: &ParamSpec, period_ms: u64) -> Option<Param
         "quantum" => ms(rng.range(1, 30)),
         "cap" => ParamValue::Float(0.85),
         "mode" => ParamValue::Str(if rng.chance(50) { "rr" } else { "fp" }.into()),
+        "domain" => ParamValue::Int(rng.range(0, 3) as i64),
         _ => return None,
     })
 }
@@ -324,8 +325,11 @@ fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Result
         Ok(())
     })();
     let result = result.map_err(|e| {
-        let who: Vec<String> =
-            w.instances.iter().map(|(i, p)| format!("{}={}", w.hsi.instance_name(*i), p.name)).collect();
+        let who: Vec<String> = w
+            .instances
+            .iter()
+            .map(|(i, p)| format!("{}={}", w.hsi.instance_name(*i), p.name))
+            .collect();
         format!("{e}\n  instances: {}", who.join(" "))
     });
     if result.is_err() && tracing {

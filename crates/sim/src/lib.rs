@@ -66,6 +66,7 @@ mod error;
 mod gantt;
 mod machine;
 mod metrics;
+pub mod player;
 mod report;
 mod rng;
 mod trace;

@@ -1,12 +1,16 @@
-//! `hsched check`: parse and validate a hierarchy file.
+//! `hsched check`: parse and validate a hierarchy file, then check that it
+//! keeps its promises.
 //!
 //! Validation is done by `hsched-config` (syntax, names, parents, cycles,
-//! parameters). The guarantee composition (seed 000 ch. 5) plugs in at
-//! [`composition`].
+//! parameters). The guarantee composition (seed 000 §5.1.2, ch. 5) is
+//! [`composition`]: every instance must receive a guarantee its policy can
+//! use and every thread or instance that states a `guarantee` must receive
+//! one that converts into it.
 
+use crate::analysis;
 use crate::input;
 use crate::outcome::Outcome;
-use hsched_config::Hierarchy;
+use hsched_config::{Hierarchy, Span};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -14,12 +18,22 @@ use std::path::PathBuf;
 pub const LONG_ABOUT: &str = "\
 Parse and validate a hierarchy file: syntax, known keys and policies, every
 parent exists, no cycles, parameters of the right type and range. Errors are
-printed as FILE:LINE:COL with what was expected and a hint.";
+printed as FILE:LINE:COL with what was expected and a hint (exit status 2).
+
+Then check the guarantees (seed 000 ch. 5): starting from the top, which
+gives ALL on each processor, every scheduler instance must receive a
+guarantee its policy can use (directly or through the conversions of Table
+5.2), and every thread or instance with a `guarantee = \"...\"` must receive
+one that provides it. Each problem names the node, what it receives, what
+would be acceptable, why not, and the path from the top (exit status 1).
+`hsched tree` shows every node's guarantee; `hsched analyze` the admission
+headroom and the reservations of rate-monotonic applications.";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
 Examples:
   hsched check examples/home-computer.toml
+  hsched check --quiet examples/overview.toml && echo composes
   for f in examples/*.toml; do hsched check \"$f\" || exit 1; done";
 
 /// Arguments of `hsched check`.
@@ -37,10 +51,10 @@ pub struct Args {
 /// cannot keep a promise it makes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
-    /// The scheduler or thread concerned.
-    pub node: String,
-    /// What is wrong, for a human.
-    pub message: String,
+    /// Where the node concerned is declared.
+    pub span: Option<Span>,
+    /// What is wrong: a headline and details.
+    pub finding: analysis::Finding,
 }
 
 /// Validates the file and reports.
@@ -49,16 +63,33 @@ pub struct Problem {
 /// An invalid file (input error), or stdout closed.
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let h = input::load(&args.file)?;
-    let problems = composition(&h);
+    let a = analysis::analyze(&h);
+    let problems = composition(&a);
     let mut out = std::io::stdout().lock();
-    for p in &problems {
-        writeln!(out, "{}: {}: {}", args.file.display(), p.node, p.message)?;
-    }
     if !problems.is_empty() {
+        let file = args.file.display().to_string();
+        // The text was readable a moment ago; without it the lines are not quoted.
+        let text = std::fs::read_to_string(&args.file).ok();
+        for (k, p) in problems.iter().enumerate() {
+            if k > 0 {
+                writeln!(out)?;
+            }
+            let shown = analysis::render(&p.finding, &file, text.as_deref(), p.span);
+            out.write_all(shown.as_bytes())?;
+        }
+        writeln!(
+            out,
+            "\n{file}: {} guarantee problem{}: the hierarchy does not keep its promises",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" }
+        )?;
         return Ok(Outcome::Problems);
     }
     if !args.quiet {
         writeln!(out, "{}: ok ({})", args.file.display(), summary(&h))?;
+        if let Some(note) = a.unmapped_note() {
+            writeln!(out, "{note}")?;
+        }
     }
     Ok(Outcome::Ok)
 }
@@ -81,8 +112,15 @@ pub fn summary(h: &Hierarchy) -> String {
 }
 
 /// The guarantee composition check (seed 000 §5.1.2): does every scheduler
-/// receive the guarantee it needs to provide the ones it gives? Nothing is
-/// checked yet; the analysis fills this in.
-pub fn composition(_h: &Hierarchy) -> Vec<Problem> {
-    Vec::new()
+/// receive the guarantee it needs to provide the ones it gives, and every
+/// request its guarantee? One problem per diagnostic, in the order found
+/// (from the root).
+pub fn composition(a: &analysis::Analysis<'_>) -> Vec<Problem> {
+    a.findings()
+        .into_iter()
+        .map(|finding| Problem {
+            span: finding.node.as_ref().and_then(|n| a.span(n)),
+            finding,
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@
 //! four items, declare it here, and add one variant to `Command` in
 //! `main.rs`.
 
+pub mod analyze;
 pub mod check;
 pub mod ctl;
 pub mod policies;

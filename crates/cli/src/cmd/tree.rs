@@ -3,7 +3,10 @@
 //! Schedulers are drawn under their parents with box-drawing characters; a
 //! scheduler with several parents (Join) is drawn in full under its first
 //! parent and as a one-line reference under the others. Threads are the
-//! leaves, with their workload in short form.
+//! leaves, with their workload in short form. Next to each node: the
+//! guarantee it receives from the parent it is drawn under, and for an
+//! instance the form its policy uses and what it gives its children (seed
+//! 000 ch. 5, from [`crate::analysis`]); problems are listed after the tree.
 
 use crate::input;
 use crate::outcome::Outcome;
@@ -23,7 +26,14 @@ policy, its own parameters [in brackets] and the parameters it registered
 with its parent (priority, share, amount and period); threads are the leaves,
 with their workload in short form. A scheduler with several parents (Join)
 is drawn under its first parent and referenced under the others. Timed
-operations are listed after the tree.";
+operations are listed after the tree.
+
+Next to each node is its guarantee (seed 000 ch. 5): `gets G` is what it
+receives from the parent it is drawn under; for an instance, `(as G)` is the
+form its policy uses after the conversions of Table 5.2 and `gives ...` what
+it provides to its children; `asks G ... ✓` marks a requested guarantee that
+is met and `✗` a node that fails. Problems are listed after the tree
+(`hsched check` explains them).";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
@@ -45,14 +55,31 @@ pub struct Args {
 /// An invalid file (input error), or stdout closed.
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let h = input::load(&args.file)?;
-    let text = render(&h, &Notes::default());
+    let file = args.file.display().to_string();
+    let text = render(&h, &crate::analysis::analyze(&h).tree_notes(&file));
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(Outcome::Ok)
 }
 
-/// Extra text per node (scheduler or thread name), e.g. the guarantee the
-/// analysis derived for it. Empty until the analysis is wired in.
-pub type Notes = BTreeMap<String, String>;
+/// Extra text drawn next to nodes, e.g. the guarantees the analysis derived
+/// (instance names and thread names are separate namespaces).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// Per instance: one note per parent link, in the order of its parents
+    /// (a root has one); each is drawn where the instance appears under
+    /// that parent.
+    pub schedulers: BTreeMap<String, Vec<String>>,
+    /// Per thread.
+    pub threads: BTreeMap<String, String>,
+    /// Lines after the tree.
+    pub after: Vec<String>,
+}
+
+impl Notes {
+    fn scheduler(&self, name: &str, link: usize) -> Option<&String> {
+        self.schedulers.get(name)?.get(link)
+    }
+}
 
 /// Draws `h` as text.
 pub fn render(h: &Hierarchy, notes: &Notes) -> String {
@@ -65,11 +92,13 @@ pub fn render(h: &Hierarchy, notes: &Notes) -> String {
     let tree = Tree::new(h);
     for root in h.schedulers.iter().filter(|s| s.parents.is_empty()) {
         out.push('\n');
-        out.push_str(&format!(
-            "{}  on {}\n",
-            scheduler_label(root, None, notes),
-            cpu_list(&root.cpus, h)
+        out.push_str(&scheduler_label(
+            root,
+            None,
+            Some(&cpu_list(&root.cpus, h)),
+            notes,
         ));
+        out.push('\n');
         tree.children(&root.name, "", notes, &mut out);
     }
     let orphans: Vec<&ThreadSpec> = h
@@ -81,6 +110,13 @@ pub fn render(h: &Hierarchy, notes: &Notes) -> String {
         out.push_str("\nthreads under no scheduler of this file:\n");
         for t in orphans {
             out.push_str(&format!("  {}\n", thread_label(t, notes)));
+        }
+    }
+    if !notes.after.is_empty() {
+        out.push('\n');
+        for l in &notes.after {
+            out.push_str(l);
+            out.push('\n');
         }
     }
     if !h.operations.is_empty() {
@@ -158,7 +194,7 @@ impl<'a> Tree<'a> {
                 Child::Scheduler { spec, link } => {
                     out.push_str(&format!(
                         "{prefix}{branch}{}\n",
-                        scheduler_label(spec, Some(*link), notes)
+                        scheduler_label(spec, Some(*link), None, notes)
                     ));
                     if *link == 0 {
                         self.children(&spec.name, &format!("{prefix}{indent}"), notes, out);
@@ -216,8 +252,14 @@ fn cpu_list(cpus: &[usize], h: &Hierarchy) -> String {
 }
 
 /// `name [policy k=v]  parent-side params  asks G  note`; for a Join drawn a
-/// second time, a pointer to where it is drawn in full.
-fn scheduler_label(s: &SchedulerSpec, link: Option<usize>, notes: &Notes) -> String {
+/// second time, a pointer to where it is drawn in full; for a root, `on
+/// CPUs` before the guarantees.
+fn scheduler_label(
+    s: &SchedulerSpec,
+    link: Option<usize>,
+    cpus: Option<&str>,
+    notes: &Notes,
+) -> String {
     let mut l = format!("{} [{}", s.name, s.policy);
     if !s.params.is_empty() {
         l.push_str(&format!(" {}", s.params));
@@ -232,9 +274,16 @@ fn scheduler_label(s: &SchedulerSpec, link: Option<usize>, notes: &Notes) -> Str
             l.push_str(&format!("  (also under {})", others.join(", ")));
         }
     }
-    if link.is_none_or(|i| i == 0) {
-        push_guarantee(&mut l, s.guarantee.as_deref(), notes.get(&s.name));
+    if let Some(c) = cpus {
+        l.push_str(&format!("  on {c}"));
     }
+    let at = link.unwrap_or(0);
+    let asked = if at == 0 {
+        s.guarantee.as_deref()
+    } else {
+        None
+    };
+    push_guarantee(&mut l, asked, notes.scheduler(&s.name, at));
     l
 }
 
@@ -259,7 +308,7 @@ fn thread_label(t: &ThreadSpec, notes: &Notes) -> String {
     if let Some(e) = t.exit {
         l.push_str(&format!(" · exits {e}"));
     }
-    push_guarantee(&mut l, t.guarantee.as_deref(), notes.get(&t.name));
+    push_guarantee(&mut l, t.guarantee.as_deref(), notes.threads.get(&t.name));
     l
 }
 

@@ -6,6 +6,7 @@
 //! hsched-live ctl [--socket PATH] OP [KEY=VALUE]...  talk to a running daemon
 //! hsched-live probe hog|frame|poll [options]       test programs (docs/live-mode.md)
 //! hsched-live bench NAME [options]                 the measurements of docs/live-mode.md
+//! hsched-live stolen [rez|app] [options]           stolen time (docs/stolen-time.md)
 //! ```
 
 fn main() {
@@ -16,11 +17,13 @@ fn main() {
         Some("ctl") => hsched_linux::cli_glue::ctl_main(rest),
         Some("probe") => hsched_linux::probe::probe_main(rest),
         Some("bench") => hsched_linux::bench::bench_main(rest),
+        Some("stolen") => hsched_linux::stolen::tool::stolen_main(rest),
         _ => {
             eprintln!(
-                "usage: hsched-live run|ctl|probe|bench ...\n{}\n{}",
+                "usage: hsched-live run|ctl|probe|bench|stolen ...\n{}\n{}\n{}",
                 hsched_linux::cli_glue::RUN_USAGE,
-                hsched_linux::cli_glue::CTL_USAGE
+                hsched_linux::cli_glue::CTL_USAGE,
+                hsched_linux::stolen::tool::USAGE
             );
             2
         }

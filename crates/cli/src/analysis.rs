@@ -1,0 +1,686 @@
+//! The guarantee analysis of a hierarchy file (seed 000, chapters 5 and 6).
+//!
+//! * [`translate`] turns the file's data model ([`hsched_config::Hierarchy`])
+//!   into the analysis' abstract hierarchy
+//!   ([`hsched_guarantee::compose::Hierarchy`]): instances with the
+//!   parameters their guarantee mappings understand, parent edges with the
+//!   parameters parents keep per child, threads, requested guarantees, and
+//!   each root's processors.
+//! * [`analyze`] runs the composition check (§5.1.2) on it, and
+//!   [`Analysis::findings`] turns its diagnostics into located messages
+//!   (`file:line:col`, what was received, what would be acceptable, why,
+//!   and the path from the top).
+//! * [`Analysis::tree_notes`] is what `hsched tree` draws next to each node.
+//! * [`Analysis::rm_groups`] finds the rate-monotonic applications of §6.1:
+//!   a fixed-priority instance whose children are all periodic threads.
+//!
+//! What the translation leaves out, and why: instance parameters that do
+//! not change a policy's guarantee (`fp` `unique_priorities`, `rez`
+//! `variant` and `gain`, `ts` `mode`, `quantum` and `starvation`, `join`
+//! `mode`, the BEST and Linux parameters), thread workloads (a thread
+//! without `guarantee` requests nothing and is only checked for structure),
+//! principals, and timed operations: the check is of the hierarchy as it
+//! starts.
+
+use hsched_config::{Hierarchy, Span, WorkloadSpec};
+use hsched_core::Params;
+use hsched_guarantee::compose::{Composition, Diagnostic, NodeKind, NodeReport, Source, Status};
+use hsched_guarantee::mapping::{BestEffort, MappingContext};
+use hsched_guarantee::{
+    EdgeParams, Guarantee, InstanceParams, ParentSpec, Registry, SchedulerSpec, Task, ThreadSpec,
+};
+
+/// A node of the file: an instance or a thread (two namespaces).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeRef {
+    /// A scheduler instance, by name.
+    Scheduler(String),
+    /// A thread, by name.
+    Thread(String),
+}
+
+/// A value the translation could not read. A file that validated has none;
+/// they exist so that a hand-built model never makes the analysis panic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    /// Where.
+    pub node: NodeRef,
+    /// What.
+    pub message: String,
+}
+
+/// The translated hierarchy.
+#[derive(Clone, Debug)]
+pub struct Translation {
+    /// The abstract hierarchy: instances in file-model order, then threads.
+    pub hierarchy: hsched_guarantee::Hierarchy,
+    /// Values that could not be read (left out of the hierarchy).
+    pub issues: Vec<Issue>,
+}
+
+/// The instance parameters the guarantee mapping of `policy` understands
+/// (`rez`: `cap`; `limit`: `amount`, `period`; `ps`: `quantum`).
+fn instance_params(policy: &str, p: &Params, issues: &mut Vec<String>) -> InstanceParams {
+    let mut out = InstanceParams::default();
+    match policy {
+        "rez" => out.cap = read(p.f64("cap"), issues),
+        "limit" => {
+            out.amount = read(p.duration("amount"), issues);
+            out.period = read(p.duration("period"), issues);
+        }
+        "ps" | "sfq" => out.quantum = read(p.duration("quantum"), issues),
+        _ => {}
+    }
+    out
+}
+
+/// The parameters a parent keeps for one child: FP `priority`, PS `share`
+/// and `warp`, Rez `amount` and `period`. Each mapping reads only its own
+/// (a TS parent ignores a child's `priority`, for instance).
+fn edge_params(p: &Params, issues: &mut Vec<String>) -> EdgeParams {
+    EdgeParams {
+        priority: read(p.i64("priority"), issues),
+        share: read(p.f64("share"), issues),
+        warp: read(p.duration("warp"), issues),
+        amount: read(p.duration("amount"), issues),
+        period: read(p.duration("period"), issues),
+    }
+}
+
+fn read<T, E: std::fmt::Display>(r: Result<Option<T>, E>, issues: &mut Vec<String>) -> Option<T> {
+    r.unwrap_or_else(|e| {
+        issues.push(e.to_string());
+        None
+    })
+}
+
+fn request(text: Option<&str>, issues: &mut Vec<String>) -> Option<Guarantee> {
+    let text = text?;
+    match text.parse::<Guarantee>() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            issues.push(format!("guarantee \"{text}\": {e}"));
+            None
+        }
+    }
+}
+
+/// Translates a hierarchy file into the analysis' hierarchy.
+pub fn translate(h: &Hierarchy) -> Translation {
+    let cpus = u32::try_from(h.machine.cpus).unwrap_or(u32::MAX);
+    let mut out = hsched_guarantee::Hierarchy::new(cpus);
+    let mut issues = Vec::new();
+    for s in &h.schedulers {
+        let mut msgs = Vec::new();
+        let mut spec = SchedulerSpec::new(&s.name, &s.policy)
+            .with_params(instance_params(&s.policy, &s.params, &mut msgs));
+        if s.parents.is_empty() {
+            if s.cpus.is_empty() {
+                spec = spec.under(ParentSpec::top());
+            }
+            for &c in &s.cpus {
+                spec = spec.under(ParentSpec::top_cpu(u32::try_from(c).unwrap_or(u32::MAX)));
+            }
+        }
+        for p in &s.parents {
+            let mut edge = ParentSpec::scheduler(&p.name);
+            edge.params = edge_params(&p.params, &mut msgs);
+            spec = spec.under(edge);
+        }
+        spec.request = request(s.guarantee.as_deref(), &mut msgs);
+        issues.extend(msgs.into_iter().map(|message| Issue {
+            node: NodeRef::Scheduler(s.name.clone()),
+            message,
+        }));
+        out.add_scheduler(spec);
+    }
+    for t in &h.threads {
+        let mut msgs = Vec::new();
+        let mut edge = ParentSpec::scheduler(&t.scheduler);
+        edge.params = edge_params(&t.params, &mut msgs);
+        let mut spec = ThreadSpec::new(&t.name, edge);
+        spec.request = request(t.guarantee.as_deref(), &mut msgs);
+        issues.extend(msgs.into_iter().map(|message| Issue {
+            node: NodeRef::Thread(t.name.clone()),
+            message,
+        }));
+        out.add_thread(spec);
+    }
+    Translation {
+        hierarchy: out,
+        issues,
+    }
+}
+
+/// A hierarchy file with its translation and composition.
+#[derive(Debug)]
+pub struct Analysis<'h> {
+    /// The file's model.
+    pub file: &'h Hierarchy,
+    /// Its translation.
+    pub translation: Translation,
+    /// The composition check of the translation.
+    pub composition: Composition,
+    /// Policies used by the file that have no guarantee mapping of their
+    /// own, analyzed as best effort.
+    pub unmapped: Vec<String>,
+}
+
+/// The mapping of a policy that has not declared one: it accepts any
+/// guarantee and promises its children nothing (`NULL ↦ NULL⁺`), which is
+/// sound whatever the policy does.
+fn unmapped(
+    _: &InstanceParams,
+    _: &MappingContext,
+) -> Result<Box<dyn hsched_guarantee::Mapping>, String> {
+    Ok(Box::new(BestEffort::new(
+        "unmapped",
+        "a policy without a guarantee mapping",
+    )))
+}
+
+/// Translates `h` and checks its composition with the built-in mappings;
+/// a policy of `hsched_policies` without one is analyzed as best effort
+/// (and listed in [`Analysis::unmapped`]).
+pub fn analyze(h: &Hierarchy) -> Analysis<'_> {
+    let translation = translate(h);
+    let mut registry = Registry::builtin();
+    let known: Vec<String> = registry.names().map(String::from).collect();
+    for p in hsched_policies::registry() {
+        if !known.iter().any(|k| k == p.name) {
+            registry.register(p.name, unmapped);
+        }
+    }
+    let mut used: Vec<String> = Vec::new();
+    for s in &h.schedulers {
+        if !known.contains(&s.policy) && !used.contains(&s.policy) {
+            used.push(s.policy.clone());
+        }
+    }
+    let composition = hsched_guarantee::compose_with(&translation.hierarchy, &registry);
+    Analysis {
+        file: h,
+        translation,
+        composition,
+        unmapped: used,
+    }
+}
+
+impl Analysis<'_> {
+    /// A note naming the policies analyzed as best effort, if any.
+    pub fn unmapped_note(&self) -> Option<String> {
+        (!self.unmapped.is_empty()).then(|| {
+            format!(
+                "note: {} {} no guarantee mapping yet; analyzed as best effort (accepts anything, promises its children NULL)",
+                self.unmapped.join(", "),
+                if self.unmapped.len() == 1 { "has" } else { "have" }
+            )
+        })
+    }
+}
+
+/// One problem, ready to print: a headline, where it is, and labelled
+/// details (`expected`, `why`, `path`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// A stable code (`unacceptable`, `refused`, `request-unsatisfied`, …).
+    pub code: &'static str,
+    /// The node it is about, if one.
+    pub node: Option<NodeRef>,
+    /// One line.
+    pub headline: String,
+    /// `(label, text)` lines.
+    pub details: Vec<(&'static str, String)>,
+}
+
+impl Analysis<'_> {
+    /// Whether the hierarchy composes and everything translated.
+    pub fn is_ok(&self) -> bool {
+        self.composition.is_ok() && self.translation.issues.is_empty()
+    }
+
+    fn node_by_label(&self, label: &str) -> Option<NodeRef> {
+        let ns = self.file.schedulers.len();
+        let i = self
+            .composition
+            .nodes
+            .iter()
+            .position(|n| n.label() == label)?;
+        Some(if i < ns {
+            NodeRef::Scheduler(self.composition.nodes[i].name.clone())
+        } else {
+            NodeRef::Thread(self.composition.nodes[i].name.clone())
+        })
+    }
+
+    /// Every problem: translation issues, then the composition's
+    /// diagnostics in the order found (root first).
+    pub fn findings(&self) -> Vec<Finding> {
+        let mut out: Vec<Finding> = self
+            .translation
+            .issues
+            .iter()
+            .map(|i| Finding {
+                code: "unreadable",
+                node: Some(i.node.clone()),
+                headline: format!("{}: {}", node_text(&i.node), i.message),
+                details: vec![("note", "the analysis leaves this value out".into())],
+            })
+            .collect();
+        for d in &self.composition.diagnostics {
+            out.push(self.finding(d));
+        }
+        out
+    }
+
+    fn finding(&self, d: &Diagnostic) -> Finding {
+        let code = d.code();
+        match d {
+            Diagnostic::Unacceptable {
+                node,
+                parent,
+                path,
+                received,
+                policy,
+                needs,
+                reason,
+            } => Finding {
+                code,
+                node: self.node_by_label(node),
+                headline: format!(
+                    "{node} under {parent} receives {received}, which {policy} cannot use"
+                ),
+                details: vec![
+                    ("expected", needs.clone()),
+                    ("why", reason.clone()),
+                    ("path", path.clone()),
+                ],
+            },
+            Diagnostic::Refused {
+                parent,
+                child,
+                path,
+                reason,
+            } => Finding {
+                code,
+                node: self.node_by_label(child),
+                headline: format!("{parent} cannot give {child} a guarantee"),
+                details: vec![("why", reason.clone()), ("path", path.clone())],
+            },
+            Diagnostic::RequestUnsatisfied {
+                node,
+                parent,
+                path,
+                received,
+                requested,
+                reason,
+            } => Finding {
+                code,
+                node: self.node_by_label(node),
+                headline: format!(
+                    "{node} under {parent} receives {received} but requested {requested}"
+                ),
+                details: vec![
+                    (
+                        "expected",
+                        format!("{requested}, or a guarantee that converts into it (Table 5.2)"),
+                    ),
+                    ("why", reason.clone()),
+                    ("path", path.clone()),
+                ],
+            },
+            other => {
+                let label = match other {
+                    Diagnostic::DuplicateName { node }
+                    | Diagnostic::BadScheduler { node, .. }
+                    | Diagnostic::UnknownParent { node, .. }
+                    | Diagnostic::ParentIsThread { node, .. }
+                    | Diagnostic::NoParent { node }
+                    | Diagnostic::BadCpu { node, .. }
+                    | Diagnostic::TooManyParents { node, .. }
+                    | Diagnostic::TooManyChildren { node, .. } => Some(node.as_str()),
+                    Diagnostic::CpuShared { nodes, .. } | Diagnostic::Cycle { nodes } => {
+                        nodes.first().map(String::as_str)
+                    }
+                    _ => None,
+                };
+                Finding {
+                    code,
+                    node: label.and_then(|l| self.node_by_label(l)),
+                    headline: other.to_string(),
+                    details: Vec::new(),
+                }
+            }
+        }
+    }
+
+    /// Where `node` is declared in the file.
+    pub fn span(&self, node: &NodeRef) -> Option<Span> {
+        let span = match node {
+            NodeRef::Scheduler(n) => self.file.schedulers.iter().find(|s| &s.name == n)?.span,
+            NodeRef::Thread(n) => self.file.threads.iter().find(|t| &t.name == n)?.span,
+        };
+        (span.line > 0).then_some(span)
+    }
+
+    /// The guarantee node `i` (an index of the composition) receives on its
+    /// first VP, if it was given one.
+    pub fn received(&self, i: usize) -> Option<Guarantee> {
+        self.composition.nodes.get(i)?.received.first()?.guarantee
+    }
+
+    /// What `hsched tree` shows next to each node: per instance and parent
+    /// link the guarantee that VP receives (on the first link also the form
+    /// the policy uses and what it gives its children), per thread the
+    /// guarantee it receives, and after the tree the problems found.
+    pub fn tree_notes(&self, file: &str) -> crate::cmd::tree::Notes {
+        let mut notes = crate::cmd::tree::Notes::default();
+        let ns = self.file.schedulers.len();
+        for (i, node) in self.composition.nodes.iter().enumerate() {
+            if i < ns {
+                let s = &self.file.schedulers[i];
+                let links = s.parents.len().max(1);
+                let mut v = Vec::with_capacity(links);
+                for link in 0..links {
+                    v.push(self.scheduler_note(i, node, link));
+                }
+                notes.schedulers.insert(node.name.clone(), v);
+            } else {
+                notes
+                    .threads
+                    .insert(node.name.clone(), self.thread_note(node));
+            }
+        }
+        notes.after.extend(self.unmapped_note());
+        let findings = self.findings();
+        if !findings.is_empty() {
+            notes.after.push(format!(
+                "{} guarantee problem{} (`hsched check {file}` explains):",
+                findings.len(),
+                if findings.len() == 1 { "" } else { "s" }
+            ));
+            for f in &findings {
+                notes.after.push(format!("  - {}", f.headline));
+            }
+        }
+        notes
+    }
+
+    fn scheduler_note(&self, i: usize, node: &NodeReport, link: usize) -> String {
+        let s = &self.file.schedulers[i];
+        // A root receives one VP per processor it owns; a uniprocessor
+        // policy at the root uses one of them (the composition truncates).
+        let got: Vec<Option<Guarantee>> = if s.parents.is_empty() {
+            node.received.iter().map(|r| r.guarantee).collect()
+        } else {
+            // Received entries follow the parent links in order.
+            node.received
+                .get(link)
+                .map(|r| vec![r.guarantee])
+                .unwrap_or_default()
+        };
+        let mut out = match got.as_slice() {
+            [] => "gets nothing".to_string(),
+            [one] => format!("gets {}", opt(*one)),
+            many if many.iter().all(|g| *g == many[0]) => {
+                format!("gets {} ×{}", opt(many[0]), many.len())
+            }
+            many => format!(
+                "gets {}",
+                many.iter().map(|g| opt(*g)).collect::<Vec<_>>().join(" + ")
+            ),
+        };
+        if link > 0 {
+            return out;
+        }
+        if s.guarantee.is_some() && node.status == Status::Ok {
+            out.push_str(" ✓");
+        }
+        let used: Vec<String> = node
+            .accepted
+            .iter()
+            .zip(node.received.iter().filter_map(|r| r.guarantee))
+            .filter(|(a, r)| a != &r && **a != Guarantee::Null)
+            .map(|(a, _)| a.to_string())
+            .fold(Vec::new(), |mut v, a| {
+                if !v.contains(&a) {
+                    v.push(a);
+                }
+                v
+            });
+        if !used.is_empty() {
+            out.push_str(&format!(" (as {})", used.join(", ")));
+        }
+        let gives = self.gives(node);
+        if !gives.is_empty() {
+            out.push_str(&format!(", gives {gives}"));
+        }
+        out.push_str(&self.status_mark(node));
+        out
+    }
+
+    /// What an instance provides, in brief: distinct guarantees in child
+    /// order, and the children it refused.
+    fn gives(&self, node: &NodeReport) -> String {
+        let mut given: Vec<String> = Vec::new();
+        let mut refused: Vec<String> = Vec::new();
+        for (c, r) in &node.provided {
+            match r {
+                Ok(p) => {
+                    let text = p
+                        .options
+                        .iter()
+                        .map(Guarantee::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" or ");
+                    if !given.contains(&text) {
+                        given.push(text);
+                    }
+                }
+                Err(_) => refused.push(self.composition.nodes[*c].name.clone()),
+            }
+        }
+        let mut out = given.join(", ");
+        if !refused.is_empty() {
+            if !out.is_empty() {
+                out.push_str("; ");
+            }
+            out.push_str(&format!("refuses {}", refused.join(", ")));
+        }
+        out
+    }
+
+    fn thread_note(&self, node: &NodeReport) -> String {
+        let got = node.received.first().and_then(|r| r.guarantee);
+        let mut out = match got {
+            Some(g) => format!("gets {g}"),
+            None => "gets nothing".into(),
+        };
+        if let NodeKind::Thread { request: Some(req) } = &node.kind {
+            if node.status == Status::Ok {
+                match node.accepted.first() {
+                    Some(a) if a != req && Some(*a) != got => {
+                        out.push_str(&format!(" (as {a}) ✓"));
+                    }
+                    _ => out.push_str(" ✓"),
+                }
+            }
+        }
+        out.push_str(&self.status_mark(node));
+        out
+    }
+
+    /// ` ✗` for a node that fails; for one not checked, why not.
+    fn status_mark(&self, node: &NodeReport) -> String {
+        match node.status {
+            Status::Ok => String::new(),
+            Status::Failed => " ✗".into(),
+            Status::Skipped => {
+                // Refused by a parent (reported there), or below a failure.
+                let refused = node.received.iter().find_map(|r| match r.from {
+                    Source::Node(p) => {
+                        let parent = self.composition.nodes.get(p)?;
+                        parent
+                            .provided
+                            .iter()
+                            .any(|(c, res)| {
+                                res.is_err() && self.composition.nodes[*c].name == node.name
+                            })
+                            .then(|| parent.name.clone())
+                    }
+                    Source::Top { .. } => None,
+                });
+                match refused {
+                    Some(p) => format!(" ✗ (refused by {p})"),
+                    None => " (not checked: a parent above it fails)".into(),
+                }
+            }
+        }
+    }
+
+    /// The rate-monotonic applications of §6.1: every `fp` instance whose
+    /// children are all threads with a `periodic` workload, with its tasks
+    /// in priority order (larger `priority` first; ties by period, then
+    /// file order).
+    pub fn rm_groups(&self) -> Vec<RmGroup> {
+        let ns = self.file.schedulers.len();
+        let mut out = Vec::new();
+        for (i, s) in self.file.schedulers.iter().enumerate() {
+            if s.policy != "fp" {
+                continue;
+            }
+            let node = &self.composition.nodes[i];
+            if node.children.is_empty() || node.children.iter().any(|&c| c < ns) {
+                continue;
+            }
+            let mut members = Vec::new();
+            for &c in &node.children {
+                let t = &self.file.threads[c - ns];
+                let Some(WorkloadSpec::Periodic {
+                    period,
+                    exec,
+                    deadline,
+                    jitter,
+                    ..
+                }) = &t.workload
+                else {
+                    break;
+                };
+                let priority = t.params.i64("priority").ok().flatten().unwrap_or(0);
+                members.push(Member {
+                    thread: t.name.clone(),
+                    priority,
+                    task: Task {
+                        wcet: *exec,
+                        period: *period,
+                        deadline: *deadline,
+                        jitter: *jitter,
+                    },
+                });
+            }
+            if members.len() != node.children.len() {
+                continue;
+            }
+            members.sort_by(|a, b| {
+                b.priority
+                    .cmp(&a.priority)
+                    .then(a.task.period.cmp(&b.task.period))
+            });
+            out.push(RmGroup {
+                scheduler: s.name.clone(),
+                received: self.received(i),
+                status: node.status,
+                members,
+            });
+        }
+        out
+    }
+}
+
+/// One thread of a rate-monotonic group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    /// Thread name.
+    pub thread: String,
+    /// Its FP priority (larger first).
+    pub priority: i64,
+    /// Its periodic task.
+    pub task: Task,
+}
+
+/// A fixed-priority instance scheduling periodic threads (§6.1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RmGroup {
+    /// The `fp` instance.
+    pub scheduler: String,
+    /// What it receives (first VP).
+    pub received: Option<Guarantee>,
+    /// Its composition status.
+    pub status: Status,
+    /// Its threads, in priority order.
+    pub members: Vec<Member>,
+}
+
+impl RmGroup {
+    /// The tasks in priority order.
+    pub fn tasks(&self) -> Vec<Task> {
+        self.members.iter().map(|m| m.task).collect()
+    }
+
+    /// Whether the priority order is rate-monotonic: a shorter period never
+    /// has a lower or equal priority than a longer one, and no two threads
+    /// share a priority.
+    pub fn is_rate_monotonic(&self) -> bool {
+        self.members
+            .windows(2)
+            .all(|w| w[0].priority > w[1].priority && w[0].task.period <= w[1].task.period)
+    }
+
+    /// Threads sharing a priority (fp runs them first come, first served).
+    pub fn ties(&self) -> Vec<(&str, &str, i64)> {
+        self.members
+            .windows(2)
+            .filter(|w| w[0].priority == w[1].priority)
+            .map(|w| (w[0].thread.as_str(), w[1].thread.as_str(), w[0].priority))
+            .collect()
+    }
+}
+
+fn opt(g: Option<Guarantee>) -> String {
+    g.map_or_else(|| "nothing".to_string(), |g| g.to_string())
+}
+
+fn node_text(n: &NodeRef) -> String {
+    match n {
+        NodeRef::Scheduler(s) => format!("scheduler '{s}'"),
+        NodeRef::Thread(t) => format!("thread '{t}'"),
+    }
+}
+
+/// Renders a finding like the file parser's errors: the headline, the
+/// location with the quoted line, then the details.
+pub fn render(f: &Finding, file: &str, text: Option<&str>, span: Option<Span>) -> String {
+    let mut e = match span {
+        Some(s) => hsched_config::ConfigError::at_span(file, s, &f.headline),
+        None => hsched_config::ConfigError::new(file, 0, 0, &f.headline),
+    };
+    // `expected` goes through the parser's own line; the others follow it.
+    if let Some((_, x)) = f.details.iter().find(|(k, _)| *k == "expected") {
+        e = e.expected(x.clone());
+    }
+    let gutter = if e.line == 0 {
+        1
+    } else {
+        e.line.to_string().len()
+    };
+    let mut errs = hsched_config::ConfigErrors::one(e);
+    if let Some(t) = text {
+        errs.fill_source(file, t);
+    }
+    let mut out = errs.to_string();
+    let pad = " ".repeat(gutter);
+    for (k, v) in f.details.iter().filter(|(k, _)| *k != "expected") {
+        out.push_str(&format!("{pad} = {k}: {v}\n"));
+    }
+    out
+}

@@ -1,0 +1,54 @@
+/* hsched_coop.h: C interface of the cooperative-polling event loop
+ * (seed 004, Sinha, Figs 2.1-2.4). Link with libhsched_coop.a.
+ *
+ * Times are nanoseconds of the loop's monotonic clock (hsched_coop_now).
+ * A deadline event is a *release time*: it is not run before it and, once
+ * due, runs before every best-effort event. Best-effort events run by
+ * priority (larger first), then timestamp (earlier first).
+ * Return values: 1 acted, 0 no effect (submit/cancel are idempotent),
+ * -1 bad argument. Callbacks may call submit/cancel/event/stop/now on the
+ * loop they receive, but not run or free. */
+#ifndef HSCHED_COOP_H
+#define HSCHED_COOP_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct HschedCoopLoop HschedCoopLoop;
+
+/* Event callback: (loop, event id, user data). */
+typedef void (*hsched_coop_cb)(HschedCoopLoop *loop, uint64_t event, void *data);
+
+/* IN / OUT parameter of coop_poll. */
+typedef struct HschedCoopPollParam {
+    uint8_t has_deadline;    /* 1: deadline is meaningful */
+    uint64_t deadline;       /* IN: earliest own release time; OUT: yield by */
+    uint8_t has_best_effort; /* 1: priority/timestamp are meaningful */
+    int64_t priority;        /* IN: own best; OUT: best of the other members */
+    uint64_t timestamp;
+} HschedCoopPollParam;
+
+/* The scheduler side: reads IN, fills OUT, returns when the caller runs. */
+typedef void (*hsched_coop_poll_fn)(const HschedCoopPollParam *in,
+                                    HschedCoopPollParam *out, void *data);
+
+HschedCoopLoop *hsched_coop_new(void);
+HschedCoopLoop *hsched_coop_new_cooperative(hsched_coop_poll_fn poll, void *data);
+void hsched_coop_free(HschedCoopLoop *loop);
+uint64_t hsched_coop_event(HschedCoopLoop *loop, hsched_coop_cb cb, void *data);
+int32_t hsched_coop_submit_deadline(HschedCoopLoop *loop, uint64_t event, uint64_t at_ns);
+int32_t hsched_coop_submit_best_effort(HschedCoopLoop *loop, uint64_t event,
+                                       int64_t priority, uint64_t timestamp);
+int32_t hsched_coop_cancel(HschedCoopLoop *loop, uint64_t event);
+void hsched_coop_stop(HschedCoopLoop *loop);
+int64_t hsched_coop_run(HschedCoopLoop *loop);
+uint64_t hsched_coop_now(HschedCoopLoop *loop);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HSCHED_COOP_H */

@@ -1,0 +1,46 @@
+/* Exercises the C ABI: ordering, idempotence, callbacks that submit. */
+#include "hsched_coop.h"
+#include <stdio.h>
+
+static char order[16];
+static int n;
+static uint64_t again_ev;
+static int again_left = 2;
+
+static void rec(HschedCoopLoop *l, uint64_t ev, void *data) {
+    (void)l; (void)ev;
+    order[n++] = *(const char *)data;
+}
+
+static void again(HschedCoopLoop *l, uint64_t ev, void *data) {
+    (void)data;
+    order[n++] = 'x';
+    if (--again_left > 0) hsched_coop_submit_best_effort(l, ev, -5, 0);
+}
+
+int main(void) {
+    HschedCoopLoop *l = hsched_coop_new();
+    static const char a = 'a', b = 'b', d = 'd';
+    uint64_t ea = hsched_coop_event(l, rec, (void *)&a);
+    uint64_t eb = hsched_coop_event(l, rec, (void *)&b);
+    uint64_t ed = hsched_coop_event(l, rec, (void *)&d);
+    again_ev = hsched_coop_event(l, again, 0);
+    if (hsched_coop_submit_best_effort(l, ea, 1, 0) != 1) return 10;
+    if (hsched_coop_submit_best_effort(l, ea, 1, 0) != 0) return 11;
+    if (hsched_coop_submit_best_effort(l, eb, 2, 0) != 1) return 12;
+    if (hsched_coop_submit_deadline(l, ed, hsched_coop_now(l) + 2000000) != 1) return 13;
+    if (hsched_coop_submit_best_effort(l, again_ev, -5, 0) != 1) return 14;
+    if (hsched_coop_cancel(l, 9999) != 0) return 15;
+    uint64_t t0 = hsched_coop_now(l);
+    int64_t ran = hsched_coop_run(l);
+    uint64_t t1 = hsched_coop_now(l);
+    order[n] = 0;
+    printf("%s %lld %llu\n", order, (long long)ran, (unsigned long long)(t1 - t0));
+    hsched_coop_free(l);
+    if (ran != 5) return 16;
+    if (t1 - t0 < 2000000) return 17; /* the deadline event never ran early */
+    return order[0] == 'b' && order[1] == 'a' && order[2] == 'x' && order[3] == 'x' &&
+                   order[4] == 'd'
+               ? 0
+               : 18;
+}

@@ -1,0 +1,1480 @@
+//! `realrate`: real-rate scheduling, a feedback controller that sizes each
+//! child's proportion from its progress on top of a proportion/period
+//! reservation dispatcher (seed 001, Steere et al., OGI TR 98-014, §3).
+//!
+//! # Dispatcher (§3.1)
+//! Every child VP holds a *proportion* (a fraction of the processor, kept at
+//! nanosecond resolution, far finer than the paper's parts per thousand) and
+//! a *period*. Its budget, proportion × period, is replenished at each of its
+//! period starts and charged with the wall-clock time the child holds the
+//! processor; a child whose budget runs out is revoked with
+//! [`RevokeReason::BudgetExhausted`] and waits for its next period (§3.1:
+//! "put to sleep until its next period begins"). Among the children that are
+//! ready and have budget left the dispatcher runs the one with the shortest
+//! period (rate-monotonic order, §3.1 and Liu & Layland), ties to the child
+//! registered first; the running child is preempted only by a strictly
+//! shorter period. When no child is eligible the processor goes back to the
+//! parent. Replenishments sit in a binary heap in expiry order (the paper's
+//! "list of timers … sorted by time of expiry", §4.1) and are driven by the
+//! single instance timer, which also carries the running child's budget
+//! exhaustion and the controller tick; every event costs O(log n).
+//!
+//! A proportion change takes effect at once and costs O(log n) (§3.1:
+//! "very low overhead to change proportion and period"): the budget left in
+//! the current period moves by the difference between the new and old
+//! per-period amounts. A period change takes effect at the next period
+//! start. A child's period grid starts at its first request; while a child
+//! waits no events are kept for it and its grid is advanced by arithmetic
+//! when it asks again (as `rez` does).
+//!
+//! # Thread classes (§3.3, Fig 2) — child parameter `class`
+//! - `real-time`: `proportion` and `period` given. Admitted only if the sum
+//!   of real-time proportions plus a floor for every adaptive child stays
+//!   within `overload` (admission control, §3.3 "Responding to Overload");
+//!   the controller never changes it.
+//! - `aperiodic`: `proportion` given, `period` defaults to `default_period`
+//!   (30 ms, §3.3). Treated as real-time otherwise.
+//! - `real-rate`: no proportion; sized by the controller from the progress
+//!   metrics it reports (below). `period` may be given, else
+//!   `default_period`. Period estimation is not implemented: the paper
+//!   disabled it in every experiment (§4).
+//! - `misc`: nothing known; the controller applies a constant positive
+//!   pressure `misc_pressure` until the child is satisfied (the "too
+//!   generous" test fires) or the processor is oversubscribed (§3.3).
+//!
+//! Without `class`, the class is inferred as Fig 2 does: proportion and
+//! period → real-time, proportion only → aperiodic, otherwise misc, and a
+//! misc child that reports a progress metric becomes real-rate.
+//!
+//! # Progress metrics (§3.2)
+//! `Msg::App { kind: "progress", params: { queue, fill, size, role } }`
+//! about a child registers or updates one bounded buffer of that child:
+//! `queue` names it (any value; messages with the same name update it),
+//! `fill` and `size` are in any unit (bytes, items) with `size > 0`, `role`
+//! is `"producer"` or `"consumer"`; `remove = true` forgets the queue. A
+//! child may have any number of queues. The backend's monitor sends these
+//! periodically (the simulator's pipeline workload does).
+//!
+//! # Controller (§3.3), every `control_period` (10 ms = 100 Hz, §3.3)
+//! For each real-rate child `t`: `e = Σ_i R_{t,i} F_{t,i}` with
+//! `F = fill/size − 1/2` and `R = −1` for a producer, `+1` for a consumer
+//! (Fig 3), passed through a first-order low-pass filter
+//! (`filter` = α, `e_f ← α e + (1 − α) e_f`, §4.1's "suitable low-pass
+//! filter"). The PID `G` of Fig 3 gives the pressure
+//! `Q_t = kp·e·Δ + ki·I·Δ + kd·(e − e_prev)` with `I = Σ e·Δ` (clamped to
+//! ±`integral_limit`) and `Δ` the tick in seconds, so the gains are per
+//! second and do not depend on the tick rate. Fig 4 is read incrementally
+//! (see the notes on seed 001): `P' = P + Q_t` when on target, and
+//! `P' = P·(1 − shrink)` when *too generous*, that is when the budget the
+//! child left unused while blocked exceeds `generous` × its allocation over
+//! the last evaluation window (at least one period and four ticks). Budget a
+//! ready child could not get (a missed deadline) does not count as unused:
+//! it is not a sign of over-allocation.
+//!
+//! Miscellaneous children get `P' = P + kp·misc_pressure·Δ` (constant
+//! pressure) or the same shrink when too generous.
+//!
+//! # Overload: squishing (§3.3)
+//! The adaptive children (real-rate and misc) share
+//! `A = overload − Σ real-time proportions`. When their proposed
+//! allocations add up to more than `A`, the excess is cut from each in
+//! proportion to `allocation / importance` (so with equal importance every
+//! allocation is scaled by the same factor, "an amount proportional to the
+//! allocation", and with importance the fixed point of repeated squishing is
+//! a weighted fair share, never starvation), never below `floor`; the cut a
+//! child cannot take at its floor is spread over the others (water filling).
+//! Real-time reservations are never squished. Each allocation is also
+//! capped at `A`.
+//!
+//! # Quality exceptions (§3.1, §4.2)
+//! When a real-rate child's pressure reaches `qex_level` (its queues are
+//! nearly full for a consumer or empty for a producer) while squishing
+//! holds it below what it asked for, the application cannot get the CPU it
+//! needs: the policy raises a *quality exception*, counted per child and in
+//! total, and recorded as a trace note `"quality exception: …"`. It fires
+//! once per episode (re-armed when the pressure falls below half the level).
+//! The count is shown by `describe` (`hsched tree`, reports) as `qex=N` and
+//! by [`RealRate::quality_exceptions`].
+//!
+//! # Parameters
+//! Instance: `overload` (0.9), `control_period` (10 ms), `default_period`
+//! (30 ms), `kp` (6 /s), `ki` (0 /s²), `kd` (1), `filter` (1 = none),
+//! `generous` (0.3), `shrink` (0.1), `misc_pressure` (0.1), `floor` (0.01),
+//! `initial` (0.05), `integral_limit` (1), `qex_level` (0.4). Defaults were
+//! chosen by the experiments in `docs/real-rate.md`.
+//!
+//! Child: `class`, `proportion` (number in (0, 1]), `period` (duration),
+//! `importance` (number > 0, default 1).
+//!
+//! # Guarantees (seed 000 Table 5.1)
+//! Needs `ALL` (run it at the root or as the top child of FP). A real-time
+//! or aperiodic child is a reservation: `RESBH proportion·period period`
+//! (rate-monotonic over admitted budgets is best effort beyond the RM
+//! bound; with harmonic periods or a total under ln 2 it is hard). A
+//! real-rate or misc child gets a best-effort allocation (`NULL` as a
+//! guarantee; only the floor is always delivered while overload < 1). The
+//! policy is uniprocessor: one parent VP.
+//!
+//! # Messages
+//! `Msg::SetParams` with any of `class`, `proportion`, `period`,
+//! `importance` changes a child at once (real-time changes pass admission
+//! control); `Msg::App` kind `"progress"` as above.
+
+use crate::registry::PolicyInfo;
+use hsched_core::{
+    CpuId, Ctx, Duration, Instant, Msg, ParamError, ParamSpec, ParamValue, Params, Policy,
+    PolicyError, PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
+};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// Registry entry.
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "realrate",
+    summary: "real-rate scheduling: a rate-monotonic proportion/period dispatcher whose \
+              proportions a PID controller sizes from queue fill levels",
+    seed: "001 §3.1–§3.3 (Figs 2–4)",
+    instance_params: &[
+        ParamSpec {
+            key: "overload",
+            kind: "number",
+            default: "0.9",
+            doc: "overload threshold on the sum of proportions, in (0, 1)",
+        },
+        ParamSpec {
+            key: "control_period",
+            kind: "duration",
+            default: "10ms",
+            doc: "controller period (100 Hz)",
+        },
+        ParamSpec {
+            key: "default_period",
+            kind: "duration",
+            default: "30ms",
+            doc: "period of aperiodic, real-rate and misc children",
+        },
+        ParamSpec {
+            key: "kp",
+            kind: "number",
+            default: "6",
+            doc: "PID proportional gain, proportion per unit pressure per second",
+        },
+        ParamSpec {
+            key: "ki",
+            kind: "number",
+            default: "0",
+            doc: "PID integral gain, per second squared",
+        },
+        ParamSpec {
+            key: "kd",
+            kind: "number",
+            default: "1",
+            doc: "PID derivative gain, proportion per unit pressure change",
+        },
+        ParamSpec {
+            key: "filter",
+            kind: "number",
+            default: "1",
+            doc: "low-pass weight of the newest pressure sample, in (0, 1]",
+        },
+        ParamSpec {
+            key: "generous",
+            kind: "number",
+            default: "0.3",
+            doc: "too-generous threshold: unused share of the allocation, in (0, 1)",
+        },
+        ParamSpec {
+            key: "shrink",
+            kind: "number",
+            default: "0.1",
+            doc: "Fig 4's C: factor by which a too-generous allocation shrinks, in (0, 1)",
+        },
+        ParamSpec {
+            key: "misc_pressure",
+            kind: "number",
+            default: "0.1",
+            doc: "constant pressure of misc children",
+        },
+        ParamSpec {
+            key: "floor",
+            kind: "number",
+            default: "0.01",
+            doc: "smallest proportion of an adaptive child (no starvation)",
+        },
+        ParamSpec {
+            key: "initial",
+            kind: "number",
+            default: "0.05",
+            doc: "starting proportion of an adaptive child",
+        },
+        ParamSpec {
+            key: "integral_limit",
+            kind: "number",
+            default: "1",
+            doc: "anti-windup bound on the PID integral",
+        },
+        ParamSpec {
+            key: "qex_level",
+            kind: "number",
+            default: "0.4",
+            doc: "pressure at which a squished real-rate child raises a quality exception",
+        },
+    ],
+    child_params: &[
+        ParamSpec {
+            key: "class",
+            kind: "string",
+            default: "inferred",
+            doc: "real-time, aperiodic, real-rate or misc (Fig 2)",
+        },
+        ParamSpec {
+            key: "proportion",
+            kind: "number",
+            default: "controller",
+            doc: "fraction of the CPU, in (0, 1]",
+        },
+        ParamSpec {
+            key: "period",
+            kind: "duration",
+            default: "default_period",
+            doc: "reservation period",
+        },
+        ParamSpec {
+            key: "importance",
+            kind: "number",
+            default: "1",
+            doc: "weight when squishing under overload",
+        },
+    ],
+    min_parents: 1,
+    max_parents: 1,
+    build,
+};
+
+fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(RealRate::new(RealRateConfig::from_params(
+        params,
+    )?)))
+}
+
+fn param_err(key: &str, message: impl Into<String>) -> PolicyError {
+    PolicyError::Param(ParamError {
+        key: key.to_string(),
+        message: message.into(),
+    })
+}
+
+/// Configuration of one instance; every gain and threshold of §3.3.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RealRateConfig {
+    /// Overload threshold on the sum of proportions (§3.1), in (0, 1).
+    pub overload: f64,
+    /// Controller period (§3.3: 10 ms).
+    pub control_period: Duration,
+    /// Period of children that give none (§3.3: 30 ms).
+    pub default_period: Duration,
+    /// PID proportional gain (per second).
+    pub kp: f64,
+    /// PID integral gain (per second squared).
+    pub ki: f64,
+    /// PID derivative gain.
+    pub kd: f64,
+    /// Low-pass weight of the newest pressure sample, in (0, 1].
+    pub filter: f64,
+    /// Too-generous threshold: unused fraction of the allocation.
+    pub generous: f64,
+    /// Fig 4's C: multiplicative shrink of a too-generous allocation.
+    pub shrink: f64,
+    /// Constant pressure of misc children.
+    pub misc_pressure: f64,
+    /// Smallest adaptive proportion.
+    pub floor: f64,
+    /// Starting adaptive proportion.
+    pub initial: f64,
+    /// Anti-windup bound on the integral.
+    pub integral_limit: f64,
+    /// Pressure at which a squished real-rate child raises a quality exception.
+    pub qex_level: f64,
+}
+
+impl Default for RealRateConfig {
+    fn default() -> Self {
+        RealRateConfig {
+            overload: 0.9,
+            control_period: Duration::from_millis(10),
+            default_period: Duration::from_millis(30),
+            kp: 6.0,
+            ki: 0.0,
+            kd: 1.0,
+            filter: 1.0,
+            generous: 0.3,
+            shrink: 0.1,
+            misc_pressure: 0.1,
+            floor: 0.01,
+            initial: 0.05,
+            integral_limit: 1.0,
+            qex_level: 0.4,
+        }
+    }
+}
+
+impl RealRateConfig {
+    /// Reads the instance parameters; absent keys keep their defaults.
+    ///
+    /// # Errors
+    /// A value of the wrong type or out of range.
+    pub fn from_params(p: &Params) -> Result<Self, PolicyError> {
+        let mut c = RealRateConfig::default();
+        let num = |key: &str, v: &mut f64, ok: fn(f64) -> bool, want: &str| {
+            if let Some(x) = p.f64(key)? {
+                if !ok(x) {
+                    return Err(param_err(key, format!("must be {want}, found {x}")));
+                }
+                *v = x;
+            }
+            Ok::<(), PolicyError>(())
+        };
+        num(
+            "overload",
+            &mut c.overload,
+            |x| x > 0.0 && x < 1.0,
+            "in (0, 1)",
+        )?;
+        num("kp", &mut c.kp, |x| x >= 0.0, "non-negative")?;
+        num("ki", &mut c.ki, |x| x >= 0.0, "non-negative")?;
+        num("kd", &mut c.kd, |x| x >= 0.0, "non-negative")?;
+        num(
+            "filter",
+            &mut c.filter,
+            |x| x > 0.0 && x <= 1.0,
+            "in (0, 1]",
+        )?;
+        num(
+            "generous",
+            &mut c.generous,
+            |x| x > 0.0 && x < 1.0,
+            "in (0, 1)",
+        )?;
+        num("shrink", &mut c.shrink, |x| x > 0.0 && x < 1.0, "in (0, 1)")?;
+        num(
+            "misc_pressure",
+            &mut c.misc_pressure,
+            |x| x >= 0.0,
+            "non-negative",
+        )?;
+        num("floor", &mut c.floor, |x| x > 0.0 && x < 1.0, "in (0, 1)")?;
+        num(
+            "initial",
+            &mut c.initial,
+            |x| x > 0.0 && x <= 1.0,
+            "in (0, 1]",
+        )?;
+        num(
+            "integral_limit",
+            &mut c.integral_limit,
+            |x| x >= 0.0,
+            "non-negative",
+        )?;
+        num("qex_level", &mut c.qex_level, |x| x > 0.0, "positive")?;
+        for (key, v) in [
+            ("control_period", &mut c.control_period),
+            ("default_period", &mut c.default_period),
+        ] {
+            if let Some(d) = p.duration(key)? {
+                if d == Duration::ZERO {
+                    return Err(param_err(key, "must be positive"));
+                }
+                *v = d;
+            }
+        }
+        if c.floor > c.overload {
+            return Err(param_err("floor", "is above the overload threshold"));
+        }
+        Ok(c)
+    }
+}
+
+/// A child's class (Fig 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Proportion and period specified: a reservation.
+    RealTime,
+    /// Proportion only; the period is `default_period`.
+    Aperiodic,
+    /// A progress metric, no proportion: sized by the controller.
+    RealRate,
+    /// Nothing known: constant pressure.
+    Misc,
+}
+
+impl Class {
+    /// Name in hierarchy files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::RealTime => "real-time",
+            Class::Aperiodic => "aperiodic",
+            Class::RealRate => "real-rate",
+            Class::Misc => "misc",
+        }
+    }
+
+    fn adaptive(self) -> bool {
+        matches!(self, Class::RealRate | Class::Misc)
+    }
+}
+
+/// Role of a thread on a queue (Fig 3's R).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Fills the queue: R = −1.
+    Producer,
+    /// Drains the queue: R = +1.
+    Consumer,
+}
+
+#[derive(Clone, Debug)]
+struct Queue {
+    name: String,
+    fill: f64,
+    size: f64,
+    role: Role,
+}
+
+/// What a child asked for, read from its parameters.
+#[derive(Clone, Copy, Debug)]
+struct Spec {
+    class: Class,
+    explicit: bool,
+    proportion: Option<f64>,
+    period: Duration,
+    importance: f64,
+}
+
+fn read_spec(cfg: &RealRateConfig, p: &Params) -> Result<Spec, PolicyError> {
+    let proportion = p.f64("proportion")?;
+    if let Some(x) = proportion {
+        if !(x > 0.0 && x <= 1.0) {
+            return Err(param_err(
+                "proportion",
+                format!("must be in (0, 1], found {x}"),
+            ));
+        }
+    }
+    let period = p.duration("period")?;
+    if period == Some(Duration::ZERO) {
+        return Err(param_err("period", "must be positive"));
+    }
+    let importance = p.f64("importance")?.unwrap_or(1.0);
+    if importance <= 0.0 {
+        return Err(param_err(
+            "importance",
+            format!("must be positive, found {importance}"),
+        ));
+    }
+    let (class, explicit) = match p.str("class")? {
+        Some("real-time") => (Class::RealTime, true),
+        Some("aperiodic") => (Class::Aperiodic, true),
+        Some("real-rate") => (Class::RealRate, true),
+        Some("misc") => (Class::Misc, true),
+        Some(other) => {
+            return Err(param_err(
+                "class",
+                format!(
+                    "unknown class `{other}`; expected real-time, aperiodic, real-rate or misc"
+                ),
+            ))
+        }
+        None => match (proportion, period) {
+            (Some(_), Some(_)) => (Class::RealTime, false),
+            (Some(_), None) => (Class::Aperiodic, false),
+            _ => (Class::Misc, false),
+        },
+    };
+    match class {
+        Class::RealTime if proportion.is_none() || period.is_none() => {
+            return Err(param_err(
+                "proportion",
+                "a real-time child needs proportion and period",
+            ))
+        }
+        Class::Aperiodic if proportion.is_none() => {
+            return Err(param_err(
+                "proportion",
+                "an aperiodic child needs a proportion",
+            ))
+        }
+        Class::RealRate | Class::Misc if proportion.is_some() => {
+            return Err(param_err(
+                "proportion",
+                "the controller sizes real-rate and misc children; give no proportion",
+            ))
+        }
+        _ => {}
+    }
+    Ok(Spec {
+        class,
+        explicit,
+        proportion,
+        period: period.unwrap_or(cfg.default_period),
+        importance,
+    })
+}
+
+/// Per-child state.
+#[derive(Clone, Debug)]
+struct Child {
+    order: u64,
+    class: Class,
+    explicit: bool,
+    importance: f64,
+    /// Current proportion, in [0, 1].
+    proportion: f64,
+    period: Duration,
+    pending_period: Option<Duration>,
+    /// Per-period amount in force.
+    amount: Duration,
+    budget: Duration,
+    started: bool,
+    deadline: Instant,
+    event: u64,
+    eligible: bool,
+    queues: Vec<Queue>,
+    filtered: f64,
+    integral: f64,
+    prev: Option<f64>,
+    /// What the controller asked for before squishing.
+    wanted: f64,
+    /// Too-generous window: start, allocation and unused budget in it.
+    win_start: Instant,
+    win_alloc: f64,
+    win_unused: f64,
+    generous: bool,
+    qex_armed: bool,
+    qex: u64,
+    misses: u64,
+}
+
+impl Child {
+    fn key(&self) -> (Duration, u64) {
+        (self.period, self.order)
+    }
+}
+
+fn amount_of(p: f64, period: Duration) -> Duration {
+    Duration::from_nanos((period.as_nanos() as f64 * p).round() as u64)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Running {
+    vp: VpId,
+    mark_at: Instant,
+}
+
+/// A real-rate scheduler instance. See the module documentation.
+#[derive(Debug)]
+pub struct RealRate {
+    cfg: RealRateConfig,
+    children: VpTable<Child>,
+    /// Eligible children by (period, order): rate-monotonic order.
+    eligible: BTreeMap<(Duration, u64), VpId>,
+    /// Replenishments in expiry order (time, sequence, child).
+    events: BinaryHeap<Reverse<(Instant, u64, VpId)>>,
+    next_seq: u64,
+    next_order: u64,
+    cpu: Option<CpuId>,
+    running: Option<Running>,
+    /// Sum of real-time and aperiodic proportions.
+    rt_load: f64,
+    /// Number of adaptive children.
+    adaptive: usize,
+    next_control: Instant,
+    last_control: Instant,
+    qex_total: u64,
+    ticks: u64,
+}
+
+impl RealRate {
+    /// An instance with this configuration.
+    pub fn new(cfg: RealRateConfig) -> Self {
+        RealRate {
+            cfg,
+            children: VpTable::new(Side::Child),
+            eligible: BTreeMap::new(),
+            events: BinaryHeap::new(),
+            next_seq: 1,
+            next_order: 0,
+            cpu: None,
+            running: None,
+            rt_load: 0.0,
+            adaptive: 0,
+            next_control: Instant::NEVER,
+            last_control: Instant::ZERO,
+            qex_total: 0,
+            ticks: 0,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> RealRateConfig {
+        self.cfg
+    }
+
+    /// Quality exceptions raised so far.
+    pub fn quality_exceptions(&self) -> u64 {
+        self.qex_total
+    }
+
+    /// Controller ticks run so far.
+    pub fn ticks(&self) -> u64 {
+        self.ticks
+    }
+
+    /// Sum of all current proportions.
+    pub fn load(&self) -> f64 {
+        self.children.iter().map(|(_, c)| c.proportion).sum()
+    }
+
+    /// Capacity left to adaptive children.
+    fn adaptive_room(&self) -> f64 {
+        (self.cfg.overload - self.rt_load).max(0.0)
+    }
+
+    fn charge(&mut self, ctx: &Ctx<'_>) {
+        let Some(r) = self.running.as_mut() else {
+            return;
+        };
+        let now = ctx.now();
+        let used = now.saturating_since(r.mark_at);
+        r.mark_at = now;
+        let vp = r.vp;
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            c.budget -= used;
+        }
+    }
+
+    fn push_event(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        c.event = seq;
+        self.events.push(Reverse((c.deadline, seq, vp)));
+        if self.events.len() > 2 * self.children.len() + 32 {
+            let children = &self.children;
+            self.events
+                .retain(|Reverse((_, s, v))| children.get(ctx, *v).is_some_and(|c| c.event == *s));
+        }
+    }
+
+    fn event_live(&self, ctx: &Ctx<'_>, seq: u64, vp: VpId) -> bool {
+        self.children.get(ctx, vp).is_some_and(|c| c.event == seq)
+    }
+
+    fn add_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        if self.running.is_some_and(|r| r.vp == vp) {
+            return;
+        }
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            if !c.eligible && c.budget > Duration::ZERO && ctx.vp_state(vp) == VpState::Ready {
+                c.eligible = true;
+                self.eligible.insert(c.key(), vp);
+            }
+        }
+    }
+
+    fn remove_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            if c.eligible {
+                c.eligible = false;
+                self.eligible.remove(&c.key());
+            }
+        }
+    }
+
+    /// Ends the child's period (its deadline passed) and starts the one
+    /// containing now. Unused budget of a blocked child feeds the
+    /// too-generous test; of a ready one, it is a missed deadline.
+    fn roll_period(&mut self, ctx: &mut Ctx<'_>, vp: VpId, runnable: bool) {
+        let now = ctx.now();
+        let tracing = ctx.tracing();
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        if c.eligible {
+            c.eligible = false;
+            self.eligible.remove(&c.key());
+        }
+        let mut miss = false;
+        if c.budget > Duration::ZERO {
+            if runnable {
+                c.misses += 1;
+                miss = true;
+            } else {
+                c.win_unused += c.budget.as_secs_f64();
+            }
+        }
+        if let Some(p) = c.pending_period.take() {
+            c.period = p;
+        }
+        let period = c.period;
+        let mut start = c.deadline;
+        if now >= start + period {
+            let k = now.saturating_since(start).as_nanos() / period.as_nanos();
+            start += Duration::from_nanos(k * period.as_nanos());
+            // Whole periods spent waiting were unused allocation.
+            c.win_unused += k as f64 * c.proportion * period.as_secs_f64();
+        }
+        c.deadline = start + period;
+        c.amount = amount_of(c.proportion, period);
+        c.budget = c.amount;
+        let budget = c.amount;
+        if tracing {
+            if miss {
+                ctx.event(PolicyEvent::DeadlineMiss { vp });
+            }
+            ctx.event(PolicyEvent::Replenish { vp, budget });
+        }
+    }
+
+    fn wake_child(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        let now = ctx.now();
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        if !c.started {
+            c.started = true;
+            if let Some(p) = c.pending_period.take() {
+                c.period = p;
+            }
+            c.deadline = now + c.period;
+            c.amount = amount_of(c.proportion, c.period);
+            c.budget = c.amount;
+            if ctx.tracing() {
+                let budget = c.amount;
+                ctx.event(PolicyEvent::Replenish { vp, budget });
+            }
+        } else if now >= c.deadline {
+            self.roll_period(ctx, vp, false);
+        }
+        self.push_event(ctx, vp);
+        self.add_eligible(ctx, vp);
+    }
+
+    fn due_events(&mut self, ctx: &mut Ctx<'_>) {
+        let now = ctx.now();
+        while let Some(&Reverse((at, seq, vp))) = self.events.peek() {
+            if at > now {
+                break;
+            }
+            self.events.pop();
+            if !self.event_live(ctx, seq, vp) {
+                continue;
+            }
+            let runnable = ctx.vp_state(vp) != VpState::Waiting;
+            self.roll_period(ctx, vp, runnable);
+            self.push_event(ctx, vp);
+            if runnable {
+                self.add_eligible(ctx, vp);
+            }
+        }
+    }
+
+    fn pop_eligible(&mut self, ctx: &Ctx<'_>) -> Option<VpId> {
+        loop {
+            let (_, vp) = self.eligible.pop_first()?;
+            if let Some(c) = self.children.get_mut(ctx, vp) {
+                c.eligible = false;
+            }
+            if ctx.vp_state(vp) == VpState::Ready {
+                return Some(vp);
+            }
+        }
+    }
+
+    fn sync(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(cpu) = self.cpu else { return };
+        if let Some(r) = self.running {
+            if ctx.vp_cpu(r.vp) != Some(cpu) {
+                self.running = None;
+            }
+        }
+        let parent_ok = ctx
+            .parent_vps()
+            .first()
+            .is_some_and(|&p| ctx.vp_cpu(p) == Some(cpu));
+        if !parent_ok {
+            self.lose_cpu(ctx, RevokeReason::Preempted);
+        }
+    }
+
+    fn lose_cpu(&mut self, ctx: &mut Ctx<'_>, reason: RevokeReason) {
+        self.cpu = None;
+        if let Some(r) = self.running.take() {
+            if ctx.vp_cpu(r.vp).is_some() {
+                ctx.revoke(r.vp, reason);
+                self.add_eligible_after_revoke(ctx, r.vp);
+            }
+        }
+    }
+
+    /// A child just revoked is still `Running` in the VP table until the
+    /// action applies; it will be ready then.
+    fn add_eligible_after_revoke(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            if !c.eligible && c.budget > Duration::ZERO {
+                c.eligible = true;
+                self.eligible.insert(c.key(), vp);
+            }
+        }
+    }
+
+    fn settle(&mut self, ctx: &mut Ctx<'_>) {
+        if let Some(r) = self.running {
+            let (budget, key) = match self.children.get(ctx, r.vp) {
+                Some(c) => (c.budget, c.key()),
+                None => (Duration::ZERO, (Duration::MAX, u64::MAX)),
+            };
+            if budget == Duration::ZERO {
+                self.running = None;
+                ctx.revoke(r.vp, RevokeReason::BudgetExhausted);
+                if ctx.tracing() {
+                    ctx.event(PolicyEvent::BudgetExhausted { vp: r.vp });
+                }
+            } else if self
+                .eligible
+                .first_key_value()
+                .is_some_and(|(k, _)| *k < key)
+            {
+                self.running = None;
+                ctx.revoke(r.vp, RevokeReason::Preempted);
+                self.add_eligible_after_revoke(ctx, r.vp);
+            }
+        }
+        if self.running.is_none() {
+            if let Some(cpu) = self.cpu {
+                match self.pop_eligible(ctx) {
+                    Some(vp) => {
+                        self.running = Some(Running {
+                            vp,
+                            mark_at: ctx.now(),
+                        });
+                        ctx.grant(vp, cpu);
+                    }
+                    None => {
+                        self.cpu = None;
+                        if let Some(&p) = ctx.parent_vps().first() {
+                            ctx.release(p);
+                        }
+                    }
+                }
+            }
+        }
+        let want = usize::from(self.running.is_some() || !self.eligible.is_empty());
+        ctx.set_parent_demand(want);
+        self.arm(ctx);
+    }
+
+    fn arm(&mut self, ctx: &mut Ctx<'_>) {
+        let mut at = self.next_control;
+        while let Some(&Reverse((t, seq, vp))) = self.events.peek() {
+            if self.event_live(ctx, seq, vp) {
+                at = at.min(t);
+                break;
+            }
+            self.events.pop();
+        }
+        if let Some(r) = self.running {
+            if let Some(c) = self.children.get(ctx, r.vp) {
+                at = at.min(r.mark_at + c.budget);
+            }
+        }
+        if ctx.timer() != Some(at) {
+            if at == Instant::NEVER {
+                ctx.cancel_timer();
+            } else {
+                ctx.set_timer(at);
+            }
+        }
+    }
+
+    /// Sets a child's proportion now: the budget left in this period moves
+    /// by the change of the per-period amount (§3.1: cheap changes).
+    fn set_proportion(&mut self, ctx: &Ctx<'_>, vp: VpId, p: f64) {
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        c.proportion = p;
+        if !c.started {
+            return;
+        }
+        let new = amount_of(p, c.period);
+        if new >= c.amount {
+            c.budget += new - c.amount;
+        } else {
+            c.budget -= c.amount - new;
+        }
+        c.amount = new;
+        if c.budget == Duration::ZERO {
+            self.remove_eligible(ctx, vp);
+        } else {
+            self.add_eligible(ctx, vp);
+        }
+    }
+
+    fn start_controller(&mut self, now: Instant) {
+        if self.adaptive > 0 && self.next_control == Instant::NEVER {
+            self.last_control = now;
+            self.next_control = now + self.cfg.control_period;
+        }
+    }
+
+    /// One controller tick (§3.3): pressure, PID, Fig 4, squishing,
+    /// quality exceptions, actuation.
+    fn control(&mut self, ctx: &mut Ctx<'_>) {
+        let now = ctx.now();
+        if now < self.next_control {
+            return;
+        }
+        self.ticks += 1;
+        let dt = now.saturating_since(self.last_control).as_secs_f64();
+        self.last_control = now;
+        self.next_control = if self.adaptive == 0 {
+            Instant::NEVER
+        } else {
+            now + self.cfg.control_period
+        };
+        let cfg = self.cfg;
+        let mut notes = Vec::new();
+        for i in 0..self.children.len() {
+            let (_, c) = self.children.at_mut(i);
+            if !c.class.adaptive() {
+                continue;
+            }
+            // Too-generous test over a window of at least one period and
+            // four ticks.
+            c.win_alloc += c.proportion * dt;
+            let window = c.period.max(cfg.control_period.mul_div(4, 1));
+            if now.saturating_since(c.win_start) >= window {
+                c.generous = c.win_alloc > 0.0 && c.win_unused > cfg.generous * c.win_alloc;
+                c.win_start = now;
+                c.win_alloc = 0.0;
+                c.win_unused = 0.0;
+            } else {
+                c.generous = false;
+            }
+            let p = c.proportion;
+            let next = match c.class {
+                Class::RealRate => {
+                    let raw: f64 = c
+                        .queues
+                        .iter()
+                        .map(|q| {
+                            let f = (q.fill / q.size).clamp(0.0, 1.0) - 0.5;
+                            match q.role {
+                                Role::Producer => -f,
+                                Role::Consumer => f,
+                            }
+                        })
+                        .sum();
+                    c.filtered = cfg.filter * raw + (1.0 - cfg.filter) * c.filtered;
+                    let e = c.filtered;
+                    c.integral =
+                        (c.integral + e * dt).clamp(-cfg.integral_limit, cfg.integral_limit);
+                    let d = e - c.prev.unwrap_or(e);
+                    c.prev = Some(e);
+                    let q = cfg.kp * e * dt + cfg.ki * c.integral * dt + cfg.kd * d;
+                    if c.generous && q >= 0.0 {
+                        p * (1.0 - cfg.shrink)
+                    } else {
+                        p + q
+                    }
+                }
+                _ => {
+                    if c.generous {
+                        p * (1.0 - cfg.shrink)
+                    } else {
+                        p + cfg.kp * cfg.misc_pressure * dt
+                    }
+                }
+            };
+            c.wanted = next.clamp(cfg.floor, 1.0);
+        }
+        let room = self.adaptive_room();
+        let granted = self.squish(room);
+        for (i, g) in granted {
+            let (vp, c) = self.children.at_mut(i);
+            // Quality exceptions: a real-rate child far behind and held
+            // below what it asked for.
+            if c.class == Class::RealRate {
+                let behind = c.filtered >= cfg.qex_level;
+                if behind && c.qex_armed && g + 1e-9 < c.wanted {
+                    c.qex_armed = false;
+                    c.qex += 1;
+                    self.qex_total += 1;
+                    notes.push(format!(
+                        "quality exception: {vp} is behind (pressure {:.2}) but gets {:.1}% of the \
+                         {:.1}% it needs; lower its requirements",
+                        c.filtered,
+                        g * 100.0,
+                        c.wanted * 100.0
+                    ));
+                } else if c.filtered < cfg.qex_level / 2.0 {
+                    c.qex_armed = true;
+                }
+            }
+            if (g - c.proportion).abs() > 1e-12 {
+                self.set_proportion(ctx, vp, g);
+            }
+        }
+        if ctx.tracing() {
+            for n in notes {
+                ctx.event(PolicyEvent::Note(n));
+            }
+        }
+    }
+
+    /// Squishes the adaptive children's wanted proportions into `room`
+    /// (§3.3 "Responding to Overload"): cuts proportional to
+    /// allocation / importance, never below the floor, water filling what
+    /// a child at its floor cannot give. Returns (index, granted).
+    fn squish(&self, room: f64) -> Vec<(usize, f64)> {
+        let floor = self.cfg.floor;
+        let mut out: Vec<(usize, f64, f64)> = Vec::new();
+        for i in 0..self.children.len() {
+            let (_, c) = self.children.at(i);
+            if c.class.adaptive() {
+                out.push((i, c.wanted.min(room.max(floor)), c.importance));
+            }
+        }
+        let mut free: Vec<bool> = vec![true; out.len()];
+        for _ in 0..=out.len() {
+            let sum: f64 = out.iter().map(|o| o.1).sum();
+            let excess = sum - room;
+            if excess <= 1e-12 {
+                break;
+            }
+            let weight: f64 = out
+                .iter()
+                .zip(&free)
+                .filter(|(_, f)| **f)
+                .map(|(o, _)| (o.1 - floor).max(0.0) / o.2)
+                .sum();
+            if weight <= 0.0 {
+                break;
+            }
+            let mut pinned = false;
+            for (o, f) in out.iter_mut().zip(free.iter_mut()) {
+                if !*f {
+                    continue;
+                }
+                let cut = excess * ((o.1 - floor).max(0.0) / o.2) / weight;
+                if o.1 - cut <= floor {
+                    o.1 = floor;
+                    *f = false;
+                    pinned = true;
+                } else {
+                    o.1 -= cut;
+                }
+            }
+            if !pinned {
+                break;
+            }
+        }
+        out.into_iter().map(|(i, g, _)| (i, g)).collect()
+    }
+
+    /// Applies a squish of the current allocations at once (after a
+    /// real-time admission or a class change), so the dispatcher never
+    /// runs oversubscribed until the next tick.
+    fn rebalance(&mut self, ctx: &Ctx<'_>) {
+        for i in 0..self.children.len() {
+            let (_, c) = self.children.at_mut(i);
+            if c.class.adaptive() {
+                c.wanted = c.proportion;
+            }
+        }
+        let room = self.adaptive_room();
+        for (i, g) in self.squish(room) {
+            let (vp, c) = self.children.at(i);
+            if (g - c.proportion).abs() > 1e-12 {
+                self.set_proportion(ctx, vp, g);
+            }
+        }
+    }
+
+    /// Admission control for real-time and aperiodic children (§3.3): the
+    /// real-time load after the change plus a floor for every adaptive
+    /// child must stay within the overload threshold.
+    fn admit(&self, rt_after: f64, adaptive_after: usize) -> Result<(), PolicyError> {
+        let load = rt_after + adaptive_after as f64 * self.cfg.floor;
+        if load > self.cfg.overload + 1e-12 {
+            return Err(PolicyError::AdmissionRefused {
+                load,
+                cap: self.cfg.overload,
+            });
+        }
+        Ok(())
+    }
+
+    fn progress(&mut self, ctx: &Ctx<'_>, vp: VpId, p: &Params) -> Result<(), PolicyError> {
+        let known = ["queue", "fill", "size", "role", "remove"];
+        if let Some(k) = p.unknown_keys(&known).next() {
+            return Err(PolicyError::Unsupported(format!(
+                "a progress message has no parameter `{k}`; it accepts: {}",
+                known.join(", ")
+            )));
+        }
+        let name = match p.get("queue") {
+            Some(ParamValue::Str(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => return Err(param_err("queue", "is required (the queue's name)")),
+        };
+        let remove = p.bool("remove")?.unwrap_or(false);
+        let c = self.children.get_mut(ctx, vp).ok_or_else(|| {
+            PolicyError::Refused(format!("{vp} is not a child of this scheduler"))
+        })?;
+        if remove {
+            c.queues.retain(|q| q.name != name);
+            return Ok(());
+        }
+        let fill = p
+            .f64("fill")?
+            .ok_or_else(|| param_err("fill", "is required"))?;
+        let size = p
+            .f64("size")?
+            .ok_or_else(|| param_err("size", "is required"))?;
+        if size <= 0.0 || fill < 0.0 {
+            return Err(param_err(
+                "size",
+                format!("need size > 0 and fill >= 0, found {fill}/{size}"),
+            ));
+        }
+        let role = match p.str("role")? {
+            Some("producer") => Role::Producer,
+            Some("consumer") => Role::Consumer,
+            other => {
+                return Err(param_err(
+                    "role",
+                    format!("expected \"producer\" or \"consumer\", found {other:?}"),
+                ))
+            }
+        };
+        match c.queues.iter_mut().find(|q| q.name == name) {
+            Some(q) => {
+                q.fill = fill;
+                q.size = size;
+                q.role = role;
+            }
+            None => c.queues.push(Queue {
+                name,
+                fill,
+                size,
+                role,
+            }),
+        }
+        // Fig 2: a thread with a progress metric and no proportion is real-rate.
+        if c.class == Class::Misc && !c.explicit {
+            c.class = Class::RealRate;
+        }
+        Ok(())
+    }
+
+    fn set_params(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        vp: VpId,
+        change: &Params,
+    ) -> Result<(), PolicyError> {
+        let known = ["class", "proportion", "period", "importance"];
+        if let Some(k) = change.unknown_keys(&known).next() {
+            return Err(PolicyError::Unsupported(format!(
+                "a realrate change has no parameter `{k}`; it accepts: {}",
+                known.join(", ")
+            )));
+        }
+        let Some(old) = self.children.get(ctx, vp).cloned() else {
+            return Err(PolicyError::Refused(format!(
+                "{vp} is not a child of this scheduler"
+            )));
+        };
+        let mut merged = ctx.vp_params(vp).clone();
+        for (k, v) in change.iter() {
+            merged.insert(k, v.clone());
+        }
+        // An adaptive child changing to real-time drops the old absent
+        // proportion rule: read the merged parameters as a new request.
+        let spec = read_spec(&self.cfg, &merged)?;
+        let was_rt = !old.class.adaptive();
+        let is_rt = !spec.class.adaptive();
+        let rt_after = self.rt_load - if was_rt { old.proportion } else { 0.0 }
+            + if is_rt {
+                spec.proportion.unwrap_or(0.0)
+            } else {
+                0.0
+            };
+        let adaptive_after = self.adaptive - usize::from(!was_rt) + usize::from(!is_rt);
+        if is_rt {
+            self.admit(rt_after, adaptive_after)?;
+        }
+        self.rt_load = rt_after.max(0.0);
+        self.adaptive = adaptive_after;
+        let new_p = match spec.proportion {
+            Some(p) => p,
+            None if was_rt => self.cfg.initial,
+            None => old.proportion,
+        };
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            // Keep a real-rate class learned from progress messages.
+            let learned = c.class == Class::RealRate && spec.class == Class::Misc && !spec.explicit;
+            if !learned {
+                c.class = spec.class;
+            }
+            c.explicit = spec.explicit;
+            c.importance = spec.importance;
+            if spec.period != c.period {
+                if c.started {
+                    c.pending_period = Some(spec.period);
+                } else {
+                    c.period = spec.period;
+                }
+            }
+            c.wanted = new_p;
+        }
+        self.set_proportion(ctx, vp, new_p);
+        self.rebalance(ctx);
+        self.start_controller(ctx.now());
+        ctx.set_vp_params(vp, merged);
+        Ok(())
+    }
+}
+
+impl Policy for RealRate {
+    fn policy_name(&self) -> &'static str {
+        "realrate"
+    }
+
+    fn parent_vps(&self, available: usize) -> usize {
+        available.min(1)
+    }
+
+    fn register_vp(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        vp: VpId,
+        params: &Params,
+    ) -> Result<(), PolicyError> {
+        let spec = read_spec(&self.cfg, params)?;
+        let rt = !spec.class.adaptive();
+        let rt_after = self.rt_load
+            + if rt {
+                spec.proportion.unwrap_or(0.0)
+            } else {
+                0.0
+            };
+        let adaptive_after = self.adaptive + usize::from(!rt);
+        self.admit(rt_after, adaptive_after)?;
+        self.rt_load = rt_after;
+        self.adaptive = adaptive_after;
+        let proportion = spec.proportion.unwrap_or(self.cfg.initial);
+        let order = self.next_order;
+        self.next_order += 1;
+        let now = ctx.now();
+        let child = Child {
+            order,
+            class: spec.class,
+            explicit: spec.explicit,
+            importance: spec.importance,
+            proportion,
+            period: spec.period,
+            pending_period: None,
+            amount: Duration::ZERO,
+            budget: Duration::ZERO,
+            started: false,
+            deadline: Instant::NEVER,
+            event: 0,
+            eligible: false,
+            queues: Vec::new(),
+            filtered: 0.0,
+            integral: 0.0,
+            prev: None,
+            wanted: proportion,
+            win_start: now,
+            win_alloc: 0.0,
+            win_unused: 0.0,
+            generous: false,
+            qex_armed: true,
+            qex: 0,
+            misses: 0,
+        };
+        self.children.insert(ctx, vp, child);
+        // A new reservation or a new adaptive child may oversubscribe the
+        // adaptive room: squish at once rather than at the next tick.
+        self.rebalance(ctx);
+        self.start_controller(now);
+        self.arm(ctx);
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.remove_eligible(ctx, vp);
+        if self.running.is_some_and(|r| r.vp == vp) {
+            self.running = None;
+        }
+        if let Some(c) = self.children.remove(ctx, vp) {
+            if c.class.adaptive() {
+                self.adaptive -= 1;
+            } else {
+                self.rt_load = (self.rt_load - c.proportion).max(0.0);
+            }
+        }
+        if self.children.is_empty() {
+            self.rt_load = 0.0;
+        }
+        self.arm(ctx);
+    }
+
+    fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.charge(ctx);
+        self.sync(ctx);
+        self.due_events(ctx);
+        if ctx.vp_state(vp) == VpState::Ready {
+            self.wake_child(ctx, vp);
+        }
+        self.settle(ctx);
+    }
+
+    fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.charge(ctx);
+        self.sync(ctx);
+        if ctx.vp_state(vp) == VpState::Waiting {
+            self.remove_eligible(ctx, vp);
+            if let Some(c) = self.children.get_mut(ctx, vp) {
+                c.event = 0;
+            }
+        }
+        self.due_events(ctx);
+        self.settle(ctx);
+    }
+
+    fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
+        self.charge(ctx);
+        self.sync(ctx);
+        if self.cpu.is_none() && ctx.vp_cpu(parent_vp) == Some(cpu) {
+            self.cpu = Some(cpu);
+        }
+        self.due_events(ctx);
+        self.settle(ctx);
+    }
+
+    fn revoke(&mut self, ctx: &mut Ctx<'_>, _parent_vp: VpId, reason: RevokeReason) {
+        self.charge(ctx);
+        if self.cpu.is_some() {
+            self.lose_cpu(ctx, reason);
+        }
+        self.sync(ctx);
+        self.due_events(ctx);
+        self.settle(ctx);
+    }
+
+    fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
+        self.charge(ctx);
+        self.sync(ctx);
+        let r = match msg {
+            Msg::SetParams(change) => self.set_params(ctx, vp, change),
+            Msg::App { kind, params } if kind == "progress" => {
+                let r = self.progress(ctx, vp, params);
+                self.start_controller(ctx.now());
+                r
+            }
+            other => Err(PolicyError::Unsupported(format!(
+                "realrate accepts SetParams and App \"progress\" messages, not {other:?}"
+            ))),
+        };
+        self.due_events(ctx);
+        self.settle(ctx);
+        r
+    }
+
+    fn timer(&mut self, ctx: &mut Ctx<'_>) {
+        self.charge(ctx);
+        self.sync(ctx);
+        self.due_events(ctx);
+        self.control(ctx);
+        self.settle(ctx);
+    }
+
+    fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        if let Some(r) = self.running {
+            let cpu = self
+                .cpu
+                .ok_or_else(|| format!("{} runs but realrate holds no processor", r.vp))?;
+            if ctx.vp_cpu(r.vp) != Some(cpu) {
+                return Err(format!(
+                    "thinks {} runs on {cpu} but it is {:?}",
+                    r.vp,
+                    ctx.vp_state(r.vp)
+                ));
+            }
+        }
+        if let Some(cpu) = self.cpu {
+            if self.running.is_none() {
+                return Err(format!("holds {cpu} without running a child"));
+            }
+        }
+        for (&key, &vp) in &self.eligible {
+            let c = self
+                .children
+                .get(ctx, vp)
+                .ok_or_else(|| format!("eligible {vp} is not a child"))?;
+            if !c.eligible || c.key() != key || c.budget == Duration::ZERO {
+                return Err(format!("eligible entry of {vp} is stale"));
+            }
+        }
+        let load = self.load();
+        if load
+            > self
+                .cfg
+                .overload
+                .max(self.rt_load + self.adaptive as f64 * self.cfg.floor)
+                + 1e-6
+        {
+            return Err(format!(
+                "proportions add up to {load:.4}, over the threshold {}",
+                self.cfg.overload
+            ));
+        }
+        for (vp, c) in self.children.iter() {
+            if c.class.adaptive() && c.proportion + 1e-9 < self.cfg.floor {
+                return Err(format!("{vp} is below the floor: {}", c.proportion));
+            }
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        let mut s = format!(
+            "overload={} load={:.1}% rt={:.1}% adaptive={} ticks={} qex={}",
+            self.cfg.overload,
+            self.load() * 100.0,
+            self.rt_load * 100.0,
+            self.adaptive,
+            self.ticks,
+            self.qex_total
+        );
+        for (vp, c) in self.children.iter() {
+            s.push_str(&format!(
+                " [{vp} {} {:.1}%/{}{}]",
+                c.class.name(),
+                c.proportion * 100.0,
+                c.period,
+                if c.qex + c.misses > 0 {
+                    format!(" qex={} misses={}", c.qex, c.misses)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        s
+    }
+}
