@@ -524,7 +524,7 @@ impl Analysis<'_> {
                             .provided
                             .iter()
                             .any(|(c, res)| {
-                                res.is_err() && self.composition.nodes[*c].name == node.name
+                                res.is_err() && std::ptr::eq(&self.composition.nodes[*c], node)
                             })
                             .then(|| parent.name.clone())
                     }
@@ -683,4 +683,197 @@ pub fn render(f: &Finding, file: &str, text: Option<&str>, span: Option<Span>) -
         out.push_str(&format!("{pad} = {k}: {v}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsched_core::ParamValue;
+    use hsched_guarantee::ParentRef;
+
+    fn parse(text: &str) -> Hierarchy {
+        hsched_config::parse_str(text, "t.toml").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    const FILE: &str = r#"
+[machine]
+cpus = 2
+
+[[scheduler]]
+name = "fp"
+policy = "fp"
+cpus = [0]
+unique_priorities = true
+
+[[scheduler]]
+name = "rez"
+policy = "rez"
+parent = "fp"
+params = { priority = 3 }
+cap = 0.9
+variant = "catch-up"
+
+[[scheduler]]
+name = "ps"
+policy = "ps"
+cpus = [1]
+quantum = "5ms"
+
+[[scheduler]]
+name = "j"
+policy = "join"
+parents = [{ name = "rez", amount = "2ms", period = "10ms" }, { name = "fp", priority = 1 }]
+guarantee = "RESBS 2 10"
+
+[[thread]]
+name = "a"
+scheduler = "ps"
+params = { share = 2.5, warp = "1ms" }
+guarantee = "PS 0.1"
+workload = { kind = "cpu-bound" }
+
+[[thread]]
+name = "b"
+scheduler = "j"
+workload = { kind = "cpu-bound" }
+"#;
+
+    #[test]
+    fn translates_what_the_mappings_understand() {
+        let h = parse(FILE);
+        let t = translate(&h);
+        assert!(t.issues.is_empty(), "{:?}", t.issues);
+        let g = &t.hierarchy;
+        assert_eq!(g.cpus, 2);
+        let fp = &g.schedulers[0];
+        assert_eq!(
+            fp.params,
+            InstanceParams::default(),
+            "unique_priorities is left out"
+        );
+        assert_eq!(fp.parents.len(), 1);
+        assert_eq!(fp.parents[0].parent, ParentRef::Top { cpu: Some(0) });
+        let rez = &g.schedulers[1];
+        assert_eq!(rez.params.cap, Some(0.9));
+        assert_eq!(rez.params.quantum, None);
+        assert_eq!(rez.parents[0].params.priority, Some(3));
+        let ps = &g.schedulers[2];
+        assert_eq!(
+            ps.params.quantum,
+            Some(hsched_core::Duration::from_millis(5))
+        );
+        let j = &g.schedulers[3];
+        assert_eq!(j.parents.len(), 2);
+        assert_eq!(
+            j.parents[0].params.amount,
+            Some(hsched_core::Duration::from_millis(2))
+        );
+        assert_eq!(
+            j.parents[0].params.period,
+            Some(hsched_core::Duration::from_millis(10))
+        );
+        assert_eq!(j.parents[1].params.priority, Some(1));
+        assert_eq!(
+            j.request.map(|r| r.to_string()).as_deref(),
+            Some("RESBS 2 10")
+        );
+        let a = &g.threads[0];
+        assert_eq!(a.parent.params.share, Some(2.5));
+        assert_eq!(
+            a.parent.params.warp,
+            Some(hsched_core::Duration::from_millis(1))
+        );
+        assert_eq!(a.request.map(|r| r.to_string()).as_deref(), Some("PS 0.1"));
+        assert_eq!(g.threads[1].request, None);
+        // And it composes: b gets the join's soft reservation.
+        let an = analyze(&h);
+        assert!(an.is_ok(), "{:?}", an.findings());
+        assert_eq!(
+            an.composition
+                .received("b")
+                .map(|g| g.to_string())
+                .as_deref(),
+            Some("RESBS 2 10")
+        );
+        // A warped child voids PSBE: a gets PS (2.5 of 2.5 shares, one VP).
+        assert_eq!(
+            an.composition
+                .received("a")
+                .map(|g| g.to_string())
+                .as_deref(),
+            Some("PS 1")
+        );
+    }
+
+    #[test]
+    fn unreadable_values_are_issues_not_panics() {
+        let mut h = parse(FILE);
+        h.schedulers[1]
+            .params
+            .insert("cap", ParamValue::Str("lots".into()));
+        h.threads[0].params.insert("share", ParamValue::Bool(true));
+        h.threads[1].guarantee = Some("RESBX 1 2".into());
+        let a = analyze(&h);
+        let f = a.findings();
+        assert_eq!(f.len(), 3, "{f:?}");
+        assert!(f.iter().all(|x| x.code == "unreadable"));
+        assert_eq!(f[0].node, Some(NodeRef::Scheduler("rez".into())));
+        assert!(f[0].headline.contains("cap"), "{}", f[0].headline);
+        assert!(f[2].headline.contains("RESBX"), "{}", f[2].headline);
+        assert!(!a.is_ok());
+    }
+
+    #[test]
+    fn findings_are_located_and_rendered_like_file_errors() {
+        let text = r#"[[scheduler]]
+name = "desktop"
+policy = "ts"
+
+[[scheduler]]
+name = "rt"
+policy = "rez"
+parent = "desktop"
+"#;
+        let h = parse(text);
+        let a = analyze(&h);
+        let f = a.findings();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].code, "unacceptable");
+        let span = a.span(f[0].node.as_ref().unwrap());
+        assert_eq!(span.map(|s| s.line), Some(5));
+        let shown = render(&f[0], "t.toml", Some(text), span);
+        assert!(shown.starts_with("error: rez 'rt' under ts 'desktop' receives NULL, which Rez cannot use\n --> t.toml:5:1\n"), "{shown}");
+        assert!(shown.contains("\n  = expected: ALL or RESU\n"), "{shown}");
+        assert!(
+            shown.contains("\n  = path: top → ts 'desktop' → rez 'rt'\n"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn groups_are_fp_instances_of_periodic_threads() {
+        let h = parse(include_str!("../../../examples/home-computer.toml"));
+        let a = analyze(&h);
+        let g = a.rm_groups();
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].scheduler, "RM");
+        assert_eq!(
+            g[0].received.map(|r| r.to_string()).as_deref(),
+            Some("RESBS 1.5 5")
+        );
+        let names: Vec<&str> = g[0].members.iter().map(|m| m.thread.as_str()).collect();
+        assert_eq!(names, ["T2", "T3"]);
+        assert!(g[0].is_rate_monotonic());
+        assert!(g[0].ties().is_empty());
+        // Inverted priorities are reported, and a tie named.
+        let mut h2 = h.clone();
+        for t in &mut h2.threads {
+            if t.name == "T2" {
+                t.params.insert("priority", ParamValue::Int(1));
+            }
+        }
+        let g = analyze(&h2).rm_groups();
+        assert!(!g[0].is_rate_monotonic());
+        assert_eq!(g[0].ties(), vec![("T2", "T3", 1)]);
+    }
 }

@@ -50,7 +50,7 @@ struct Cli {
 /// The verbs. Each is one module of `cmd`.
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Parse and validate a hierarchy file
+    /// Parse and validate a hierarchy file, and check its guarantees
     #[command(
         long_about = cmd::check::LONG_ABOUT,
         after_help = cmd::check::EXAMPLES,
@@ -64,7 +64,7 @@ enum Command {
         after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::tree::EXAMPLES)
     )]
     Tree(cmd::tree::Args),
-    /// Analyse guarantees: admission headroom, reservations for rate-monotonic applications
+    /// Analyze guarantees: admission headroom, reservations for rate-monotonic applications
     #[command(
         long_about = cmd::analyze::LONG_ABOUT,
         after_help = cmd::analyze::EXAMPLES,

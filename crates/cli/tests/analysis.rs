@@ -586,3 +586,31 @@ fn readme_shows_the_real_analyze_output() {
     );
     assert!(dir.join("fig6_2.svg").exists());
 }
+
+/// docs/guarantees.md shows `hsched` commands with their real output.
+#[test]
+fn guarantees_doc_shows_real_output() {
+    let doc = std::fs::read_to_string(root().join("docs/guarantees.md")).unwrap();
+    let mut shown = 0;
+    let mut rest = doc.as_str();
+    while let Some(at) = rest.find("```sh\nhsched ") {
+        let block = &rest[at + "```sh\n".len()..];
+        let end = block.find("\n```\n").unwrap();
+        let cmd = &block[..end];
+        rest = &block[end + "\n```\n".len()..];
+        let Some(output) = rest.strip_prefix("\n```\n") else {
+            continue; // a command without an output block
+        };
+        let len = output.find("\n```").unwrap();
+        let want = &output[..len];
+        let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+        let o = run(&args);
+        assert_eq!(
+            format!("{}{}", stdout(&o), stderr(&o)).trim_end(),
+            want,
+            "docs/guarantees.md shows outdated output for `{cmd}`"
+        );
+        shown += 1;
+    }
+    assert!(shown >= 2, "only {shown} commands with output found");
+}

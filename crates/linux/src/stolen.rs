@@ -222,7 +222,8 @@ pub enum IrqKind {
     Hardirq,
     /// The local APIC timer (`irq_vectors:local_timer_*`): tick, hrtimers.
     Timer,
-    /// Inter-processor interrupts and IRQ work (`irq_vectors:*`).
+    /// Inter-processor interrupts (`irq_vectors:reschedule_*`,
+    /// `call_function*`).
     Ipi,
     /// A softirq (`irq:softirq_*`), by vector.
     Softirq(u32),
@@ -325,14 +326,15 @@ impl IrqTracer {
     pub fn new(cpus: &[usize], order: u32) -> io::Result<IrqTracer> {
         let root = crate::observe::tracefs()?;
         let mut defs = Vec::new();
-        let pairs: [(&str, &str, IrqKind); 7] = [
+        // Not `irq_work_*`: perf itself signals through IRQ work, and the
+        // kernel refuses perf events on `irq_work_exit`.
+        let pairs: [(&str, &str, IrqKind); 6] = [
             ("irq", "irq_handler", IrqKind::Hardirq),
             ("irq", "softirq", IrqKind::Softirq(0)),
             ("irq_vectors", "local_timer", IrqKind::Timer),
             ("irq_vectors", "reschedule", IrqKind::Ipi),
             ("irq_vectors", "call_function", IrqKind::Ipi),
             ("irq_vectors", "call_function_single", IrqKind::Ipi),
-            ("irq_vectors", "irq_work", IrqKind::Ipi),
         ];
         for (group, base, kind) in pairs {
             for entry in [true, false] {
@@ -411,8 +413,9 @@ impl IrqTracer {
                 },
                 -1,
                 c as i32,
-            )?;
-            let ring = PerfRing::map(&owner, order)?;
+            )
+            .map_err(|e| ctx(e, "perf event on CPU"))?;
+            let ring = PerfRing::map(&owner, order).map_err(|e| ctx(e, "perf ring buffer"))?;
             for (k, d) in defs.iter().enumerate() {
                 let fd = sys::perf_event_open(
                     &PerfEventAttr {
@@ -422,9 +425,10 @@ impl IrqTracer {
                     },
                     -1,
                     c as i32,
-                )?;
-                sys::perf_set_output(&fd, &owner)?;
-                ids.push((sys::perf_event_id(&fd)?, k));
+                )
+                .map_err(|e| ctx(e, "tracepoint event"))?;
+                sys::perf_set_output(&fd, &owner).map_err(|e| ctx(e, "perf output"))?;
+                ids.push((sys::perf_event_id(&fd).map_err(|e| ctx(e, "perf event id"))?, k));
                 events.push(fd);
             }
             rings.push((c, owner, ring));
@@ -491,6 +495,14 @@ impl IrqTracer {
     /// Intervals closed on `cpu` so far.
     pub fn count(&self, cpu: usize) -> u64 {
         self.state.get(cpu).map_or(0, |s| s.count)
+    }
+}
+
+/// Keeps the OS error (callers test it) and names the step that failed.
+fn ctx(e: io::Error, what: &str) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) if code == libc::EPERM || code == libc::EACCES => e,
+        _ => io::Error::new(e.kind(), format!("{what}: {e}")),
     }
 }
 

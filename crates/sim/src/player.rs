@@ -17,8 +17,9 @@
 //!   left undecoded: *priority-progress* adaptation;
 //! - the display of frame `k` is a *deadline* event (a release time) of
 //!   cost `display`; it runs as soon as it is eligible, shows the frame if
-//!   fully decoded and otherwise drops it with its remaining work. Its
-//!   tardiness is dispatch time − `D_k`;
+//!   it was fully decoded by `D_k` and otherwise drops it with its
+//!   remaining work (a late display buys no decoding time, so lateness
+//!   cannot pass for throughput). Its tardiness is dispatch time − `D_k`;
 //! - decode cost per frame varies: a per-player scale in [0.8, 1.2] (the
 //!   players play different sections) times a per-frame factor uniform in
 //!   `1 ± spread`, times 1.5 for I frames and 0.75 for B frames.
@@ -182,6 +183,8 @@ pub struct PlayerReport {
 #[derive(Clone, Copy, Debug)]
 struct Frame {
     left: u64,
+    /// When its decoding finished.
+    done_at: Option<u64>,
     importance: i64,
     display: u64,
 }
@@ -249,6 +252,7 @@ impl Player {
                     k,
                     Frame {
                         left: cost,
+                        done_at: None,
                         importance: imp,
                         display,
                     },
@@ -278,12 +282,14 @@ impl Player {
         self.next_display().map_or(arrival, |d| d.0.min(arrival))
     }
 
-    /// The most important decode work: (importance, display time, video, frame).
-    fn head_be(&self) -> Option<(i64, u64, usize, u64)> {
+    /// The most important decode work still worth doing at `now`:
+    /// (importance, display time, video, frame). A frame whose display
+    /// time has passed can no longer be shown, so its work is skipped.
+    fn head_be(&self, now: u64) -> Option<(i64, u64, usize, u64)> {
         let mut best: Option<(i64, u64, usize, u64)> = None;
         for (i, v) in self.videos.iter().enumerate() {
             for (&k, f) in &v.frames {
-                if f.left == 0 {
+                if f.left == 0 || f.display <= now {
                     continue;
                 }
                 let better = best.is_none_or(|b| (f.importance, std::cmp::Reverse(f.display)) > (b.0, std::cmp::Reverse(b.1)));
@@ -302,14 +308,14 @@ impl Player {
                 return Some((Ev::Display { v, k }, spec.display));
             }
         }
-        self.head_be().map(|(_, _, v, k)| {
+        self.head_be(now).map(|(_, _, v, k)| {
             let left = self.videos[v].frames[&k].left;
             (Ev::Decode { v, k }, left.min(spec.event))
         })
     }
 
-    /// Completes the current event.
-    fn finish(&mut self, warmup: u64) {
+    /// Completes the current event at `now`.
+    fn finish(&mut self, now: u64, warmup: u64) {
         let Some((ev, _, total)) = self.current.take() else {
             return;
         };
@@ -317,13 +323,18 @@ impl Player {
             Ev::Decode { v, k } => {
                 if let Some(f) = self.videos[v].frames.get_mut(&k) {
                     f.left = f.left.saturating_sub(total);
+                    if f.left == 0 {
+                        f.done_at = Some(now);
+                    }
                 }
             }
             Ev::Display { v, k } => {
                 let video = &mut self.videos[v];
                 if let Some(f) = video.frames.remove(&k) {
                     if f.display >= warmup {
-                        if f.left == 0 {
+                        // Shown only when decoded by its display time: a
+                        // late display does not buy decoding time.
+                        if f.done_at.is_some_and(|d| d <= f.display) {
                             video.shown += 1;
                         } else {
                             video.dropped += 1;
@@ -479,9 +490,7 @@ pub fn run_players(e: &PlayerExperiment) -> Result<PlayerReport, String> {
                 if *left > 0 {
                     break;
                 }
-                let t_done = now - budget;
-                p.finish(e.warmup);
-                let _ = t_done;
+                p.finish(now - budget, e.warmup);
             }
             // Event boundary: the informed point.
             let at = now - budget;
@@ -489,8 +498,11 @@ pub fn run_players(e: &PlayerExperiment) -> Result<PlayerReport, String> {
             let next = p.pick(at, &spec);
             if cooperative {
                 let (out_deadline, out_be) = read_out(&hsi, t);
-                let own_be = p.head_be().map(|b| (b.0, b.1));
-                let must = at >= out_deadline
+                let own_be = p.head_be(at).map(|b| (b.0, b.1));
+                // The first boundary polls too (joining the domain), as an
+                // event loop yields once before running.
+                let must = p.polls == 0
+                    || at >= out_deadline
                     || match (next, out_be, own_be) {
                         (Some((Ev::Decode { .. }, _)), Some(o), Some(m)) => {
                             (o.0, std::cmp::Reverse(o.1)) > (m.0, std::cmp::Reverse(m.1))

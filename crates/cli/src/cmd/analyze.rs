@@ -16,7 +16,7 @@ use crate::input;
 use crate::outcome::{input_error, Outcome};
 use hsched_config::Hierarchy;
 use hsched_core::Duration;
-use hsched_guarantee::compose::{NodeKind, NodeReport, Status};
+use hsched_guarantee::compose::Status;
 use hsched_guarantee::ghost::{self, Grid, ParameterSpace, ReservationChoice, SearchConfig};
 use hsched_guarantee::mapping::DEFAULT_REZ_CAP;
 use hsched_guarantee::parse::Ms;
@@ -41,9 +41,10 @@ worst-case response times under the guarantee the instance receives
 (response-time analysis, Eq 6.1/6.2; under a basic reservation Theorem 6.2's
 ghost task), and, unless it has the whole processor, the reservation the
 ghost-task search of §6.1.2 proposes: the smallest utilization, at the
-longest period within --tolerance (1%) of it. --svg and --csv write the parameter space
-of Fig 6.2 (which reservations keep the threads schedulable); with several
-applications, the instance's name is added to each file name.
+longest period within --tolerance (1%) of it. --svg and --csv write the
+parameter space of Fig 6.2 (which reservations keep the threads
+schedulable); with several applications, the instance's name is added to
+each file name.
 
 Exit status 1 when the hierarchy does not compose (as `hsched check`) or an
 application can miss a deadline under what it receives.";
@@ -53,7 +54,7 @@ pub const EXAMPLES: &str = "\
 Examples:
   hsched analyze examples/media-player.toml
   hsched analyze examples/media-player.toml --svg fig6_2.svg --csv fig6_2.csv
-  hsched analyze examples/per-app-reservation.toml --tolerance 10
+  hsched analyze examples/per-app-reservation.toml --tolerance 5
   hsched analyze examples/home-computer.toml";
 
 /// Arguments of `hsched analyze`.
@@ -222,7 +223,18 @@ fn instances(a: &Analysis<'_>, out: &mut String) {
         out,
         "\ninstances (what each receives and gives, Table 5.1):"
     );
-    let width = h.schedulers.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let width = h
+        .schedulers
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let pw = h
+        .schedulers
+        .iter()
+        .map(|s| s.policy.chars().count())
+        .max()
+        .unwrap_or(0);
     for (i, s) in h.schedulers.iter().enumerate() {
         let node = &a.composition.nodes[i];
         let received: Vec<String> = node
@@ -231,7 +243,7 @@ fn instances(a: &Analysis<'_>, out: &mut String) {
             .map(|r| r.guarantee.map_or("nothing".to_string(), |g| g.to_string()))
             .collect();
         let mut line = format!(
-            "  {:<width$}  {:<6} gets {}",
+            "  {:<width$}  {:<pw$}  gets {}",
             s.name,
             s.policy,
             if received.is_empty() {
@@ -272,7 +284,7 @@ fn instances(a: &Analysis<'_>, out: &mut String) {
             Status::Skipped => line.push_str("  (not checked: its parent gave it nothing)"),
         }
         let _ = writeln!(out, "{line}");
-        let pad = " ".repeat(width + 4 + 7);
+        let pad = " ".repeat(2 + width + 2 + pw + 2);
         if s.policy == "rez" && node.status == Status::Ok {
             let cap = a.translation.hierarchy.schedulers[i]
                 .params
@@ -310,7 +322,11 @@ fn instances(a: &Analysis<'_>, out: &mut String) {
         }
         for (c, r) in &node.provided {
             let child = &a.composition.nodes[*c];
-            let who = child_name(child, *c < ns);
+            let who = if *c < ns {
+                child.name.clone()
+            } else {
+                format!("thread {}", child.name)
+            };
             let edge = edge_of(a, *c, i);
             let mut extra = String::new();
             if let Some(e) = edge {
@@ -351,13 +367,6 @@ fn instances(a: &Analysis<'_>, out: &mut String) {
             };
             let _ = writeln!(out, "{pad}→ {who}: {what}{extra}");
         }
-    }
-}
-
-fn child_name(n: &NodeReport, scheduler: bool) -> String {
-    match (&n.kind, scheduler) {
-        (NodeKind::Scheduler { .. }, _) | (_, true) => n.name.clone(),
-        (NodeKind::Thread { .. }, false) => format!("thread {}", n.name),
     }
 }
 

@@ -14,11 +14,15 @@ use std::path::PathBuf;
 pub enum Load {
     /// Nothing: the machine's own background.
     None,
-    /// A TCP stream over 127.0.0.1: the sender on another CPU, the
-    /// receiver pinned to the measured CPU, and receive packet steering
-    /// (RPS) of `lo` set to the measured CPU so that the network receive
-    /// softirqs run there, as a NIC's would (§11.2).
+    /// A TCP stream over 127.0.0.1 between a sender and a receiver on
+    /// another CPU, with receive packet steering (RPS) of `lo` set to the
+    /// measured CPU so that the network receive softirqs run there, as a
+    /// NIC's would for a stream from another machine (§11.2).
     Tcp,
+    /// The same stream with the receiver pinned to the measured CPU, as on
+    /// the dissertation's uniprocessor: it only drains its socket when the
+    /// reserved thread leaves it time, so the sender stalls (§11.8.1).
+    TcpLocal,
     /// A writer pinned to the measured CPU writing 256 KiB blocks to a
     /// temporary file, `fdatasync` every 4 MiB (§11.8.2).
     Disk,
@@ -34,10 +38,11 @@ impl std::str::FromStr for Load {
         match s {
             "none" | "idle" => Ok(Load::None),
             "tcp" => Ok(Load::Tcp),
+            "tcp-local" => Ok(Load::TcpLocal),
             "disk" => Ok(Load::Disk),
             "timers" => Ok(Load::Timers),
             other => Err(format!(
-                "unknown load `{other}`; expected none, tcp, disk or timers"
+                "unknown load `{other}`; expected none, tcp, tcp-local, disk or timers"
             )),
         }
     }
@@ -49,6 +54,7 @@ impl Load {
         match self {
             Load::None => "none",
             Load::Tcp => "tcp",
+            Load::TcpLocal => "tcp-local",
             Load::Disk => "disk",
             Load::Timers => "timers",
         }
@@ -105,7 +111,8 @@ pub fn start(load: Load, cpu: usize, other: usize, end_ns: u64) -> io::Result<Ru
     let mut r = Running::default();
     match load {
         Load::None => {}
-        Load::Tcp => {
+        Load::Tcp | Load::TcpLocal => {
+            let receiver_cpu = if load == Load::Tcp { other } else { cpu };
             if let Ok(old) = std::fs::read_to_string(LO_RPS) {
                 let mask = format!("{:x}", 1u128 << cpu.min(127));
                 if std::fs::write(LO_RPS, &mask).is_ok() {
@@ -116,7 +123,7 @@ pub fn start(load: Load, cpu: usize, other: usize, end_ns: u64) -> io::Result<Ru
             let addr = listener.local_addr()?;
             let lfd = listener.as_raw_fd();
             r.pids.push(sys::spawn_fn(&[0, 1, 2, lfd], move || {
-                pin(cpu);
+                pin(receiver_cpu);
                 let Ok((mut s, _)) = listener.accept() else {
                     return 1;
                 };

@@ -3,7 +3,7 @@
 //! Fig 11.3.
 //!
 //! ```text
-//! hsched-live stolen [--load none,tcp,disk,timers] [--cpu N] [--duration 5s]
+//! hsched-live stolen [--load none,tcp,tcp-local,disk,timers] [--cpu N] [--duration 5s]
 //!                    [--reserve 4ms/20ms] [--threshold 1us] [--no-trace]
 //! hsched-live stolen rez [--load tcp] [--cpu N] [--duration 5s] [--source trace]
 //!                    [--over -10,-5,0,5,10,15,20,25,30] [--variants basic,catch-up,feedback]
@@ -253,7 +253,7 @@ fn characterize_main(args: &[String]) -> Result<String, String> {
         return Err("--reserve: the amount must be positive and shorter than the period".into());
     }
     let loads: Vec<Load> = flag(args, "--load")
-        .unwrap_or_else(|| "none,tcp,disk,timers".into())
+        .unwrap_or_else(|| "none,tcp,tcp-local,disk,timers".into())
         .split(',')
         .map(str::parse)
         .collect::<Result<_, _>>()?;
@@ -497,4 +497,4 @@ pub fn stolen_main(args: &[String]) -> i32 {
 }
 
 /// Usage of `hsched-live stolen`.
-pub const USAGE: &str = "usage: hsched-live stolen [--load none,tcp,disk,timers] [--cpu N] [--duration 5s] [--reserve 4ms/20ms] [--threshold 1us] [--no-trace]\n       hsched-live stolen rez [--load tcp] [--cpu N] [--duration 5s] [--source off|procstat|trace] [--over -10,-5,0,5,...] [--variants basic,catch-up,feedback]\n       hsched-live stolen app [--period 20ms] [--need 4ms] [--duration D] [--out FILE]";
+pub const USAGE: &str = "usage: hsched-live stolen [--load none,tcp,tcp-local,disk,timers] [--cpu N] [--duration 5s] [--reserve 4ms/20ms] [--threshold 1us] [--no-trace]\n       hsched-live stolen rez [--load tcp] [--cpu N] [--duration 5s] [--source off|procstat|trace] [--over -10,-5,0,5,...] [--variants basic,catch-up,feedback]\n       hsched-live stolen app [--period 20ms] [--need 4ms] [--duration D] [--out FILE]";
