@@ -99,6 +99,13 @@ enum Command {
         after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::ctl::EXAMPLES)
     )]
     Ctl(cmd::ctl::Args),
+    /// Measure the time this machine steals from a reserved thread (root)
+    #[command(
+        long_about = cmd::stolen::LONG_ABOUT,
+        after_help = cmd::stolen::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::stolen::EXAMPLES)
+    )]
+    Stolen(cmd::stolen::Args),
 }
 
 fn main() -> ExitCode {
@@ -125,6 +132,7 @@ fn main() -> ExitCode {
         Command::Policies(args) => cmd::policies::run(&args),
         Command::Run(args) => cmd::run::run(&args),
         Command::Ctl(args) => cmd::ctl::run(&args),
+        Command::Stolen(args) => cmd::stolen::run(&args),
     };
     match result {
         Ok(outcome) => outcome.exit_code(),

@@ -12,7 +12,11 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let ns = if ns.is_empty() { vec![4, 6, 8, 10, 12] } else { ns };
+    let ns = if ns.is_empty() {
+        vec![4, 6, 8, 10, 12]
+    } else {
+        ns
+    };
     let scheds = [
         PlayerSched::Coop { period: 20_000_000 },
         PlayerSched::Coop { period: 1_000_000 },

@@ -7,7 +7,9 @@
  * priority (larger first), then timestamp (earlier first).
  * Return values: 1 acted, 0 no effect (submit/cancel are idempotent),
  * -1 bad argument. Callbacks may call submit/cancel/event/stop/now on the
- * loop they receive, but not run or free. */
+ * loop they receive, but not run or free. A loop pointer must come from
+ * hsched_coop_new* and is invalid after hsched_coop_free; loops are not
+ * thread-safe (one thread per loop, as in the thesis's model). */
 #ifndef HSCHED_COOP_H
 #define HSCHED_COOP_H
 

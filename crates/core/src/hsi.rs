@@ -940,6 +940,7 @@ impl Hsi {
     /// `inst` is handling a hook (its actions are still being applied),
     /// notifications for it wait, in order, until that hook's actions are
     /// all applied.
+    #[inline(always)]
     fn notify(&mut self, inst: InstanceId, note: Note) {
         if self.st.busy[inst.index()] {
             self.st.deferred.push_back((inst, note));
@@ -1076,14 +1077,24 @@ impl Hsi {
     /// transition, then delivers the notification (calls the receiver's
     /// hook, whose frame the caller's [`Hsi::drive`] runs).
     fn apply_one(&mut self, actor: Node, a: Action) {
+        if let Some((inst, note)) = self.transition(actor, a) {
+            self.notify(inst, note);
+        }
+    }
+
+    /// The checks and the state change of [`Hsi::apply_one`]; returns the
+    /// notification to deliver, if any.
+    #[inline(always)]
+    fn transition(&mut self, actor: Node, a: Action) -> Option<(InstanceId, Note)> {
         let (vp, parent_side) = match a {
             Action::Grant { vp, .. } | Action::Revoke { vp, .. } => (vp, true),
             Action::Request { vp } | Action::Release { vp } | Action::Msg { vp, .. } => (vp, false),
         };
         let Some(s) = self.st.vps.get(vp.index()).filter(|s| s.live) else {
-            return self.refuse_with(Rule::NotOwner, actor, vp, |_| {
+            self.refuse_with(Rule::NotOwner, actor, vp, |_| {
                 "acted on a VP that is not registered".into()
             });
+            return None;
         };
         let (owner, other, state) = if parent_side {
             (s.parent, s.child, s.state)
@@ -1091,22 +1102,25 @@ impl Hsi {
             (s.child, s.parent, s.state)
         };
         if owner != actor {
-            return self.refuse_with(Rule::NotOwner, actor, vp, |st| {
+            self.refuse_with(Rule::NotOwner, actor, vp, |st| {
                 let side = if parent_side { "parent" } else { "child" };
                 format!("{a:?} on a VP whose {side} is {}", st.node_name(owner))
             });
+            return None;
         }
         match a {
             Action::Grant { cpu, .. } => {
                 if state != VpState::Ready {
-                    return self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                    self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
                         format!("grant of {cpu} to a VP that is {state:?}, not Ready")
                     });
+                    return None;
                 }
                 if cpu.index() >= self.st.cpus.len() || !self.holds(actor, cpu) {
-                    return self.refuse_with(Rule::CpuNotHeld, actor, vp, |_| {
+                    self.refuse_with(Rule::CpuNotHeld, actor, vp, |_| {
                         format!("granted {cpu}, which it does not hold")
                     });
+                    return None;
                 }
                 self.st.vps[vp.index()].state = VpState::Running(cpu);
                 self.st.start_segment(vp, cpu);
@@ -1117,16 +1131,20 @@ impl Hsi {
                     cpu,
                 });
                 match other {
-                    Node::Instance(c) => self.notify(c, Note::Grant(vp, cpu)),
-                    Node::Thread(t) => self.st.thread_started(cpu, t),
+                    Node::Instance(c) => Some((c, Note::Grant(vp, cpu))),
+                    Node::Thread(t) => {
+                        self.st.thread_started(cpu, t);
+                        None
+                    }
                     Node::Top => unreachable!("the top scheduler is never a child"),
                 }
             }
             Action::Revoke { reason, .. } => {
                 let VpState::Running(cpu) = state else {
-                    return self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                    self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
                         format!("revoke from a VP that is {state:?}, not Running")
                     });
+                    return None;
                 };
                 self.st.end_segment(vp);
                 self.st.vps[vp.index()].state = VpState::Ready;
@@ -1138,16 +1156,20 @@ impl Hsi {
                     reason,
                 });
                 match other {
-                    Node::Instance(c) => self.notify(c, Note::Revoke(vp, cpu, reason)),
-                    Node::Thread(t) => self.st.thread_stopped(cpu, t),
+                    Node::Instance(c) => Some((c, Note::Revoke(vp, cpu, reason))),
+                    Node::Thread(t) => {
+                        self.st.thread_stopped(cpu, t);
+                        None
+                    }
                     Node::Top => unreachable!("the top scheduler is never a child"),
                 }
             }
             Action::Request { .. } => {
                 if state != VpState::Waiting {
-                    return self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                    self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
                         format!("request from a VP that is {state:?}, not Waiting")
                     });
+                    return None;
                 }
                 self.st.vps[vp.index()].state = VpState::Ready;
                 self.trace(|| TraceKind::Request {
@@ -1156,7 +1178,7 @@ impl Hsi {
                     child: actor,
                 });
                 match other {
-                    Node::Instance(p) => self.notify(p, Note::Request(vp)),
+                    Node::Instance(p) => Some((p, Note::Request(vp))),
                     Node::Top => {
                         // The top scheduler grants every request at once, always
                         // the same processor (§9.3.5).
@@ -1169,8 +1191,9 @@ impl Hsi {
                             child: actor,
                             cpu,
                         });
-                        if let Node::Instance(c) = actor {
-                            self.notify(c, Note::Grant(vp, cpu));
+                        match actor {
+                            Node::Instance(c) => Some((c, Note::Grant(vp, cpu))),
+                            _ => None,
                         }
                     }
                     Node::Thread(_) => unreachable!("threads are leaves"),
@@ -1179,9 +1202,10 @@ impl Hsi {
             Action::Release { .. } => {
                 match state {
                     VpState::Waiting => {
-                        return self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                        self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
                             "release from a VP that is already Waiting".into()
                         });
+                        return None;
                     }
                     VpState::Running(cpu) => {
                         self.st.end_segment(vp);
@@ -1197,13 +1221,15 @@ impl Hsi {
                     parent: other,
                     child: actor,
                 });
-                if let Node::Instance(p) = other {
-                    self.notify(p, Note::Release(vp));
+                match other {
+                    Node::Instance(p) => Some((p, Note::Release(vp))),
+                    _ => None,
                 }
             }
             Action::Msg { msg, .. } => {
-                if let (Node::Instance(p), Node::Instance(from)) = (other, actor) {
-                    self.notify(p, Note::Msg(vp, msg, from));
+                match (other, actor) {
+                    (Node::Instance(p), Node::Instance(from)) => Some((p, Note::Msg(vp, msg, from))),
+                    _ => None,
                 }
             }
         }

@@ -230,8 +230,8 @@ impl State {
         self.vps[vp.index()].received = self.vp_received(vp);
     }
 
-    #[inline]
     /// Thread `t`'s VP now runs on `cpu`.
+    #[inline]
     pub fn thread_started(&mut self, cpu: CpuId, t: ThreadId) {
         let c = &mut self.cpus[cpu.index()];
         c.leaves += 1;

@@ -303,7 +303,11 @@ pub struct IrqTracer {
 
 fn read_tp_id(root: &Path, group: &str, name: &str) -> Option<(u64, String)> {
     let dir = root.join("events").join(group).join(name);
-    let id = std::fs::read_to_string(dir.join("id")).ok()?.trim().parse().ok()?;
+    let id = std::fs::read_to_string(dir.join("id"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     let format = std::fs::read_to_string(dir.join("format")).ok()?;
     Some((id, format))
 }
@@ -313,7 +317,15 @@ fn field_offset(format: &str, field: &str) -> Option<usize> {
         let decl = line.trim().strip_prefix("field:")?;
         let (decl, rest) = decl.split_once(';')?;
         (decl.rsplit(' ').next()? == field)
-            .then(|| rest.split_once("offset:")?.1.split(';').next()?.trim().parse().ok())
+            .then(|| {
+                rest.split_once("offset:")?
+                    .1
+                    .split(';')
+                    .next()?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
             .flatten()
     })
 }
@@ -365,7 +377,10 @@ impl IrqTracer {
         let opened = Self::open(&defs, cpus, order, true);
         let (rings, events, ids, raw) = match opened {
             Ok((r, e, i)) => (r, e, i, true),
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) || e.raw_os_error() == Some(libc::EACCES) => {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EPERM)
+                    || e.raw_os_error() == Some(libc::EACCES) =>
+            {
                 let (r, e, i) = Self::open(&defs, cpus, order, false)?;
                 (r, e, i, false)
             }
@@ -390,7 +405,11 @@ impl IrqTracer {
         cpus: &[usize],
         order: u32,
         raw: bool,
-    ) -> io::Result<(Vec<(usize, OwnedFd, PerfRing)>, Vec<OwnedFd>, Vec<(u64, usize)>)> {
+    ) -> io::Result<(
+        Vec<(usize, OwnedFd, PerfRing)>,
+        Vec<OwnedFd>,
+        Vec<(u64, usize)>,
+    )> {
         let mut rings = Vec::new();
         let mut events = Vec::new();
         let mut ids = Vec::new();
@@ -428,7 +447,10 @@ impl IrqTracer {
                 )
                 .map_err(|e| ctx(e, "tracepoint event"))?;
                 sys::perf_set_output(&fd, &owner).map_err(|e| ctx(e, "perf output"))?;
-                ids.push((sys::perf_event_id(&fd).map_err(|e| ctx(e, "perf event id"))?, k));
+                ids.push((
+                    sys::perf_event_id(&fd).map_err(|e| ctx(e, "perf event id"))?,
+                    k,
+                ));
                 events.push(fd);
             }
             rings.push((c, owner, ring));
@@ -512,7 +534,12 @@ const SAMPLE_RAW: u64 = 1 << 10;
 
 /// Decodes one sample (TIME, ID and maybe RAW): (time, tracepoint,
 /// softirq vector or 0).
-fn decode<'d>(defs: &'d [TpDef], ids: &[(u64, usize)], raw: bool, body: &[u8]) -> Option<(u64, &'d TpDef, u32)> {
+fn decode<'d>(
+    defs: &'d [TpDef],
+    ids: &[(u64, usize)],
+    raw: bool,
+    body: &[u8],
+) -> Option<(u64, &'d TpDef, u32)> {
     let time = u64::from_ne_bytes(body.get(0..8)?.try_into().ok()?);
     let id = u64::from_ne_bytes(body.get(8..16)?.try_into().ok()?);
     let k = ids.binary_search_by_key(&id, |&(i, _)| i).ok()?;
@@ -533,9 +560,19 @@ fn decode<'d>(defs: &'d [TpDef], ids: &[(u64, usize)], raw: bool, body: &[u8]) -
 const STALE_NS: u64 = 100_000_000;
 
 /// Feeds one entry or exit into a CPU's nesting state.
-fn step(s: &mut CpuIrq, cpu: usize, time: u64, entry: bool, kind: IrqKind, out: &mut Vec<IrqInterval>) {
+fn step(
+    s: &mut CpuIrq,
+    cpu: usize,
+    time: u64,
+    entry: bool,
+    kind: IrqKind,
+    out: &mut Vec<IrqInterval>,
+) {
     if entry {
-        if s.stack.first().is_some_and(|&(_, t0, _)| time.saturating_sub(t0) > STALE_NS) {
+        if s.stack
+            .first()
+            .is_some_and(|&(_, t0, _)| time.saturating_sub(t0) > STALE_NS)
+        {
             s.stack.clear();
         }
         s.stack.push((kind, time, 0));
@@ -694,7 +731,11 @@ impl StolenMeter {
                 if let Some(i) = index(&self.cpus, iv.cpu) {
                     let ns = iv.end - iv.start;
                     self.measured[i][0] += ns;
-                    out.push(Steal { cpu: i, at: iv.end, ns });
+                    out.push(Steal {
+                        cpu: i,
+                        at: iv.end,
+                        ns,
+                    });
                 }
             }
             // The daemon preempts whatever runs on the CPU it runs on.
@@ -704,7 +745,11 @@ impl StolenMeter {
             if let Some(i) = sys::current_cpu().and_then(|c| index(&self.cpus, c)) {
                 if d > 0 {
                     self.measured[i][2] += d;
-                    out.push(Steal { cpu: i, at: now, ns: d });
+                    out.push(Steal {
+                        cpu: i,
+                        at: now,
+                        ns: d,
+                    });
                 }
             }
         }
@@ -723,9 +768,17 @@ impl StolenMeter {
                         _ => new.stolen().saturating_sub(old.stolen()),
                     };
                     if d > 0 {
-                        let part = if self.source == StolenSource::Trace { 1 } else { 0 };
+                        let part = if self.source == StolenSource::Trace {
+                            1
+                        } else {
+                            0
+                        };
                         self.measured[i][part] += d;
-                        out.push(Steal { cpu: i, at: now, ns: d });
+                        out.push(Steal {
+                            cpu: i,
+                            at: now,
+                            ns: d,
+                        });
                     }
                 }
                 self.last_stat = stat;
@@ -839,7 +892,14 @@ mod tests {
         step(&mut s, 1, 130, false, IrqKind::Hardirq, &mut out);
         assert!(out.is_empty());
         step(&mut s, 1, 200, false, IrqKind::Softirq(3), &mut out);
-        assert_eq!(out, vec![IrqInterval { cpu: 1, start: 100, end: 200 }]);
+        assert_eq!(
+            out,
+            vec![IrqInterval {
+                cpu: 1,
+                start: 100,
+                end: 200
+            }]
+        );
         assert_eq!(s.busy, 100);
         assert_eq!(s.totals[&IrqKind::Softirq(3)], 90);
         assert_eq!(s.totals[&IrqKind::Hardirq], 10);
@@ -864,7 +924,10 @@ mod tests {
     #[test]
     fn the_source_names_parse() {
         assert_eq!("trace".parse::<StolenSource>(), Ok(StolenSource::Trace));
-        assert_eq!("procstat".parse::<StolenSource>(), Ok(StolenSource::ProcStat));
+        assert_eq!(
+            "procstat".parse::<StolenSource>(),
+            Ok(StolenSource::ProcStat)
+        );
         assert_eq!("off".parse::<StolenSource>(), Ok(StolenSource::Off));
         assert!("tcp".parse::<StolenSource>().is_err());
     }
@@ -875,6 +938,9 @@ mod tests {
         assert!(w.gaps.len() <= 4);
         assert!(w.end - w.start >= 2_000_000);
         assert_eq!(w.stolen() + w.received(), w.end - w.start);
-        assert!(w.gaps.iter().all(|&(a, b)| b - a > 1_000 && a >= w.start && b <= w.end));
+        assert!(w
+            .gaps
+            .iter()
+            .all(|&(a, b)| b - a > 1_000 && a >= w.start && b <= w.end));
     }
 }

@@ -122,8 +122,7 @@ impl Fp {
 
     /// Plans and queues the actions; the hook has called `begin`.
     fn settle(&mut self, ctx: &mut Ctx<'_>) {
-        self.set.rebalance(ctx);
-        self.set.finish(ctx);
+        self.set.settle(ctx);
     }
 }
 
@@ -476,11 +475,14 @@ impl Parents {
     }
 
     /// Releases every held processor for which `used` is false.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn release_idle(&mut self, ctx: &mut Ctx<'_>, used: impl Fn(CpuId) -> bool) {
-        if self.held == 0 {
-            return;
+        if self.held > 0 {
+            self.release_unused(ctx, used);
         }
+    }
+
+    fn release_unused(&mut self, ctx: &mut Ctx<'_>, used: impl Fn(CpuId) -> bool) {
         // Releasing parent `i` changes only `view[i]`, so one pass in
         // parent order sees the same held set as a list taken first.
         for i in 0..self.view.len() {
@@ -752,6 +754,52 @@ impl<E> PrioSet<E> {
     #[inline]
     pub(crate) fn best_ready(&self) -> Option<usize> {
         self.extremes().0
+    }
+
+    /// Plans and queues the actions: [`PrioSet::rebalance`] then
+    /// [`PrioSet::finish`]; the hook has called `begin`.
+    #[inline(always)]
+    pub(crate) fn settle(&mut self, ctx: &mut Ctx<'_>) {
+        if self.kids.len() == 1 && self.parents.view.len() == 1 {
+            self.settle_single(ctx);
+        } else {
+            self.rebalance(ctx);
+            self.finish(ctx);
+        }
+    }
+
+    /// [`PrioSet::rebalance`] and [`PrioSet::finish`] for the commonest
+    /// shape, one child under one parent VP (a uniprocessor instance, or
+    /// any instance under one that offers one processor), unrolled: the
+    /// same decisions and actions in the same order, without the passes.
+    #[inline(always)]
+    fn settle_single(&mut self, ctx: &mut Ctx<'_>) {
+        // rebalance: the held processor, if free, goes to the child if it
+        // is ready and settled. A child cannot be both the best ready and
+        // the worst running one, so there is nothing to preempt.
+        let mut grant = None;
+        if let Run::Running(cpu) = self.parents.view[0] {
+            let e = self.kids.at(0).1;
+            if e.run == Run::Ready && !e.busy {
+                grant = Some((self.set_run(0, Run::Running(cpu)), cpu));
+            }
+        }
+        // finish, with `unserved` (ready children) being 0 or 1.
+        let ready = self.kids.at(0).1.run == Run::Ready;
+        if self.parents.view[0] == Run::Ready && !ready {
+            self.parents.release(ctx, 0);
+        }
+        if let Run::Running(c) = self.parents.view[0] {
+            if self.kids.at(0).1.run != Run::Running(c) {
+                self.parents.release(ctx, 0);
+            }
+        }
+        if let Some((vp, cpu)) = grant {
+            ctx.grant(vp, cpu);
+        }
+        if ready && self.parents.view[0] != Run::Ready {
+            self.parents.request(ctx, 0);
+        }
     }
 
     /// Plans to give every free held processor to the best ready child, then

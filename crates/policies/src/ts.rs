@@ -314,8 +314,7 @@ impl Ts {
     /// called `begin`.
     #[inline]
     fn settle(&mut self, ctx: &mut Ctx<'_>) {
-        self.set.rebalance(ctx);
-        self.set.finish(ctx);
+        self.set.settle(ctx);
         self.arm(ctx);
     }
 }

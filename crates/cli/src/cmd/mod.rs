@@ -13,4 +13,5 @@ pub mod ctl;
 pub mod policies;
 pub mod run;
 pub mod sim;
+pub mod stolen;
 pub mod tree;

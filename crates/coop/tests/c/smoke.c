@@ -18,6 +18,30 @@ static void again(HschedCoopLoop *l, uint64_t ev, void *data) {
     if (--again_left > 0) hsched_coop_submit_best_effort(l, ev, -5, 0);
 }
 
+static int polls;
+static uint64_t seen_deadline;
+
+static void poll(const HschedCoopPollParam *in, HschedCoopPollParam *out, void *data) {
+    (void)data;
+    polls++;
+    if (in->has_deadline) seen_deadline = in->deadline;
+    out->has_deadline = 0;
+    out->has_best_effort = 0;
+}
+
+/* Cooperative mode: the yield passes the own earliest deadline (IN). */
+static int cooperative(void) {
+    HschedCoopLoop *l = hsched_coop_new_cooperative(poll, 0);
+    static const char c = 'c';
+    uint64_t e = hsched_coop_event(l, rec, (void *)&c);
+    uint64_t at = hsched_coop_now(l) + 1000000;
+    hsched_coop_submit_deadline(l, e, at);
+    int64_t ran = hsched_coop_run(l);
+    hsched_coop_free(l);
+    if (ran != 1 || polls < 1 || seen_deadline != at) return 20;
+    return 0;
+}
+
 int main(void) {
     HschedCoopLoop *l = hsched_coop_new();
     static const char a = 'a', b = 'b', d = 'd';
@@ -39,8 +63,8 @@ int main(void) {
     hsched_coop_free(l);
     if (ran != 5) return 16;
     if (t1 - t0 < 2000000) return 17; /* the deadline event never ran early */
-    return order[0] == 'b' && order[1] == 'a' && order[2] == 'x' && order[3] == 'x' &&
-                   order[4] == 'd'
-               ? 0
-               : 18;
+    if (!(order[0] == 'b' && order[1] == 'a' && order[2] == 'x' && order[3] == 'x' &&
+          order[4] == 'd'))
+        return 18;
+    return cooperative();
 }

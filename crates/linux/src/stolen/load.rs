@@ -179,11 +179,11 @@ pub fn start(load: Load, cpu: usize, other: usize, end_ns: u64) -> io::Result<Ru
                         return 1;
                     }
                     written += block.len() as u64;
-                    if written % (4 << 20) == 0 {
+                    if written.is_multiple_of(4 << 20) {
                         let _ = f.sync_data();
                     }
                     // Wrap at 64 MiB: bounded space, endless I/O.
-                    if written % (64 << 20) == 0 {
+                    if written.is_multiple_of(64 << 20) {
                         let _ = f.seek(io::SeekFrom::Start(0));
                     }
                 }

@@ -22,7 +22,10 @@
 //! restored and temporary files removed at the end of each.
 
 use super::load::{self, Load};
-use super::{covered, kernel_accounting, probe_window, read_proc_stat, read_schedstat, IrqTracer, StolenSource, Window};
+use super::{
+    covered, kernel_accounting, probe_window, read_proc_stat, read_schedstat, IrqTracer,
+    StolenSource, Window,
+};
 use crate::sys;
 use std::fmt::Write as _;
 
@@ -101,12 +104,19 @@ fn characterize(
     let _ = sys::set_affinity(0, &sys::CpuMask::single(other));
     let mut ivs: Vec<(u64, u64)> = Vec::new();
     let mut buf = Vec::new();
-    let drain = |t: &mut Option<IrqTracer>, ivs: &mut Vec<(u64, u64)>, buf: &mut Vec<super::IrqInterval>, keep: bool| {
+    let drain = |t: &mut Option<IrqTracer>,
+                 ivs: &mut Vec<(u64, u64)>,
+                 buf: &mut Vec<super::IrqInterval>,
+                 keep: bool| {
         if let Some(t) = t.as_mut() {
             buf.clear();
             t.drain(buf);
             if keep {
-                ivs.extend(buf.iter().filter(|i| i.cpu == cpu).map(|i| (i.start, i.end)));
+                ivs.extend(
+                    buf.iter()
+                        .filter(|i| i.cpu == cpu)
+                        .map(|i| (i.start, i.end)),
+                );
             }
         }
     };
@@ -186,7 +196,12 @@ fn characterize(
 }
 
 fn row_line(r: &Row, out: &mut String) {
-    let total: u64 = r.windows.iter().map(|w| w.end - w.start).sum::<u64>().max(1);
+    let total: u64 = r
+        .windows
+        .iter()
+        .map(|w| w.end - w.start)
+        .sum::<u64>()
+        .max(1);
     let stolen: u64 = r.windows.iter().map(Window::stolen).sum();
     let mut gaps: Vec<u64> = r
         .windows
@@ -247,8 +262,12 @@ fn characterize_main(args: &[String]) -> Result<String, String> {
     let (a, p) = reserve
         .split_once('/')
         .ok_or("--reserve needs AMOUNT/PERIOD, e.g. 4ms/20ms")?;
-    let amount = hsched_core::time::parse_duration(a, None).map_err(|e| e.message)?.as_nanos();
-    let period = hsched_core::time::parse_duration(p, None).map_err(|e| e.message)?.as_nanos();
+    let amount = hsched_core::time::parse_duration(a, None)
+        .map_err(|e| e.message)?
+        .as_nanos();
+    let period = hsched_core::time::parse_duration(p, None)
+        .map_err(|e| e.message)?
+        .as_nanos();
     if amount == 0 || amount >= period {
         return Err("--reserve: the amount must be positive and shorter than the period".into());
     }
@@ -356,10 +375,13 @@ fn app_main(args: &[String]) -> Result<String, String> {
         "{{\"blocks\":{},\"misses\":{},\"mean_received_ns\":{:.0},\"mean_stolen_ns\":{:.0}}}",
         r.blocks, r.misses, r.mean_received, r.mean_stolen
     );
-    if let Some(path) = flag(args, "--out") {
-        std::fs::write(&path, &text).map_err(|e| format!("{path}: {e}"))?;
+    match flag(args, "--out") {
+        Some(path) => {
+            std::fs::write(&path, &text).map_err(|e| format!("{path}: {e}"))?;
+            Ok(String::new())
+        }
+        None => Ok(text),
     }
-    Ok(text)
 }
 
 // ----- live Fig 11.3 -------------------------------------------------------------------
@@ -368,14 +390,20 @@ fn rez_main(args: &[String]) -> Result<String, String> {
     crate::check_support().map_err(|e| e.to_string())?;
     let (cpu, other) = cpus(args)?;
     let length = dur(args, "--duration", 5_000_000_000)?.min(MAX_RUN_NS);
-    let load: Load = flag(args, "--load").unwrap_or_else(|| "tcp".into()).parse()?;
+    let load: Load = flag(args, "--load")
+        .unwrap_or_else(|| "tcp".into())
+        .parse()?;
     let source: StolenSource = flag(args, "--source")
         .unwrap_or_else(|| "trace".into())
         .parse()?;
     let overs: Vec<i64> = flag(args, "--over")
         .unwrap_or_else(|| "-10,-5,0,5,10,15,20,25,30".into())
         .split(',')
-        .map(|v| v.trim().parse().map_err(|_| format!("bad --over value `{v}`")))
+        .map(|v| {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("bad --over value `{v}`"))
+        })
         .collect::<Result<_, _>>()?;
     let variants: Vec<String> = flag(args, "--variants")
         .unwrap_or_else(|| "basic,catch-up,feedback".into())
@@ -398,7 +426,8 @@ fn rez_main(args: &[String]) -> Result<String, String> {
                 length,
                 out_file.display()
             );
-            let h = hsched_config::parse_str(&text, "stolen-rez.toml").map_err(|e| e.to_string())?;
+            let h =
+                hsched_config::parse_str(&text, "stolen-rez.toml").map_err(|e| e.to_string())?;
             let _ = std::fs::remove_file(&out_file);
             let t0 = sys::now_ns();
             let mut running = load::start(load, cpu, other, t0 + length + 3_000_000_000)
@@ -438,7 +467,10 @@ fn rez_main(args: &[String]) -> Result<String, String> {
     );
     out.push_str("| over-reservation |");
     for v in &variants {
-        let _ = write!(out, " {v}: misses % (mean received ms, stolen fed % of CPU) |");
+        let _ = write!(
+            out,
+            " {v}: misses % (mean received ms, stolen fed % of CPU) |"
+        );
     }
     out.push_str("\n|---|");
     for _ in &variants {
@@ -458,8 +490,13 @@ fn rez_main(args: &[String]) -> Result<String, String> {
         let curve: Vec<f64> = results[vi].iter().map(|r| r.0).collect();
         let need = (0..curve.len())
             .find(|&i| curve[i..].iter().all(|&m| m <= 1.0))
-            .map_or("more than the largest tried".to_string(), |i| format!("{:+} %", overs[i]));
-        let _ = writeln!(out, "{v}: over-reservation needed for at most 1 % misses: {need}");
+            .map_or("more than the largest tried".to_string(), |i| {
+                format!("{:+} %", overs[i])
+            });
+        let _ = writeln!(
+            out,
+            "{v}: over-reservation needed for at most 1 % misses: {need}"
+        );
     }
     Ok(out)
 }
@@ -484,7 +521,7 @@ pub fn stolen_main(args: &[String]) -> i32 {
     match r {
         Ok(t) => {
             print!("{t}");
-            if !t.ends_with('\n') {
+            if !t.is_empty() && !t.ends_with('\n') {
                 println!();
             }
             0
