@@ -1226,12 +1226,10 @@ impl Hsi {
                     _ => None,
                 }
             }
-            Action::Msg { msg, .. } => {
-                match (other, actor) {
-                    (Node::Instance(p), Node::Instance(from)) => Some((p, Note::Msg(vp, msg, from))),
-                    _ => None,
-                }
-            }
+            Action::Msg { msg, .. } => match (other, actor) {
+                (Node::Instance(p), Node::Instance(from)) => Some((p, Note::Msg(vp, msg, from))),
+                _ => None,
+            },
         }
     }
 

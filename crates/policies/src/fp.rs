@@ -496,29 +496,30 @@ impl Parents {
 
     /// Every parent VP is settled (true after each input).
     pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
-        let asking = self.view.iter().filter(|r| **r == Run::Ready).count();
-        let held = self.view.iter().filter(|r| r.cpu().is_some()).count();
+        let parents = ctx.parent_vps();
+        if self.view.len() != parents.len() {
+            return Err(format!(
+                "tracks {} parent VPs but has {}",
+                self.view.len(),
+                parents.len()
+            ));
+        }
+        let (mut asking, mut held) = (0, 0);
+        for (&p, &r) in parents.iter().zip(&self.view) {
+            if Run::of(ctx.vp_state(p)) != r {
+                return Err(format!(
+                    "believes parent {p} is {r:?} but it is {:?}",
+                    ctx.vp_state(p)
+                ));
+            }
+            asking += (r == Run::Ready) as usize;
+            held += r.cpu().is_some() as usize;
+        }
         if (asking, held) != (self.asking, self.held) {
             return Err(format!(
                 "counts {} asking and {} held parent VPs but the view has {asking} and {held}",
                 self.asking, self.held
             ));
-        }
-        if self.view.len() != ctx.parent_vps().len() {
-            return Err(format!(
-                "tracks {} parent VPs but has {}",
-                self.view.len(),
-                ctx.parent_vps().len()
-            ));
-        }
-        for (i, &p) in ctx.parent_vps().iter().enumerate() {
-            if Run::of(ctx.vp_state(p)) != self.view[i] {
-                return Err(format!(
-                    "believes parent {p} is {:?} but it is {:?}",
-                    self.view[i],
-                    ctx.vp_state(p)
-                ));
-            }
         }
         Ok(())
     }
@@ -857,22 +858,13 @@ impl<E> PrioSet<E> {
     /// and no ready child outranks a running one.
     pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         self.parents.check(ctx)?;
-        let ready = self
-            .kids
-            .iter()
-            .filter(|(_, e)| e.run == Run::Ready)
-            .count();
-        let running = self
-            .kids
-            .iter()
-            .filter(|(_, e)| e.run.cpu().is_some())
-            .count();
-        if (ready, running) != (self.ready, self.running) {
-            return Err(format!(
-                "counts {} ready and {} running children but they are {ready} and {running}",
-                self.ready, self.running
-            ));
-        }
+        let held = |c: CpuId| self.parents.view.contains(&Run::Running(c));
+        // In one pass: the most important ready child (the last of equal
+        // priority, as `max_by_key`) and the least important running one
+        // (the first, as `min_by_key`), and the counts.
+        let mut best: Option<(VpId, i64)> = None;
+        let mut worst: Option<(VpId, i64)> = None;
+        let (mut ready, mut running) = (0, 0);
         for (vp, e) in self.kids.iter() {
             if Run::of(ctx.vp_state(vp)) != e.run {
                 return Err(format!(
@@ -881,31 +873,39 @@ impl<E> PrioSet<E> {
                     ctx.vp_state(vp)
                 ));
             }
-            if let Some(c) = e.run.cpu() {
-                if !self.parents.held().any(|(_, h)| h == c) {
-                    return Err(format!(
-                        "child {vp} runs on {c}, which this scheduler does not hold"
-                    ));
+            match e.run {
+                Run::Running(c) => {
+                    if !held(c) {
+                        return Err(format!(
+                            "child {vp} runs on {c}, which this scheduler does not hold"
+                        ));
+                    }
+                    running += 1;
+                    if worst.is_none_or(|(_, p)| e.prio < p) {
+                        worst = Some((vp, e.prio));
+                    }
                 }
+                Run::Ready => {
+                    ready += 1;
+                    if best.is_none_or(|(_, p)| e.prio >= p) {
+                        best = Some((vp, e.prio));
+                    }
+                }
+                Run::Waiting => {}
             }
         }
-        let ready = self
-            .kids
-            .iter()
-            .filter(|(_, e)| e.run == Run::Ready)
-            .max_by_key(|(_, e)| e.prio);
-        let running = self
-            .kids
-            .iter()
-            .filter(|(_, e)| e.run.cpu().is_some())
-            .min_by_key(|(_, e)| e.prio);
-        if let (Some((bv, be)), Some((wv, we))) = (ready, running) {
-            if be.prio > we.prio {
+        if let (Some((bv, bp)), Some((wv, wp))) = (best, worst) {
+            if bp > wp {
                 return Err(format!(
-                    "ready child {bv} (priority {}) waits while {wv} (priority {}) runs",
-                    be.prio, we.prio
+                    "ready child {bv} (priority {bp}) waits while {wv} (priority {wp}) runs"
                 ));
             }
+        }
+        if (ready, running) != (self.ready, self.running) {
+            return Err(format!(
+                "counts {} ready and {} running children but they are {ready} and {running}",
+                self.ready, self.running
+            ));
         }
         Ok(())
     }

@@ -259,10 +259,7 @@ impl Policy for Join {
         self.kept = None;
         // Asking parents first, then the held one: see `PrioSet::finish`.
         self.parents.set_asking(ctx, 0);
-        let held: Vec<usize> = self.parents.held().map(|(i, _)| i).collect();
-        for i in held {
-            self.parents.release(ctx, i);
-        }
+        self.parents.release_idle(ctx, |_| false);
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
@@ -324,9 +321,13 @@ impl Policy for Join {
 
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         self.parents.check(ctx)?;
-        let held: Vec<(usize, CpuId)> = self.parents.held().collect();
+        // The held processors, listed only for a message.
+        let mut it = self.parents.held();
+        let (first, more) = (it.next(), it.next().is_some());
+        let none_held = first.is_none();
+        let held = || self.parents.held().collect::<Vec<(usize, CpuId)>>();
         let Some(vp) = self.child else {
-            return if held.is_empty() {
+            return if none_held {
                 Ok(())
             } else {
                 Err("holds a processor but has no child".into())
@@ -340,15 +341,16 @@ impl Policy for Join {
             ));
         }
         match (self.run, self.kept) {
-            (Run::Running(c), Some(k)) if held != [(k, c)] => {
+            (Run::Running(c), Some(k)) if more || first != Some((k, c)) => {
                 return Err(format!(
-                    "child runs on {c} from parent {k} but the held processors are {held:?}"
+                    "child runs on {c} from parent {k} but the held processors are {:?}",
+                    held()
                 ));
             }
             (Run::Running(_), Some(_)) => {}
             (Run::Running(c), None) => return Err(format!("child runs on {c} from no parent")),
-            (_, _) if !held.is_empty() => {
-                return Err(format!("holds {held:?} but the child is not running"))
+            (_, _) if !none_held => {
+                return Err(format!("holds {:?} but the child is not running", held()))
             }
             _ => {}
         }

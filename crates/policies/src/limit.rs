@@ -345,8 +345,7 @@ impl Policy for Limit {
                 "{vp} is not the child of this limit scheduler"
             )));
         }
-        let keys: Vec<&str> = INFO.instance_params.iter().map(|s| s.key).collect();
-        if let Some(k) = params.unknown_keys(&keys).next() {
+        if let Some(k) = params.unknown_keys(&["amount", "period"]).next() {
             return Err(PolicyError::Unsupported(format!(
                 "limit has no parameter `{k}`; it accepts: amount, period"
             )));

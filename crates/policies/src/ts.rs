@@ -287,19 +287,22 @@ impl Ts {
     }
 
     /// Arms the timer for the next quantum end or starvation boost.
-    #[inline]
+    #[inline(always)]
     fn arm(&mut self, ctx: &mut Ctx<'_>) {
         if !self.rr() {
             return;
         }
         let now = ctx.now();
         let mut next = Instant::NEVER;
-        for i in 0..self.set.kids.len() {
-            let e = self.set.kids.at(i).1;
+        // As `used` and `boostable`, in one pass over the children.
+        for (vp, e) in self.set.kids.iter() {
             if matches!(e.run, Run::Running(_)) {
-                next = next.min(now + (self.quantum - self.used(ctx, i)));
-            } else if let Some(s) = self.starvation.filter(|_| self.boostable(i)) {
-                next = next.min(e.since + s);
+                let used = ctx.vp_received(vp) - e.extra.mark;
+                next = next.min(now + (self.quantum - used));
+            } else if let Some(s) = self.starvation {
+                if e.run == Run::Ready && !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
+                    next = next.min(e.since + s);
+                }
             }
         }
         // Re-arming at the armed time changes nothing, so no need to ask.

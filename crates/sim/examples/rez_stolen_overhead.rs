@@ -148,9 +148,7 @@ fn main() {
         v[v.len() / 2]
     };
     let base = med(&mut per[0].clone());
-    println!(
-        "{secs} s of schedule per run, {rounds} interleaved rounds, median per variant\n"
-    );
+    println!("{secs} s of schedule per run, {rounds} interleaved rounds, median per variant\n");
     println!("| variant | HSI inputs per s | timer firings per s | hierarchy CPU per s of schedule (us) | CPU share (%) | overhead vs Rez (% of the CPU) |");
     println!("|---|---|---|---|---|---|");
     for (i, v) in variants.iter().enumerate() {
