@@ -208,11 +208,11 @@ mod tests {
                         t.disarm_first();
                         model[first.index()] = None;
                         assert_eq!(t.get(first), None);
-                        if (x >> 50) % 2 == 0 {
+                        if (x >> 50).is_multiple_of(2) {
                             t.set(first, at);
                             model[first.index()] = Some(at);
                         }
-                        if (x >> 52) % 2 == 0 {
+                        if (x >> 52).is_multiple_of(2) {
                             t.set(InstanceId(inst as u32), at);
                             model[inst] = Some(at);
                         }
