@@ -578,7 +578,7 @@ impl<E> PrioSet<E> {
     }
 
     /// Changes child `i`'s eager state, keeping the counts; returns its VP.
-    #[inline]
+    #[inline(always)]
     fn set_run(&mut self, i: usize, r: Run) -> VpId {
         let (vp, e) = self.kids.at_mut(i);
         let old = std::mem::replace(&mut e.run, r);
