@@ -1076,6 +1076,7 @@ impl Hsi {
     /// Applies one action by `actor`, checking ownership and the Fig 4.2
     /// transition, then delivers the notification (calls the receiver's
     /// hook, whose frame the caller's [`Hsi::drive`] runs).
+    #[inline(always)]
     fn apply_one(&mut self, actor: Node, a: Action) {
         if let Some((inst, note)) = self.transition(actor, a) {
             self.notify(inst, note);

@@ -4,7 +4,8 @@
 //! ```text
 //! hsched run FILE [--cpus 0,1] [--duration 10s] [--socket PATH] [--group GID]
 //!                 [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads]
-//!                 [--fifo-priority N] [--stolen off|procstat|trace] [--json]
+//!                 [--fifo-priority N] [--stolen off|procstat|trace]
+//!                 [--stolen-irq-overhead D] [--json]
 //!                 [-- COMMAND ARGS...]
 //! hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...
 //! ```
@@ -20,7 +21,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 /// Usage of `run`.
-pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--fifo-priority N] [--stolen off|procstat|trace] [--json] [-- COMMAND ARGS...]";
+pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--fifo-priority N] [--stolen off|procstat|trace] [--stolen-irq-overhead D] [--json] [-- COMMAND ARGS...]";
 /// Usage of `ctl`.
 pub const CTL_USAGE: &str = "usage: hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...   (OP: hello, show, create, destroy, move, begin-reservation, end-reservation, set-params, set-share, set-default, attach, detach, shutdown)";
 
@@ -103,6 +104,11 @@ pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), St
             }
             "--no-workloads" => opts.run_workloads = false,
             "--stolen" => opts.stolen = need(it.next(), a)?.parse()?,
+            "--stolen-irq-overhead" => {
+                let v = need(it.next(), a)?;
+                opts.stolen_irq_overhead = parse_duration(&v, None)
+                    .map_err(|e| format!("--stolen-irq-overhead: {}", e.message))?;
+            }
             "--json" => json = true,
             s if s.starts_with("--") => return Err(format!("unknown option `{s}`")),
             _ if file.is_none() => file = Some(PathBuf::from(a)),

@@ -174,10 +174,12 @@ impl Daemon {
         let obs = Observer::new(&cpus, opts.ring_order).map_err(io_err("perf events"))?;
         let stolen = match opts.stolen {
             StolenSource::Off => None,
-            s => Some(
-                StolenMeter::new(s, &cpus, opts.ring_order.max(6))
-                    .map_err(io_err("stolen-time measurement"))?,
-            ),
+            s => {
+                let mut m = StolenMeter::new(s, &cpus, opts.ring_order.max(6))
+                    .map_err(io_err("stolen-time measurement"))?;
+                m.irq_overhead_ns = opts.stolen_irq_overhead.as_nanos();
+                Some(m)
+            }
         };
         let epoll = sys::Epoll::new().map_err(io_err("epoll"))?;
         let timer = sys::TimerFd::new().map_err(io_err("timerfd"))?;

@@ -168,8 +168,7 @@ impl Policy for Fp {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        if self.set.parents.on_grant(ctx, parent_vp, cpu).is_some() {
-            self.set.begin(ctx);
+        if self.set.parent_granted(ctx, parent_vp, cpu) {
             self.settle(ctx);
         }
     }
@@ -621,9 +620,35 @@ impl<E> PrioSet<E> {
     #[inline]
     pub(crate) fn begin(&mut self, ctx: &Ctx<'_>) {
         self.parents.ensure(ctx);
-        for (vp, e) in self.kids.iter_mut() {
-            e.busy = Run::of(ctx.vp_state(vp)) != e.run;
+        self.mark_busy(ctx, None);
+    }
+
+    /// `begin` once the parent view is known to be built; in the same
+    /// pass, finds the first child planned to run on `on` (as
+    /// [`PrioSet::on_cpu`]) with its state in the HSI.
+    #[inline(always)]
+    fn mark_busy(&mut self, ctx: &Ctx<'_>, on: Option<CpuId>) -> Option<(usize, VpState)> {
+        let mut found = None;
+        for (i, (vp, e)) in self.kids.iter_mut().enumerate() {
+            let state = ctx.vp_state(vp);
+            if found.is_none() && on.is_some_and(|c| e.run == Run::Running(c)) {
+                found = Some((i, state));
+            }
+            e.busy = Run::of(state) != e.run;
         }
+        found
+    }
+
+    /// The parent granted `cpu` through `parent_vp`: whether the grant is
+    /// wanted (see [`Parents::on_grant`]); if so, calls `begin`.
+    #[inline(always)]
+    pub(crate) fn parent_granted(&mut self, ctx: &Ctx<'_>, parent_vp: VpId, cpu: CpuId) -> bool {
+        // `on_grant` builds the parent view, so `begin` is `mark_busy`.
+        let wanted = self.parents.on_grant(ctx, parent_vp, cpu).is_some();
+        if wanted {
+            self.mark_busy(ctx, None);
+        }
+        wanted
     }
 
     /// Child `vp` asks for a processor: it joins the back of its priority.
@@ -659,12 +684,13 @@ impl<E> PrioSet<E> {
         parent_vp: VpId,
         reason: RevokeReason,
     ) {
+        // `on_revoke` builds the parent view, so `begin` is `mark_busy`.
         let lost = self.parents.on_revoke(ctx, parent_vp);
-        self.begin(ctx);
-        if let Some((_, cpu)) = lost {
-            if let Some(i) = self.on_cpu(cpu) {
-                let vp = self.kids.at(i).0;
-                match ctx.vp_state(vp) {
+        let on = lost.map(|(_, cpu)| cpu);
+        let found = self.mark_busy(ctx, on);
+        if let Some(cpu) = on {
+            if let Some((i, state)) = found {
+                match state {
                     VpState::Running(c) if c == cpu => self.preempt(ctx, i, reason, false),
                     // The grant to it never took effect: it is simply ready.
                     VpState::Ready => {

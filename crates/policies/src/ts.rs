@@ -373,8 +373,7 @@ impl Policy for Ts {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        if self.set.parents.on_grant(ctx, parent_vp, cpu).is_some() {
-            self.set.begin(ctx);
+        if self.set.parent_granted(ctx, parent_vp, cpu) {
             self.settle(ctx);
         }
     }

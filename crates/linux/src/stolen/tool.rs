@@ -6,7 +6,7 @@
 //! hsched-live stolen [--load none,tcp,tcp-local,disk,timers] [--cpu N] [--duration 5s]
 //!                    [--reserve 4ms/20ms] [--threshold 1us] [--no-trace]
 //! hsched-live stolen rez [--load tcp] [--cpu N] [--duration 5s] [--source trace]
-//!                    [--over -10,-5,0,5,10,15,20,25,30] [--variants basic,catch-up,feedback]
+//!                    [--over -10,-5,0,5,10,15,20,25,30] [--variants basic,catch-up,feedback] [--irq-overhead 8us]
 //! hsched-live stolen app --period 20ms --need 4ms --duration D --out FILE
 //! ```
 //!
@@ -220,6 +220,25 @@ fn row_line(r: &Row, out: &mut String) {
         let t: u64 = r.windows.iter().map(|w| covered(iv, w.start, w.end)).sum();
         format!("{:.2}", pct(t))
     });
+    // What each traced interrupt inside the windows leaves unexplained:
+    // the entry and exit paths (`--stolen-irq-overhead`).
+    let untraced = r.traced.as_ref().map_or("-".to_string(), |iv| {
+        let t: u64 = r.windows.iter().map(|w| covered(iv, w.start, w.end)).sum();
+        let n: usize = r
+            .windows
+            .iter()
+            .map(|w| {
+                let a = iv.partition_point(|&(s, _)| s < w.start);
+                let b = iv.partition_point(|&(s, _)| s < w.end);
+                b - a
+            })
+            .sum();
+        if n == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}", stolen.saturating_sub(t) as f64 / n as f64 / 1e3)
+        }
+    });
     let sched = r.sched_run.map_or("-".into(), |run| {
         format!("{:.2}", (total as f64 - run as f64) / total as f64 * 100.0)
     });
@@ -240,7 +259,7 @@ fn row_line(r: &Row, out: &mut String) {
     let us = |v: u64| v as f64 / 1e3;
     let _ = writeln!(
         out,
-        "| {} | {:.2} | {:.2} / {:.2} | {:.0} | {:.1} / {:.1} / {:.1} / {:.1} | {traced} | {sched} | {stat_irq} | {stat_steal} | {} |",
+        "| {} | {:.2} | {:.2} / {:.2} | {:.0} | {:.1} / {:.1} / {:.1} / {:.1} | {traced} | {untraced} | {sched} | {stat_irq} | {stat_steal} | {} |",
         r.load.name(),
         pct(stolen),
         per[per.len() / 2] as f64 / 100.0,
@@ -297,7 +316,7 @@ fn characterize_main(args: &[String]) -> Result<String, String> {
         length as f64 / 1e9,
         threshold as f64 / 1e3
     );
-    out.push_str("| load | stolen (% of reserved time) | per-period stolen p50 / p99 (%) | gaps/s | gap p50 / p90 / p99 / max (us) | IRQ tracepoints in the windows (%) | schedstat shortfall (%) | /proc/stat irq+softirq (% of CPU) | /proc/stat steal (% of CPU) | traced IRQ time by kind (% of CPU) |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| load | stolen (% of reserved time) | per-period stolen p50 / p99 (%) | gaps/s | gap p50 / p90 / p99 / max (us) | IRQ tracepoints in the windows (%) | untraced time per traced interrupt (us) | schedstat shortfall (%) | /proc/stat irq+softirq (% of CPU) | /proc/stat steal (% of CPU) | traced IRQ time by kind (% of CPU) |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     for load in loads {
         let r = characterize(load, cpu, other, length, (amount, period), threshold, trace)?;
         row_line(&r, &mut out);
@@ -410,6 +429,7 @@ fn rez_main(args: &[String]) -> Result<String, String> {
         .split(',')
         .map(str::to_string)
         .collect();
+    let overhead = dur(args, "--irq-overhead", 0)?;
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let out_file = std::env::temp_dir().join(format!("hsched-stolen-app-{}.json", sys::getpid()));
     let mut results: Vec<Vec<(f64, f64, f64, f64)>> = vec![Vec::new(); variants.len()];
@@ -437,6 +457,7 @@ fn rez_main(args: &[String]) -> Result<String, String> {
                 cpus: Some(vec![cpu]),
                 duration: Some(hsched_core::Duration(length + 1_000_000_000)),
                 stolen: source,
+                stolen_irq_overhead: hsched_core::Duration(overhead),
                 ..crate::RunOptions::default()
             };
             let report = crate::run(&h, opts).map_err(|e| e.to_string());
@@ -463,10 +484,11 @@ fn rez_main(args: &[String]) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "live Fig 11.3: a 4 ms / 20 ms test application (§11.6.2) on CPU {cpu} under Rez variants, {:.1} s per point, load `{}`, stolen time from `{}`\n",
+        "live Fig 11.3: a 4 ms / 20 ms test application (§11.6.2) on CPU {cpu} under Rez variants, {:.1} s per point, load `{}`, stolen time from `{}` (+{:.1} us per traced interrupt)\n",
         length as f64 / 1e9,
         load.name(),
-        source.name()
+        source.name(),
+        overhead as f64 / 1e3
     );
     out.push_str("| over-reservation |");
     for v in &variants {
@@ -541,4 +563,4 @@ pub fn stolen_main(args: &[String]) -> i32 {
 }
 
 /// Usage of `hsched-live stolen`.
-pub const USAGE: &str = "usage: hsched-live stolen [--load none,tcp,tcp-local,disk,timers] [--cpu N] [--duration 5s] [--reserve 4ms/20ms] [--threshold 1us] [--no-trace]\n       hsched-live stolen rez [--load tcp] [--cpu N] [--duration 5s] [--source off|procstat|trace] [--over -10,-5,0,5,...] [--variants basic,catch-up,feedback]\n       hsched-live stolen app [--period 20ms] [--need 4ms] [--duration D] [--out FILE]";
+pub const USAGE: &str = "usage: hsched-live stolen [--load none,tcp,tcp-local,disk,timers] [--cpu N] [--duration 5s] [--reserve 4ms/20ms] [--threshold 1us] [--no-trace]\n       hsched-live stolen rez [--load tcp] [--cpu N] [--duration 5s] [--source off|procstat|trace] [--over -10,-5,0,5,...] [--variants basic,catch-up,feedback] [--irq-overhead D]\n       hsched-live stolen app [--period 20ms] [--need 4ms] [--duration D] [--out FILE]";
