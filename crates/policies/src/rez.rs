@@ -75,7 +75,9 @@
 //!   admissible one, and a trace note says so. To avoid integral wind-up the
 //!   controller only learns from periods the child wanted in full (its
 //!   budget ran out, or it was still ready or running at the period end); a
-//!   period in which it blocked with budget left leaves `C` unchanged.
+//!   period in which it blocked with budget left `u` lowers an amount above
+//!   `R` by `G u`, never below `R`, so a correction made during a burst of
+//!   stolen time decays once the burst is over.
 //!   `C` is clamped to `[0, period]`. A reservation change resets `C` to the
 //!   new amount.
 //!
@@ -532,6 +534,16 @@ impl Rez {
                     next = room;
                 }
                 c.amount = next;
+            } else if c.amount > c.res.amount {
+                // The child blocked with budget left: the correction was
+                // larger than this period needed. Give back a fraction of
+                // what went unused, never below the reserved amount, so a
+                // correction made during a burst of stolen time decays
+                // after it (the fixed point is R plus the time stolen from
+                // a job of length R).
+                let unused = c.budget.as_nanos() as f64;
+                let lower = Duration::from_nanos((gain * unused).round() as u64);
+                c.amount = c.amount.saturating_sub(lower).max(c.res.amount);
             }
         }
         if let Some(p) = c.pending.take() {

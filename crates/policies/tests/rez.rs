@@ -826,3 +826,58 @@ fn a_blocked_reservation_resumes_on_its_period_grid() {
     hsi.fire_timers(ms(1010)).unwrap();
     assert_eq!(hsi.running(CpuId(0)), Some(t));
 }
+
+#[test]
+fn rez_fb_gives_back_its_correction_after_a_burst_of_stolen_time() {
+    // A 10 ms / 33 ms reservation; 10% of the processor is stolen during
+    // the first second, while the thread wants the processor all the time.
+    // Afterwards the thread runs jobs of exactly 10 ms per period and blocks.
+    let cfg = RezConfig {
+        variant: Variant::Feedback { gain: 0.5 },
+        cap: 0.9,
+    };
+    let mut hsi = new_hsi();
+    hsi.set_tracing(true);
+    let rez = rez_root(&mut hsi, cfg);
+    let t = hsi
+        .create_thread(ms(0), "job", rez, res("10ms", "33ms"))
+        .unwrap();
+    let mut d = Driver::new(hsi);
+    d.add(t, Behaviour::CpuBound).unwrap();
+    let budgets = |d: &mut Driver| -> Vec<Duration> {
+        let mut trace = Vec::new();
+        d.hsi.drain_trace(&mut trace);
+        trace
+            .iter()
+            .filter_map(|e| match e.kind {
+                TraceKind::Policy {
+                    event: PolicyEvent::Replenish { budget, .. },
+                    ..
+                } => Some(budget),
+                _ => None,
+            })
+            .collect()
+    };
+    for step in 1..=33 * 30 {
+        d.hsi
+            .add_stolen(ms(step - 1), CpuId(0), Duration::from_micros(100));
+        d.run_until(ms(step)).unwrap();
+    }
+    let peak = budgets(&mut d).into_iter().max().unwrap();
+    assert!(
+        peak > dur_ms(10) + Duration::from_micros(800),
+        "the correction rises during the burst: {peak:?}"
+    );
+    for k in 30..90 {
+        let start = ms(33 * k);
+        d.run_until(start).unwrap();
+        d.hsi.wake(start, t).unwrap();
+        d.run_until(start + dur_ms(10)).unwrap();
+        d.hsi.block(start + dur_ms(10), t).unwrap();
+    }
+    let last = *budgets(&mut d).last().unwrap();
+    assert!(
+        last <= dur_ms(10) + Duration::from_micros(10),
+        "after the burst the amount returns to the reservation: {last:?} (peak {peak:?})"
+    );
+}
