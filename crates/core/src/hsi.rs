@@ -19,7 +19,9 @@
 //! applied (a child that releases at once the processor it was just
 //! granted, the top scheduler granting at once what was just requested)
 //! waits until those actions are all applied, then is delivered in arrival
-//! order.
+//! order. (The HSI keeps this order with its own stack of hooks whose
+//! actions are being applied, not by recursion, so a switch through a deep
+//! hierarchy does not deepen the call stack.)
 //!
 //! An action can go stale while it waits to be applied: planned as "revoke
 //! A, grant B on cpu c", its first half may make the parent take c back. An
@@ -95,8 +97,8 @@ pub struct Hsi {
     frames: Vec<Frame>,
 }
 
-/// A hook whose actions are being applied: they are `st.actions[base..]`
-/// (up to where the next frame's start), `next` is the next to apply.
+/// A hook whose actions are being applied: `st.actions[base..]`, up to the
+/// start of the frame above it; `next` is the next one to apply.
 #[derive(Clone, Copy, Debug)]
 struct Frame {
     inst: InstanceId,

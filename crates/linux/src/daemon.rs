@@ -33,6 +33,12 @@ pub(crate) const TOK_SIGNAL: u64 = 3;
 pub(crate) const TOK_LISTEN: u64 = 4;
 pub(crate) const TOK_CLIENT: u64 = 1 << 32;
 const SWEEP_NS: u64 = 200_000_000;
+/// Between full sweeps, how often the threads the HSI holds blocked are
+/// checked against `/proc` for a lost wake-up (see `sweep`).
+const CHECK_NS: u64 = 20_000_000;
+/// A thread is resynced only when its last event is older than this, so a
+/// sample still on its way through the ring is not overtaken.
+const RESYNC_GUARD_NS: u64 = 2_000_000;
 
 /// One managed thread.
 pub(crate) struct Managed {
@@ -132,6 +138,7 @@ pub(crate) struct Daemon {
     pub warned: std::collections::BTreeSet<String>,
     pub debug: bool,
     pub next_sweep: u64,
+    pub next_check: u64,
     pub lost_seen: u64,
     /// Stolen-time measurement on the managed CPUs (seed 000 ch. 11).
     pub stolen: Option<StolenMeter>,
@@ -171,7 +178,9 @@ impl Daemon {
             opts.daemon_priority.saturating_add(5).min(99),
         )
         .map_err(io_err("watchdog"))?;
-        let obs = Observer::new(&cpus, opts.ring_order).map_err(io_err("perf events"))?;
+        // Every online CPU, not only the managed ones: a wake-up sample is
+        // written on the CPU where the wake-up runs, often the waker's.
+        let obs = Observer::new(&online, opts.ring_order).map_err(io_err("perf events"))?;
         let stolen = match opts.stolen {
             StolenSource::Off => None,
             s => {
@@ -269,6 +278,7 @@ impl Daemon {
             warned: Default::default(),
             debug: std::env::var_os("HSCHED_LIVE_DEBUG").is_some(),
             next_sweep: 0,
+            next_check: 0,
             lost_seen: 0,
             stolen,
             steals: Vec::new(),
@@ -352,7 +362,7 @@ impl Daemon {
             at = at.min(e);
         }
         if !self.threads.is_empty() {
-            at = at.min(self.next_sweep);
+            at = at.min(self.next_sweep).min(self.next_check);
         }
         if !self.conns.is_empty() || !self.pending_rmdir.is_empty() {
             at = at.min(sys::now_ns() + 1_000_000_000);
@@ -390,33 +400,53 @@ impl Daemon {
     /// threads are managed, and after lost events): a thread the HSI holds
     /// blocked that is running and not frozen missed its wake-up; also
     /// samples CPU times for threads that may exit.
-    fn sweep(&mut self) {
+    /// Compares the HSI's view with `/proc`: a thread the HSI holds blocked
+    /// that is runnable and not frozen gets its lost wake-up. `full` also
+    /// refreshes the CPU times (every `SWEEP_NS`); the state check alone runs
+    /// every `CHECK_NS`, because on this kernel a wake-up in the idle task's
+    /// context (a timer on an idle CPU, during real-time throttling) writes
+    /// no perf sample, and a thread that then cannot run (throttled, or
+    /// queued behind a granted thread at its own `SCHED_FIFO` priority)
+    /// writes no switch-in record either.
+    fn sweep(&mut self, full: bool) {
         let now = sys::now_ns();
-        self.next_sweep = now + SWEEP_NS;
+        if full {
+            self.next_sweep = now + SWEEP_NS;
+        }
+        self.next_check = now + CHECK_NS;
         let mut wake = Vec::new();
         for m in self.threads.values_mut() {
-            if let Some(c) = enforce::proc_cpu_ns(m.tid) {
-                m.cpu_ns = c;
+            if full {
+                if let Some(c) = enforce::proc_cpu_ns(m.tid) {
+                    m.cpu_ns = c;
+                }
             }
-            if !m.frozen
-                && !self.hsi.thread_runnable(m.hsi)
-                && enforce::proc_state(m.tid) == Some('R')
-                && m.last_event + SWEEP_NS < now
+            if !m.frozen && !self.hsi.thread_runnable(m.hsi) && m.last_event + RESYNC_GUARD_NS < now
             {
-                wake.push((m.tid, m.hsi));
-            }
-        }
-        for g in self.groups.iter_mut() {
-            if g.exit_status.is_none() {
-                if let Some(c) = sys::process_cpu_ns_of(g.pid) {
-                    g.cpu_ns = Some(c);
+                // The read time, not `now`, becomes the thread's last event:
+                // a block after the read must still be applied.
+                let read_at = sys::now_ns();
+                if enforce::proc_state(m.tid) == Some('R') {
+                    wake.push((m.tid, m.hsi, read_at));
                 }
             }
         }
-        for (tid, t) in wake {
+        if full {
+            for g in self.groups.iter_mut() {
+                if g.exit_status.is_none() {
+                    if let Some(c) = sys::process_cpu_ns_of(g.pid) {
+                        g.cpu_ns = Some(c);
+                    }
+                }
+            }
+        }
+        for (tid, t, read_at) in wake {
             self.stats.resyncs += 1;
+            if self.debug {
+                eprintln!("[{}] resync {tid}", now.saturating_sub(self.epoch));
+            }
             if let Some(m) = self.threads.get_mut(&tid) {
-                m.last_event = now;
+                m.last_event = m.last_event.max(read_at);
             }
             if let Err(e) = self.hsi.wake(self.inst(now), t) {
                 self.protocol_error(e);
@@ -516,7 +546,9 @@ impl Daemon {
         }
         if now >= self.next_sweep || self.obs.lost != self.lost_seen {
             self.lost_seen = self.obs.lost;
-            self.sweep();
+            self.sweep(true);
+        } else if now >= self.next_check {
+            self.sweep(false);
         }
         if let Err(e) = self.hsi.fire_timers(self.inst(now)) {
             self.protocol_error(e);
@@ -565,7 +597,7 @@ impl Daemon {
             eprintln!("[{}] event {e:?}", e.time().saturating_sub(self.epoch));
         }
         match e {
-            Event::Wake { time, tid, .. } => {
+            Event::Wake { time, tid, .. } | Event::Run { time, tid } => {
                 let Some(m) = self.threads.get_mut(&tid) else {
                     return;
                 };
@@ -1091,7 +1123,7 @@ impl Daemon {
         let duration = end - self.epoch;
         // Sample CPU time before anything changes.
         self.reap();
-        self.sweep();
+        self.sweep(true);
         let report = crate::report::build(self, duration);
         self.shutdown_all();
         report

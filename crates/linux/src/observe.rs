@@ -1,19 +1,27 @@
 //! Observing managed threads without modifying them: perf events on the
-//! scheduler tracepoints, one ring buffer per CPU.
+//! scheduler tracepoints, one ring buffer per online CPU.
 //!
 //! Each managed thread that was launched or attached gets one perf event per
-//! tracepoint and CPU (`pid = tid`, `cpu = c`, `inherit = 1`), so every
-//! thread and process it creates later is followed by the kernel itself,
-//! atomically at `clone`. All events of CPU `c` write into the ring buffer
-//! of one dummy event on `c`. Sample times use `CLOCK_MONOTONIC`, the
+//! tracepoint and online CPU (`pid = tid`, `cpu = c`, `inherit = 1`), so
+//! every thread and process it creates later is followed by the kernel
+//! itself, atomically at `clone`. All events of CPU `c` write into the ring
+//! buffer of one dummy event on `c`. Sample times use `CLOCK_MONOTONIC`, the
 //! daemon's clock, so the notification latency is `now - sample time`.
 //!
-//! What each tracepoint means for the HSI:
+//! What each record means for the HSI:
 //! - `sched_switch` with the managed thread as `prev` and a sleeping state
 //!   (S, D, T, ...): the thread blocked. A preempted or frozen thread
 //!   reports state R and is not a block.
-//! - `sched_wakeup` / `sched_wakeup_new` (delivered to the woken thread's
-//!   events through `__perf_task`): the thread became runnable.
+//! - `sched_wakeup` / `sched_wakeup_new`: the thread became runnable. The
+//!   kernel delivers it to the woken thread's events (`__perf_task`) whose
+//!   CPU is the CPU the wake-up runs on, which may be any online CPU (the
+//!   waker's), hence events on every online CPU, not only managed ones.
+//! - `PERF_RECORD_SWITCH` switch-in (`context_switch` on the switch event):
+//!   the thread is on a CPU, so it is runnable. Written in the thread's own
+//!   context, it carries the wake-ups whose sample the kernel drops: on
+//!   this kernel (6.18) a tracepoint firing in the idle task's context
+//!   (a timer interrupt on an idle CPU, a remote wake-up queued to an idle
+//!   CPU) mostly writes no perf sample, although ftrace records it.
 //! - `sched_process_fork`: a managed thread created a thread or process.
 //! - `sched_process_exit`: a managed thread exited.
 
@@ -52,6 +60,14 @@ pub enum Event {
         /// The new thread or process.
         child: i32,
     },
+    /// `tid` was switched in: it is runnable, whether or not its wake-up
+    /// was seen (`PERF_RECORD_SWITCH`, written in the thread's own context).
+    Run {
+        /// When.
+        time: u64,
+        /// The thread.
+        tid: i32,
+    },
     /// `tid` exited.
     Exit {
         /// When.
@@ -68,6 +84,7 @@ impl Event {
             Event::Block { time, .. }
             | Event::Wake { time, .. }
             | Event::Fork { time, .. }
+            | Event::Run { time, .. }
             | Event::Exit { time, .. } => time,
         }
     }
@@ -179,6 +196,17 @@ impl Tracepoints {
         ]
     }
 
+    /// Decodes one `PERF_RECORD_SWITCH` body: a switch-in of the thread
+    /// named by the `sample_id` trailer (TID, TIME with [`sys::SAMPLE_TYPE`]).
+    pub fn decode_switch(misc: u16, body: &[u8]) -> Option<Event> {
+        if misc & sys::PERF_RECORD_MISC_SWITCH_OUT != 0 || body.len() < 16 {
+            return None;
+        }
+        let tid = i32::from_ne_bytes(body[4..8].try_into().ok()?);
+        let time = u64::from_ne_bytes(body[8..16].try_into().ok()?);
+        Some(Event::Run { time, tid })
+    }
+
     /// Decodes one `PERF_RECORD_SAMPLE` body.
     pub fn decode(&self, body: &[u8]) -> Option<Event> {
         // TID (pid, tid), TIME, CPU (cpu, res), RAW (size, data)
@@ -237,6 +265,8 @@ pub struct Observer {
     pub lost: u64,
     /// Samples read.
     pub samples: u64,
+    /// Context-switch records read.
+    pub switches: u64,
 }
 
 fn base_attr() -> PerfEventAttr {
@@ -273,6 +303,7 @@ impl Observer {
             rings,
             lost: 0,
             samples: 0,
+            switches: 0,
         })
     }
 
@@ -291,10 +322,18 @@ impl Observer {
         let mut fds = Vec::with_capacity(self.rings.len() * 5);
         for (cpu, owner, _) in &self.rings {
             for id in self.tps.all() {
+                // The switch event also writes the thread's switch-ins
+                // (`context_switch`), which are emitted in the thread's own
+                // context and so survive when the wake-up sample is lost.
+                let switch = if id == self.tps.switch.id {
+                    sys::FLAG_CONTEXT_SWITCH | sys::FLAG_SAMPLE_ID_ALL
+                } else {
+                    0
+                };
                 let attr = PerfEventAttr {
                     type_: sys::PERF_TYPE_TRACEPOINT,
                     config: id,
-                    flags: sys::FLAG_USE_CLOCKID | sys::FLAG_INHERIT,
+                    flags: sys::FLAG_USE_CLOCKID | sys::FLAG_INHERIT | switch,
                     ..base_attr()
                 };
                 let fd = sys::perf_event_open(&attr, tid, *cpu as i32)?;
@@ -311,11 +350,18 @@ impl Observer {
         let tps = self.tps;
         let mut lost = 0;
         let mut samples = 0;
+        let mut switches = 0;
         for (_, _, ring) in &mut self.rings {
-            ring.drain(|ty, body| match ty {
+            ring.drain_misc(|ty, misc, body| match ty {
                 sys::PERF_RECORD_SAMPLE => {
                     samples += 1;
                     if let Some(e) = tps.decode(body) {
+                        out.push(e);
+                    }
+                }
+                sys::PERF_RECORD_SWITCH => {
+                    switches += 1;
+                    if let Some(e) = Tracepoints::decode_switch(misc, body) {
                         out.push(e);
                     }
                 }
@@ -327,5 +373,6 @@ impl Observer {
         }
         self.lost += lost;
         self.samples += samples;
+        self.switches += switches;
     }
 }

@@ -346,6 +346,12 @@ pub const FLAG_USE_CLOCKID: u64 = 1 << 25;
 pub const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
 /// `PERF_RECORD_LOST`.
 pub const PERF_RECORD_LOST: u32 = 2;
+/// `PERF_RECORD_SWITCH` (attr `context_switch`).
+pub const PERF_RECORD_SWITCH: u32 = 14;
+/// `PERF_RECORD_MISC_SWITCH_OUT`: the record is a switch-out.
+pub const PERF_RECORD_MISC_SWITCH_OUT: u16 = 1 << 13;
+/// The `context_switch` bit of the flag bitfield.
+pub const FLAG_CONTEXT_SWITCH: u64 = 1 << 26;
 /// `PERF_RECORD_SAMPLE`.
 pub const PERF_RECORD_SAMPLE: u32 = 9;
 
@@ -466,6 +472,11 @@ impl PerfRing {
     /// Calls `f(record_type, record_bytes_after_header)` for every record
     /// available, then frees their space. Returns the number of records.
     pub fn drain(&mut self, mut f: impl FnMut(u32, &[u8])) -> usize {
+        self.drain_misc(|ty, _, body| f(ty, body))
+    }
+
+    /// As [`PerfRing::drain`], also passing the header's `misc` bits.
+    pub fn drain_misc(&mut self, mut f: impl FnMut(u32, u16, &[u8])) -> usize {
         use std::sync::atomic::Ordering;
         let head = self.head().load(Ordering::Acquire);
         let mut tail = self.tail().load(Ordering::Relaxed);
@@ -474,6 +485,7 @@ impl PerfRing {
             let mut hdr = [0u8; 8];
             self.copy_out(tail, &mut hdr);
             let ty = u32::from_ne_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+            let misc = u16::from_ne_bytes([hdr[4], hdr[5]]);
             let size = u16::from_ne_bytes([hdr[6], hdr[7]]) as u64;
             if size < 8 || tail + size > head {
                 break;
@@ -481,7 +493,7 @@ impl PerfRing {
             let mut buf = std::mem::take(&mut self.scratch);
             buf.resize((size - 8) as usize, 0);
             self.copy_out(tail + 8, &mut buf);
-            f(ty, &buf);
+            f(ty, misc, &buf);
             self.scratch = buf;
             tail += size;
             n += 1;

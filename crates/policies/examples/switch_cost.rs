@@ -13,7 +13,10 @@
 //! Arguments: the depth (1 = threads directly under the root), the number
 //! of switches, and optionally `checker` to run the protocol checker after
 //! every input. Only `run` does the switches, so `--toggle-collect` counts
-//! them alone; divide the total by the number of switches.
+//! them alone; divide the total by the number of switches. Run natively, it
+//! also prints the time per switch, by the wall clock and by the time the
+//! thread spent on a processor (the kernel updates the latter only at
+//! scheduling events: give it 100 000 switches or more).
 
 use hsched_core::{CpuId, Hsi, InstanceId, Instant, ParamValue, Params, ParentLink, ParentRef};
 
@@ -82,11 +85,13 @@ fn cpu_time() -> Option<u64> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: switch_cost DEPTH SWITCHES [checker]";
-    let depth: usize = args.get(1).and_then(|a| a.parse().ok()).expect(usage);
-    let n: u64 = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
+    let depth: Option<usize> = args.get(1).and_then(|a| a.parse().ok());
+    let n: Option<u64> = args.get(2).and_then(|a| a.parse().ok());
+    let (Some(depth @ 1..), Some(n @ 1..)) = (depth, n) else {
+        eprintln!("usage: switch_cost DEPTH SWITCHES [checker]   (DEPTH, SWITCHES >= 1)");
+        std::process::exit(2);
+    };
     let checking = args.get(3).is_some_and(|a| a == "checker");
-    assert!(depth >= 1, "{usage}");
     let mut hsi = build(depth, checking);
     // Warm up: the first expiry also sizes the HSI's internal queues.
     run(&mut hsi, 2);
