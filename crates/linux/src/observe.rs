@@ -376,3 +376,34 @@ impl Observer {
         self.switches += switches;
     }
 }
+
+#[cfg(test)]
+mod switch_tests {
+    use super::*;
+
+    fn body(pid: u32, tid: u32, time: u64) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&pid.to_ne_bytes());
+        b.extend_from_slice(&tid.to_ne_bytes());
+        b.extend_from_slice(&time.to_ne_bytes());
+        b.extend_from_slice(&[0; 8]); // cpu, res
+        b
+    }
+
+    #[test]
+    fn a_switch_in_is_a_run_and_a_switch_out_nothing() {
+        let b = body(40, 41, 123_456_789);
+        assert_eq!(
+            Tracepoints::decode_switch(0, &b),
+            Some(Event::Run {
+                time: 123_456_789,
+                tid: 41
+            })
+        );
+        assert_eq!(
+            Tracepoints::decode_switch(sys::PERF_RECORD_MISC_SWITCH_OUT, &b),
+            None
+        );
+        assert_eq!(Tracepoints::decode_switch(0, &b[..12]), None);
+    }
+}
