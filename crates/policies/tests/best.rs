@@ -1,15 +1,12 @@
 //! BEST (seed 003 ch. 3): the period estimator alone, then the policy
 //! driven by `hsched_core::testing::Driver` with the protocol checker on.
 
-use hsched_core::testing::{Behaviour, Driver};
-use hsched_core::{
-    CpuId, Duration, Hsi, InstanceId, Instant, ParamValue, Params, ParentLink, ParentRef, ThreadId,
-};
-use hsched_policies::best::{confidence, ConfidencePeriod, EstimatorConfig, PeriodEstimator};
+mod common;
 
-fn ms(x: u64) -> Duration {
-    Duration::from_millis(x)
-}
+use common::*;
+use hsched_core::testing::{Behaviour, Driver};
+use hsched_core::{Duration, Instant, ParamValue, Params, ParentLink, ParentRef};
+use hsched_policies::best::{confidence, ConfidencePeriod, EstimatorConfig, PeriodEstimator};
 
 fn at_ms(x: f64) -> Instant {
     Instant((x * 1e6).round() as u64)
@@ -238,50 +235,6 @@ fn int(v: i64) -> ParamValue {
 
 fn text(s: &str) -> ParamValue {
     ParamValue::Str(s.into())
-}
-
-fn root(hsi: &mut Hsi, policy: &str, params: Params, cpus: u32) -> InstanceId {
-    let p = hsched_policies::build(policy, &params).unwrap();
-    let link = ParentLink {
-        parent: ParentRef::Top {
-            cpus: (0..cpus).map(CpuId).collect(),
-        },
-        params: Params::new(),
-    };
-    hsi.create_instance(Instant(0), "root", p, vec![link])
-        .unwrap()
-}
-
-fn checked(cpus: usize) -> Hsi {
-    let mut hsi = Hsi::new(cpus);
-    hsi.set_checking(true);
-    hsi
-}
-
-fn periodic(period: u64, exec: u64, offset: u64) -> Behaviour {
-    Behaviour::Periodic {
-        period: ms(period),
-        exec: ms(exec),
-        offset: ms(offset),
-    }
-}
-
-/// (jobs, misses) of a periodic thread after `from`.
-fn misses(d: &Driver, t: ThreadId, period: u64, from: u64) -> (usize, usize) {
-    let jobs: Vec<_> = d
-        .finishes(t)
-        .iter()
-        .filter(|(r, _)| *r >= Instant(from * 1_000_000))
-        .collect();
-    let missed = jobs
-        .iter()
-        .filter(|(r, f)| f.saturating_since(*r) > ms(period))
-        .count();
-    (jobs.len(), missed)
-}
-
-fn share(d: &Driver, t: ThreadId, secs: f64) -> f64 {
-    d.hsi.thread_received(t).as_secs_f64() / secs
 }
 
 #[test]

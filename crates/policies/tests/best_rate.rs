@@ -1,66 +1,16 @@
 //! BEST-RATE (seed 003 ch. 4) driven by `hsched_core::testing::Driver`,
 //! with the protocol checker on.
 
+mod common;
+
+use common::*;
 use hsched_core::testing::{Behaviour, Driver};
-use hsched_core::{
-    CpuId, Duration, Hsi, InstanceId, Instant, ParamValue, Params, ParentLink, ParentRef, ThreadId,
-};
-
-fn ms(x: u64) -> Duration {
-    Duration::from_millis(x)
-}
-
-fn nice(n: i64) -> Params {
-    Params::new().with("nice", ParamValue::Int(n))
-}
-
-fn root(hsi: &mut Hsi, params: Params, cpus: u32) -> InstanceId {
-    let p = hsched_policies::build("best-rate", &params).unwrap();
-    let link = ParentLink {
-        parent: ParentRef::Top {
-            cpus: (0..cpus).map(CpuId).collect(),
-        },
-        params: Params::new(),
-    };
-    hsi.create_instance(Instant(0), "root", p, vec![link])
-        .unwrap()
-}
-
-fn checked(cpus: usize) -> Hsi {
-    let mut hsi = Hsi::new(cpus);
-    hsi.set_checking(true);
-    hsi
-}
-
-fn periodic(period: u64, exec: u64, offset: u64) -> Behaviour {
-    Behaviour::Periodic {
-        period: ms(period),
-        exec: ms(exec),
-        offset: ms(offset),
-    }
-}
-
-fn misses(d: &Driver, t: ThreadId, period: u64, from: u64) -> (usize, usize) {
-    let jobs: Vec<_> = d
-        .finishes(t)
-        .iter()
-        .filter(|(r, _)| *r >= Instant(from * 1_000_000))
-        .collect();
-    let missed = jobs
-        .iter()
-        .filter(|(r, f)| f.saturating_since(*r) > ms(period))
-        .count();
-    (jobs.len(), missed)
-}
-
-fn share(d: &Driver, t: ThreadId, secs: f64) -> f64 {
-    d.hsi.thread_received(t).as_secs_f64() / secs
-}
+use hsched_core::{CpuId, Instant, ParamValue, Params, ParentLink, ParentRef};
 
 #[test]
 fn cpu_bound_children_share_equally_like_linux() {
     let mut hsi = checked(1);
-    let r = root(&mut hsi, Params::new(), 1);
+    let r = root(&mut hsi, "best-rate", Params::new(), 1);
     let ids: Vec<_> = (0..3)
         .map(|k| {
             hsi.create_thread(Instant(0), &format!("h{k}"), r, Params::new())
@@ -81,7 +31,7 @@ fn cpu_bound_children_share_equally_like_linux() {
 #[test]
 fn nice_10_against_one_competitor_gets_a_third() {
     let mut hsi = checked(1);
-    let r = root(&mut hsi, Params::new(), 1);
+    let r = root(&mut hsi, "best-rate", Params::new(), 1);
     let a = hsi
         .create_thread(Instant(0), "a", r, Params::new())
         .unwrap();
@@ -100,7 +50,7 @@ fn nice_10_against_one_competitor_gets_a_third() {
 #[test]
 fn exp7_hog_and_a_half_share_periodic_thread() {
     let mut hsi = checked(1);
-    let r = root(&mut hsi, Params::new(), 1);
+    let r = root(&mut hsi, "best-rate", Params::new(), 1);
     let hog = hsi
         .create_thread(Instant(0), "hog", r, Params::new())
         .unwrap();
@@ -118,7 +68,7 @@ fn exp7_hog_and_a_half_share_periodic_thread() {
 #[test]
 fn exp8_three_hogs_and_a_quarter_share_periodic_thread() {
     let mut hsi = checked(1);
-    let r = root(&mut hsi, Params::new(), 1);
+    let r = root(&mut hsi, "best-rate", Params::new(), 1);
     let hogs: Vec<_> = (0..3)
         .map(|k| {
             hsi.create_thread(Instant(0), &format!("h{k}"), r, Params::new())
@@ -150,7 +100,7 @@ fn counting_only_runnable_children_breaks_exp8() {
     // The other reading of L (see the module documentation).
     let mut hsi = checked(1);
     let params = Params::new().with("load", ParamValue::Str("runnable".into()));
-    let r = root(&mut hsi, params, 1);
+    let r = root(&mut hsi, "best-rate", params, 1);
     let hogs: Vec<_> = (0..3)
         .map(|k| {
             hsi.create_thread(Instant(0), &format!("h{k}"), r, Params::new())
@@ -173,7 +123,7 @@ fn counting_only_runnable_children_breaks_exp8() {
 #[test]
 fn exp9_a_niced_hog_leaves_two_thirds_on_time() {
     let mut hsi = checked(1);
-    let r = root(&mut hsi, Params::new(), 1);
+    let r = root(&mut hsi, "best-rate", Params::new(), 1);
     let hog = hsi.create_thread(Instant(0), "hog", r, nice(10)).unwrap();
     let srt = hsi
         .create_thread(Instant(0), "srt", r, Params::new())
@@ -191,7 +141,7 @@ fn a_periodic_thread_gets_no_more_than_its_fair_share() {
     // Needs 60% beside two hogs: its share is a third (BEST would give it
     // the 60%).
     let mut hsi = checked(1);
-    let r = root(&mut hsi, Params::new(), 1);
+    let r = root(&mut hsi, "best-rate", Params::new(), 1);
     let hogs: Vec<_> = (0..2)
         .map(|k| {
             hsi.create_thread(Instant(0), &format!("h{k}"), r, Params::new())

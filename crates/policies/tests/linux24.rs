@@ -1,53 +1,11 @@
 //! The Linux 2.4 baseline (`linux24`) driven by
 //! `hsched_core::testing::Driver`, with the protocol checker on.
 
+mod common;
+
+use common::*;
 use hsched_core::testing::{Behaviour, Driver};
-use hsched_core::{
-    CpuId, Duration, Hsi, InstanceId, Instant, ParamValue, Params, ParentLink, ParentRef, ThreadId,
-};
-
-fn ms(x: u64) -> Duration {
-    Duration::from_millis(x)
-}
-
-fn nice(n: i64) -> Params {
-    Params::new().with("nice", ParamValue::Int(n))
-}
-
-fn root(hsi: &mut Hsi, policy: &str, params: Params, cpus: u32) -> InstanceId {
-    let p = hsched_policies::build(policy, &params).unwrap();
-    let link = ParentLink {
-        parent: ParentRef::Top {
-            cpus: (0..cpus).map(CpuId).collect(),
-        },
-        params: Params::new(),
-    };
-    hsi.create_instance(Instant(0), "root", p, vec![link])
-        .unwrap()
-}
-
-fn checked(cpus: usize) -> Hsi {
-    let mut hsi = Hsi::new(cpus);
-    hsi.set_checking(true);
-    hsi
-}
-
-fn misses(d: &Driver, t: ThreadId, period: u64, from: u64) -> (usize, usize) {
-    let jobs: Vec<_> = d
-        .finishes(t)
-        .iter()
-        .filter(|(r, _)| *r >= Instant(from * 1_000_000))
-        .collect();
-    let missed = jobs
-        .iter()
-        .filter(|(r, f)| f.saturating_since(*r) > ms(period))
-        .count();
-    (jobs.len(), missed)
-}
-
-fn share(d: &Driver, t: ThreadId, secs: f64) -> f64 {
-    d.hsi.thread_received(t).as_secs_f64() / secs
-}
+use hsched_core::{Duration, Instant, ParamValue, Params, ParentLink, ParentRef};
 
 #[test]
 fn hogs_share_by_nice() {
