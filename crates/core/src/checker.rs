@@ -28,10 +28,14 @@ fn push(
 
 /// Checks the whole state; violations are appended to `st.violations`.
 pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
-    let mut out = Vec::new();
+    // Violations go straight to `st.violations` (empty here: `finish`
+    // takes them after every input); the tables are reused scratch.
+    let mut out = std::mem::take(&mut st.violations);
     let ncpu = st.cpus.len();
     // Which thread each CPU runs according to the leaf VPs.
-    let mut leaf: Vec<Option<ThreadId>> = vec![None; ncpu];
+    let mut leaf = std::mem::take(&mut st.check_leaf);
+    leaf.clear();
+    leaf.resize(ncpu, None);
     for (t, th) in st.threads.iter().enumerate() {
         if !th.live {
             continue;
@@ -106,8 +110,11 @@ pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
             }
         }
     }
+    st.check_leaf = leaf;
     // Every processor an instance holds is granted to exactly one child.
-    let mut count = vec![0u32; ncpu];
+    let mut count = std::mem::take(&mut st.check_count);
+    count.clear();
+    count.resize(ncpu, 0);
     for i in 0..st.insts.len() {
         if !st.insts[i].live {
             continue;
@@ -148,6 +155,7 @@ pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
             }
         }
     }
+    st.check_count = count;
     for (i, p) in policies.iter().enumerate() {
         if let Some(p) = p {
             let me = InstanceId(i as u32);
@@ -170,5 +178,5 @@ pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
             }
         }
     }
-    st.violations.append(&mut out);
+    st.violations = out;
 }

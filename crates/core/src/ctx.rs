@@ -52,6 +52,18 @@ impl<'a> Ctx<'a> {
         &self.st.insts[self.me.index()].children
     }
 
+    /// How many notifications for this instance are waiting to be delivered
+    /// after the current hook (they arrived while its earlier actions were
+    /// being applied). When it is zero, every VP this instance shares is in
+    /// the state this instance's own applied actions and delivered
+    /// notifications left it in (an action dropped as stale was never
+    /// applied), so a policy may skip looking for VPs that changed behind
+    /// its back.
+    #[inline]
+    pub fn notifications_waiting(&self) -> usize {
+        self.st.waiting[self.me.index()] as usize
+    }
+
     /// A VP's state.
     #[inline]
     pub fn vp_state(&self, vp: VpId) -> VpState {

@@ -143,6 +143,10 @@ pub(crate) struct State {
     pub trace: Option<Vec<TraceEvent>>,
     /// The instances' timers.
     pub timers: Timers,
+    /// The protocol checker's per-processor scratch tables, kept so that a
+    /// check allocates nothing.
+    pub check_leaf: Vec<Option<crate::ids::ThreadId>>,
+    pub check_count: Vec<u32>,
 }
 
 impl State {
@@ -164,6 +168,8 @@ impl State {
             violations: Vec::new(),
             trace: None,
             timers: Timers::default(),
+            check_leaf: Vec::new(),
+            check_count: Vec::new(),
         }
     }
 

@@ -44,7 +44,11 @@
 //! multiprocessor bookkeeping that `ts`, `limit` and `join` reuse: an eager
 //! view of VP states and a fixed order of actions that stay correct when a
 //! hook of this instance runs nested inside the application of its own
-//! earlier actions (see the comment above `Run`).
+//! earlier actions (see the comment above `Run`). With more than eight
+//! children `PrioSet` keeps the ready children sorted by rank and the child
+//! planned on each processor, so a decision is a binary search and a look
+//! at the processors rather than a pass over every child
+//! (docs/performance.md, "Indexed priority sets").
 
 use crate::registry::{check_child_params, PolicyInfo};
 use hsched_core::{
@@ -195,7 +199,7 @@ impl Policy for Fp {
         if self.unique && self.taken(prio, Some(vp)) {
             return Err(PolicyError::Refused(format!("priority {prio} is taken")));
         }
-        self.set.kids.at_mut(i).1.prio = prio;
+        self.set.set_prio(i, prio);
         let merged = merge(ctx.vp_params(vp), params);
         ctx.set_vp_params(vp, merged);
         self.set.begin(ctx);
@@ -562,7 +566,33 @@ pub(crate) struct PrioSet<E> {
     /// `set_run`: change `Entry::run` through it only).
     ready: usize,
     running: usize,
+    /// The ready children by rank, lowest first: `(prio, Reverse(seq))`,
+    /// unique because queue positions are. Kept by `set_run`, `set_prio`
+    /// and `set_seq`, so the best ready child is found without a scan.
+    queue: Vec<(Key, u32)>,
+    /// The child (index in `kids`) planned to run on each processor (by
+    /// processor index), kept by `set_run`: finds the child on a processor,
+    /// and the running children, without a scan.
+    on: Vec<Option<u32>>,
+    /// Entries whose `busy` flag is set.
+    busy: usize,
+    /// No later than the `since` of any ready child (kept with `queue`):
+    /// lets a policy skip looking for long-waiting children.
+    since_floor: Instant,
+    /// Whether `queue` and `on` are kept: from the first time the set has
+    /// more than [`SMALL_SET`] children on. Below that a pass over the
+    /// children costs less than keeping them.
+    indexed: bool,
 }
+
+/// Up to this many children, `PrioSet` finds children by a pass rather than
+/// keeping an index (measured: the index costs about as much as a pass over
+/// eight children, and most instances in a deep hierarchy have one).
+const SMALL_SET: usize = 8;
+
+/// A child's rank among ready children: higher priority first, then
+/// earlier queue position.
+type Key = (i64, std::cmp::Reverse<u64>);
 
 impl<E> PrioSet<E> {
     pub(crate) fn new() -> Self {
@@ -573,6 +603,124 @@ impl<E> PrioSet<E> {
             grants: Vec::new(),
             ready: 0,
             running: 0,
+            queue: Vec::new(),
+            on: Vec::new(),
+            busy: 0,
+            since_floor: Instant::NEVER,
+            indexed: false,
+        }
+    }
+
+    /// No later than the `since` of any ready child; only when `indexed`.
+    #[inline]
+    pub(crate) fn since_floor(&self) -> Instant {
+        self.since_floor
+    }
+
+    /// Sets the floor to `at`, the exact earliest `since` of the ready
+    /// children as a pass over them found.
+    #[inline]
+    pub(crate) fn set_since_floor(&mut self, at: Instant) {
+        self.since_floor = at;
+    }
+
+    /// Builds `queue` and `on` from the children and keeps them from now on.
+    fn build_index(&mut self) {
+        self.indexed = true;
+        self.queue.clear();
+        self.on.clear();
+        self.since_floor = Instant::NEVER;
+        for i in 0..self.kids.len() {
+            let e = self.kids.at(i).1;
+            match e.run {
+                Run::Ready => {
+                    self.queue.push((Self::key(e), i as u32));
+                    self.since_floor = self.since_floor.min(e.since);
+                }
+                Run::Running(c) => {
+                    if self.on.len() <= c.index() {
+                        self.on.resize(c.index() + 1, None);
+                    }
+                    self.on[c.index()] = Some(i as u32);
+                }
+                Run::Waiting => {}
+            }
+        }
+        self.queue.sort_unstable();
+    }
+
+    #[inline(always)]
+    fn key(e: &Entry<E>) -> Key {
+        (e.prio, std::cmp::Reverse(e.seq))
+    }
+
+    /// Puts ready child `i` with rank `k` into the queue.
+    #[inline]
+    fn enqueue(&mut self, k: Key, i: usize) {
+        let at = self.queue.partition_point(|&(q, _)| q < k);
+        if at == self.queue.len() {
+            self.queue.push((k, i as u32));
+        } else {
+            self.queue.insert(at, (k, i as u32));
+        }
+    }
+
+    /// Takes ready child `i` with rank `k` out of the queue.
+    #[inline]
+    fn dequeue(&mut self, k: Key, i: usize) {
+        // The best child is the one most often taken: try the back first.
+        let at = match self.queue.last() {
+            Some(&(q, _)) if q == k => self.queue.len() - 1,
+            _ => self.queue.partition_point(|&(q, _)| q < k),
+        };
+        debug_assert!(
+            self.queue.get(at) == Some(&(k, i as u32)),
+            "queue out of step"
+        );
+        if at + 1 == self.queue.len() {
+            self.queue.pop();
+        } else if at < self.queue.len() {
+            self.queue.remove(at);
+        }
+    }
+
+    /// Changes child `i`'s priority, keeping the queue.
+    #[inline(always)]
+    pub(crate) fn set_prio(&mut self, i: usize, prio: i64) {
+        let e = self.kids.at_mut(i).1;
+        if e.prio == prio {
+            return;
+        }
+        if !self.indexed {
+            e.prio = prio;
+            return;
+        }
+        self.requeue_prio(i, prio);
+    }
+
+    /// `set_prio` for an indexed set.
+    #[inline(never)]
+    fn requeue_prio(&mut self, i: usize, prio: i64) {
+        let e = self.kids.at_mut(i).1;
+        let old = Self::key(e);
+        e.prio = prio;
+        let new = Self::key(e);
+        if self.indexed && e.run == Run::Ready {
+            self.dequeue(old, i);
+            self.enqueue(new, i);
+        }
+    }
+
+    /// Changes child `i`'s queue position, keeping the queue.
+    #[inline]
+    fn set_seq(&mut self, i: usize, seq: u64) {
+        let e = self.kids.at_mut(i).1;
+        let old = Self::key(e);
+        e.seq = seq;
+        let new = Self::key(e);
+        if self.indexed && e.run == Run::Ready {
+            self.dequeue(old, i);
+            self.enqueue(new, i);
         }
     }
 
@@ -581,9 +729,51 @@ impl<E> PrioSet<E> {
     fn set_run(&mut self, i: usize, r: Run) -> VpId {
         let (vp, e) = self.kids.at_mut(i);
         let old = std::mem::replace(&mut e.run, r);
+        if old == r {
+            return vp;
+        }
         self.ready = self.ready - (old == Run::Ready) as usize + (r == Run::Ready) as usize;
         self.running = self.running - old.cpu().is_some() as usize + r.cpu().is_some() as usize;
+        if self.indexed {
+            self.reindex(i, old, r);
+        }
         vp
+    }
+
+    /// `set_run`'s update of `queue` and `on`: child `i` with rank `k` went
+    /// from `old` to `r`. Kept out of line so that small sets, which keep
+    /// no index, do not carry it.
+    #[inline(never)]
+    fn reindex(&mut self, i: usize, old: Run, r: Run) {
+        let e = self.kids.at(i).1;
+        let k = Self::key(e);
+        if r == Run::Ready {
+            // `since` only grows, so this bound holds after the caller
+            // moves it to now.
+            self.since_floor = self.since_floor.min(e.since);
+        }
+        match old {
+            Run::Ready => self.dequeue(k, i),
+            Run::Running(c) => {
+                if let Some(slot) = self.on.get_mut(c.index()) {
+                    if *slot == Some(i as u32) {
+                        *slot = None;
+                    }
+                }
+            }
+            Run::Waiting => {}
+        }
+        match r {
+            Run::Ready => self.enqueue(k, i),
+            Run::Running(c) => {
+                if self.on.len() <= c.index() {
+                    self.on.resize(c.index() + 1, None);
+                }
+                debug_assert!(self.on[c.index()].is_none(), "two children planned on {c}");
+                self.on[c.index()] = Some(i as u32);
+            }
+            Run::Waiting => {}
+        }
     }
 
     /// A queue position behind every earlier one.
@@ -607,12 +797,40 @@ impl<E> PrioSet<E> {
                 extra,
             },
         );
+        if !self.indexed && self.kids.len() > SMALL_SET {
+            self.build_index();
+        }
     }
 
     pub(crate) fn remove(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        let Some(i) = self.kids.index_of(ctx, vp) else {
+            return;
+        };
+        self.set_run(i, Run::Waiting);
+        let last = self.kids.len() - 1;
         if let Some(e) = self.kids.remove(ctx, vp) {
-            self.ready -= (e.run == Run::Ready) as usize;
-            self.running -= e.run.cpu().is_some() as usize;
+            self.busy -= e.busy as usize;
+        }
+        if self.indexed && i != last {
+            // The last child moved to `i`: follow it in the queue or on its
+            // processor.
+            let e = self.kids.at(i).1;
+            match e.run {
+                Run::Ready => {
+                    let k = Self::key(e);
+                    let at = self.queue.partition_point(|&(q, _)| q < k);
+                    if let Some(q) = self.queue.get_mut(at) {
+                        debug_assert_eq!(*q, (k, last as u32));
+                        q.1 = i as u32;
+                    }
+                }
+                Run::Running(c) => {
+                    if let Some(slot) = self.on.get_mut(c.index()) {
+                        *slot = Some(i as u32);
+                    }
+                }
+                Run::Waiting => {}
+            }
         }
     }
 
@@ -623,20 +841,39 @@ impl<E> PrioSet<E> {
         self.mark_busy(ctx, None);
     }
 
-    /// `begin` once the parent view is known to be built; in the same
-    /// pass, finds the first child planned to run on `on` (as
-    /// [`PrioSet::on_cpu`]) with its state in the HSI.
+    /// `begin` once the parent view is known to be built. `except`: the
+    /// child on the processor a revocation is about, which
+    /// `parent_revoked` settles itself.
+    ///
+    /// A child is unsettled only while a notification about it is still to
+    /// come, so with none waiting for this instance and no flag left set
+    /// from an earlier hook there is nothing to mark and the pass over the
+    /// children is skipped (debug builds check that the pass would have
+    /// found nothing).
     #[inline(always)]
-    fn mark_busy(&mut self, ctx: &Ctx<'_>, on: Option<CpuId>) -> Option<(usize, VpState)> {
-        let mut found = None;
-        for (i, (vp, e)) in self.kids.iter_mut().enumerate() {
-            let state = ctx.vp_state(vp);
-            if found.is_none() && on.is_some_and(|c| e.run == Run::Running(c)) {
-                found = Some((i, state));
+    fn mark_busy(&mut self, ctx: &Ctx<'_>, except: Option<usize>) {
+        #[cfg(not(debug_assertions))]
+        let _ = except;
+        if self.busy == 0 && ctx.notifications_waiting() == 0 {
+            #[cfg(debug_assertions)]
+            for (i, (vp, e)) in self.kids.iter().enumerate() {
+                let state = ctx.vp_state(vp);
+                let excused = except == Some(i)
+                    && matches!((e.run, state), (Run::Running(_), VpState::Ready));
+                assert!(
+                    excused || Run::of(state) == e.run,
+                    "{vp} is unsettled ({:?} planned, {state:?}) with no notification waiting",
+                    e.run
+                );
             }
-            e.busy = Run::of(state) != e.run;
+            return;
         }
-        found
+        let mut busy = 0;
+        for (vp, e) in self.kids.iter_mut() {
+            e.busy = Run::of(ctx.vp_state(vp)) != e.run;
+            busy += e.busy as usize;
+        }
+        self.busy = busy;
     }
 
     /// The parent granted `cpu` through `parent_vp`: whether the grant is
@@ -661,10 +898,9 @@ impl<E> PrioSet<E> {
         let i = self.kids.index_of(ctx, vp)?;
         let seq = self.take_seq();
         let now = ctx.now();
+        self.set_seq(i, seq);
         self.set_run(i, Run::Ready);
-        let e = self.kids.at_mut(i).1;
-        e.seq = seq;
-        e.since = now;
+        self.kids.at_mut(i).1.since = now;
         Some(i)
     }
 
@@ -687,7 +923,10 @@ impl<E> PrioSet<E> {
         // `on_revoke` builds the parent view, so `begin` is `mark_busy`.
         let lost = self.parents.on_revoke(ctx, parent_vp);
         let on = lost.map(|(_, cpu)| cpu);
-        let found = self.mark_busy(ctx, on);
+        let found = on
+            .and_then(|c| self.on_cpu(c))
+            .map(|i| (i, ctx.vp_state(self.kids.at(i).0)));
+        self.mark_busy(ctx, found.map(|(i, _)| i));
         if let Some(cpu) = on {
             if let Some((i, state)) = found {
                 match state {
@@ -695,7 +934,9 @@ impl<E> PrioSet<E> {
                     // The grant to it never took effect: it is simply ready.
                     VpState::Ready => {
                         self.set_run(i, Run::Ready);
-                        self.kids.at_mut(i).1.busy = false;
+                        let e = self.kids.at_mut(i).1;
+                        self.busy -= e.busy as usize;
+                        e.busy = false;
                     }
                     _ => {}
                 }
@@ -703,20 +944,57 @@ impl<E> PrioSet<E> {
         }
     }
 
+    /// Whether [`PrioSet::running_kids`] and [`PrioSet::ready_kids`] may be
+    /// used (the set keeps its index).
+    #[inline]
+    pub(crate) fn indexed(&self) -> bool {
+        self.indexed
+    }
+
+    /// The children planned to run, by processor; only when `indexed`.
+    #[inline]
+    pub(crate) fn running_kids(&self) -> impl Iterator<Item = usize> + '_ {
+        debug_assert!(self.indexed);
+        self.on.iter().flatten().map(|&i| i as usize)
+    }
+
+    /// The ready children, lowest rank first; only when `indexed`.
+    #[inline]
+    pub(crate) fn ready_kids(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        debug_assert!(self.indexed);
+        self.queue.iter().map(|&(_, i)| i as usize)
+    }
+
     /// The child running on `cpu` (as planned).
     #[inline]
     pub(crate) fn on_cpu(&self, cpu: CpuId) -> Option<usize> {
-        if self.running == 0 {
-            return None;
+        if !self.indexed {
+            if self.running == 0 {
+                return None;
+            }
+            return self
+                .kids
+                .iter()
+                .position(|(_, e)| e.run == Run::Running(cpu));
         }
-        self.kids
-            .iter()
-            .position(|(_, e)| e.run == Run::Running(cpu))
+        let i = self
+            .on
+            .get(cpu.index())
+            .copied()
+            .flatten()
+            .map(|i| i as usize);
+        debug_assert_eq!(
+            i,
+            self.kids
+                .iter()
+                .position(|(_, e)| e.run == Run::Running(cpu))
+        );
+        i
     }
 
     /// Plans to take the processor from running child `i`; `back` sends it
     /// behind the other children of its priority (a used-up quantum).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn preempt(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -724,13 +1002,12 @@ impl<E> PrioSet<E> {
         reason: RevokeReason,
         back: bool,
     ) {
-        let seq = if back { Some(self.take_seq()) } else { None };
-        let vp = self.set_run(i, Run::Ready);
-        let e = self.kids.at_mut(i).1;
-        e.since = ctx.now();
-        if let Some(s) = seq {
-            e.seq = s;
+        if back {
+            let seq = self.take_seq();
+            self.set_seq(i, seq);
         }
+        let vp = self.set_run(i, Run::Ready);
+        self.kids.at_mut(i).1.since = ctx.now();
         // Revocations come first in a hook's actions (see above), and
         // nothing else is queued while planning: queue it at once.
         ctx.revoke(vp, reason);
@@ -748,10 +1025,49 @@ impl<E> PrioSet<E> {
     /// is still to come about; neither when no child is ready, as then
     /// there is nothing to plan. Ties go as with `max_by_key` (the last)
     /// and `min_by_key` (the first), though queue positions never tie.
-    #[inline]
+    ///
+    /// The ready child comes from the back of the queue, the running one
+    /// from the processors, so neither needs a pass over the children.
+    #[inline(always)]
     fn extremes(&self) -> (Option<usize>, Option<usize>) {
         if self.ready == 0 {
             return (None, None);
+        }
+        if !self.indexed {
+            return self.extremes_by_scan();
+        }
+        self.extremes_indexed()
+    }
+
+    /// [`PrioSet::extremes`] from the index.
+    #[inline(never)]
+    fn extremes_indexed(&self) -> (Option<usize>, Option<usize>) {
+        let usable = |i: usize| self.busy == 0 || !self.kids.at(i).1.busy;
+        let best = self.ready_kids().rev().find(|&i| usable(i));
+        let mut worst: Option<(usize, Key)> = None;
+        if self.running > 0 {
+            for i in self.running_kids() {
+                if usable(i) {
+                    let k = Self::key(self.kids.at(i).1);
+                    if worst.is_none_or(|(_, w)| k < w) {
+                        worst = Some((i, k));
+                    }
+                }
+            }
+        }
+        let found = (best, worst.map(|(i, _)| i));
+        #[cfg(debug_assertions)]
+        assert_eq!(found, self.extremes_by_scan(), "queue out of step");
+        found
+    }
+
+    /// [`PrioSet::extremes`] by a pass over every child (small sets, and
+    /// debug checks of the index).
+    #[inline]
+    fn extremes_by_scan(&self) -> (Option<usize>, Option<usize>) {
+        if self.indexed {
+            debug_assert_eq!(self.queue.len(), self.ready);
+            debug_assert_eq!(self.on.iter().flatten().count(), self.running);
         }
         let rank = |e: &Entry<E>| (e.prio, std::cmp::Reverse(e.seq));
         let mut best: Option<(usize, &Entry<E>)> = None;
@@ -870,9 +1186,15 @@ impl<E> PrioSet<E> {
     pub(crate) fn finish(&mut self, ctx: &mut Ctx<'_>) {
         let unserved = self.ready;
         self.parents.ask_at_most(ctx, unserved);
-        let kids = &self.kids;
-        self.parents
-            .release_idle(ctx, |c| kids.iter().any(|(_, e)| e.run == Run::Running(c)));
+        if self.indexed {
+            let on = &self.on;
+            self.parents
+                .release_idle(ctx, |c| on.get(c.index()).is_some_and(Option::is_some));
+        } else {
+            let kids = &self.kids;
+            self.parents
+                .release_idle(ctx, |c| kids.iter().any(|(_, e)| e.run == Run::Running(c)));
+        }
         for &(vp, cpu) in &self.grants {
             ctx.grant(vp, cpu);
         }
@@ -932,6 +1254,40 @@ impl<E> PrioSet<E> {
                 "counts {} ready and {} running children but they are {ready} and {running}",
                 self.ready, self.running
             ));
+        }
+        if self.indexed {
+            self.check_index()?;
+        }
+        Ok(())
+    }
+
+    /// The queue holds exactly the ready children in rank order, each
+    /// processor's entry the child planned there, and the floor is no later
+    /// than any ready child's `since`.
+    fn check_index(&self) -> Result<(), String> {
+        let mut want: Vec<(Key, u32)> = Vec::with_capacity(self.ready);
+        for (i, (vp, e)) in self.kids.iter().enumerate() {
+            match e.run {
+                Run::Ready => {
+                    want.push((Self::key(e), i as u32));
+                    if e.since < self.since_floor {
+                        return Err(format!("ready child {vp} waits from before the floor"));
+                    }
+                }
+                Run::Running(c) => {
+                    if self.on.get(c.index()).copied().flatten() != Some(i as u32) {
+                        return Err(format!("child {vp} runs on {c} but the index says not"));
+                    }
+                }
+                Run::Waiting => {}
+            }
+        }
+        want.sort_unstable();
+        if want != self.queue {
+            return Err("the ready queue is out of step with the children".into());
+        }
+        if self.on.iter().flatten().count() != self.running {
+            return Err("the per-processor index has stale entries".into());
         }
         Ok(())
     }

@@ -66,7 +66,7 @@
 //! `NULL ↦ NULL⁺` (§5.3.1.6): TS makes no promise to its children and so
 //! accepts any guarantee.
 
-use crate::fp::{merge, param_err, PrioSet, Run};
+use crate::fp::{merge, param_err, Entry, PrioSet, Run};
 use crate::registry::{check_child_params, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
@@ -220,7 +220,8 @@ impl Ts {
     fn unboost(&mut self, i: usize) {
         let e = self.set.kids.at_mut(i).1;
         e.extra.boosted = false;
-        e.prio = e.extra.base;
+        let base = e.extra.base;
+        self.set.set_prio(i, base);
     }
 
     #[inline]
@@ -240,10 +241,20 @@ impl Ts {
         // order; the scratch list keeps this hook free of allocations.
         let mut expiring = std::mem::take(&mut self.expiring);
         expiring.clear();
-        for i in 0..self.set.kids.len() {
-            let (vp, e) = self.set.kids.at(i);
-            if matches!(e.run, Run::Running(_)) && !e.busy && self.used(ctx, i) >= self.quantum {
-                expiring.push((e.seq, vp));
+        if self.set.indexed() {
+            for i in self.set.running_kids() {
+                let (vp, e) = self.set.kids.at(i);
+                if !e.busy && self.used(ctx, i) >= self.quantum {
+                    expiring.push((e.seq, vp));
+                }
+            }
+        } else {
+            for i in 0..self.set.kids.len() {
+                let (vp, e) = self.set.kids.at(i);
+                if matches!(e.run, Run::Running(_)) && !e.busy && self.used(ctx, i) >= self.quantum
+                {
+                    expiring.push((e.seq, vp));
+                }
             }
         }
         expiring.sort_unstable_by_key(|&(seq, _)| seq);
@@ -256,12 +267,24 @@ impl Ts {
             self.unboost(i);
             self.fresh_quantum(ctx, i);
             let prio = self.set.kids.at(i).1.prio;
-            let rivals = self
-                .set
-                .kids
-                .iter()
-                .filter(|(_, e)| e.run == Run::Ready && !e.busy && e.seq < round && e.prio >= prio)
-                .count();
+            let rival = |e: &Entry<Kid>| !e.busy && e.seq < round && e.prio >= prio;
+            let rivals = if self.set.indexed() {
+                // The ready children of priority `prio` or more are the
+                // back of the queue.
+                self.set
+                    .ready_kids()
+                    .rev()
+                    .map(|j| self.set.kids.at(j).1)
+                    .take_while(|e| e.prio >= prio)
+                    .filter(|e| rival(e))
+                    .count()
+            } else {
+                self.set
+                    .kids
+                    .iter()
+                    .filter(|(_, e)| e.run == Run::Ready && rival(e))
+                    .count()
+            };
             if rivals > claimed {
                 claimed += 1;
                 self.set.preempt(ctx, i, RevokeReason::Preempted, true);
@@ -270,12 +293,16 @@ impl Ts {
         self.expiring = expiring;
         if let Some(starve) = self.starvation {
             let now = ctx.now();
+            if self.set.indexed() && self.set.since_floor() + starve > now {
+                // No ready child has waited that long.
+                return;
+            }
             for i in 0..self.set.kids.len() {
                 if self.boostable(i) && self.set.kids.at(i).1.since + starve <= now {
                     self.fresh_quantum(ctx, i);
+                    self.set.set_prio(i, BOOST_PRIORITY);
                     let (vp, e) = self.set.kids.at_mut(i);
                     e.extra.boosted = true;
-                    e.prio = BOOST_PRIORITY;
                     if ctx.tracing() {
                         ctx.event(PolicyEvent::Note(format!(
                             "starvation boost: {vp} to priority {BOOST_PRIORITY}"
@@ -294,14 +321,39 @@ impl Ts {
         }
         let now = ctx.now();
         let mut next = Instant::NEVER;
-        // As `used` and `boostable`, in one pass over the children.
-        for (vp, e) in self.set.kids.iter() {
-            if matches!(e.run, Run::Running(_)) {
+        if self.set.indexed() {
+            // As below, over the running and the ready children only.
+            for i in self.set.running_kids() {
+                let (vp, e) = self.set.kids.at(i);
                 let used = ctx.vp_received(vp) - e.extra.mark;
                 next = next.min(now + (self.quantum - used));
-            } else if let Some(s) = self.starvation {
-                if e.run == Run::Ready && !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
-                    next = next.min(e.since + s);
+            }
+            if let Some(s) = self.starvation {
+                // Every ready child's boost is at or after the floor's, so
+                // only look when that could come first; then make the floor
+                // exact.
+                if self.set.since_floor() + s < next {
+                    let mut floor = Instant::NEVER;
+                    for i in self.set.ready_kids() {
+                        let e = self.set.kids.at(i).1;
+                        floor = floor.min(e.since);
+                        if !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
+                            next = next.min(e.since + s);
+                        }
+                    }
+                    self.set.set_since_floor(floor);
+                }
+            }
+        } else {
+            // As `used` and `boostable`, in one pass over the children.
+            for (vp, e) in self.set.kids.iter() {
+                if matches!(e.run, Run::Running(_)) {
+                    let used = ctx.vp_received(vp) - e.extra.mark;
+                    next = next.min(now + (self.quantum - used));
+                } else if let Some(s) = self.starvation {
+                    if e.run == Run::Ready && !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
+                        next = next.min(e.since + s);
+                    }
                 }
             }
         }
@@ -407,7 +459,7 @@ impl Policy for Ts {
         e.extra.base = base;
         if !e.extra.boosted || base >= BOOST_PRIORITY {
             e.extra.boosted = false;
-            e.prio = base;
+            self.set.set_prio(i, base);
         }
         let merged = merge(ctx.vp_params(vp), params);
         ctx.set_vp_params(vp, merged);
