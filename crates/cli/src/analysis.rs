@@ -25,7 +25,7 @@
 use hsched_config::{Hierarchy, Span, WorkloadSpec};
 use hsched_core::Params;
 use hsched_guarantee::compose::{Composition, Diagnostic, NodeKind, NodeReport, Source, Status};
-use hsched_guarantee::mapping::{BestEffort, MappingContext};
+use hsched_guarantee::mapping::{BestEffort, MappingContext, RateClass};
 use hsched_guarantee::{
     EdgeParams, Guarantee, InstanceParams, ParentSpec, Registry, SchedulerSpec, Task, ThreadSpec,
 };
@@ -59,7 +59,8 @@ pub struct Translation {
 }
 
 /// The instance parameters the guarantee mapping of `policy` understands
-/// (`rez`: `cap`; `limit`: `amount`, `period`; `ps`: `quantum`).
+/// (`rez`: `cap`; `limit`: `amount`, `period`; `ps`: `quantum`;
+/// `realrate`: `overload`, `floor`, `default_period`).
 fn instance_params(policy: &str, p: &Params, issues: &mut Vec<String>) -> InstanceParams {
     let mut out = InstanceParams::default();
     match policy {
@@ -69,21 +70,38 @@ fn instance_params(policy: &str, p: &Params, issues: &mut Vec<String>) -> Instan
             out.period = read(p.duration("period"), issues);
         }
         "ps" | "sfq" => out.quantum = read(p.duration("quantum"), issues),
+        "realrate" => {
+            out.overload = read(p.f64("overload"), issues);
+            out.floor = read(p.f64("floor"), issues);
+            out.default_period = read(p.duration("default_period"), issues);
+        }
         _ => {}
     }
     out
 }
 
 /// The parameters a parent keeps for one child: FP `priority`, PS `share`
-/// and `warp`, Rez `amount` and `period`. Each mapping reads only its own
-/// (a TS parent ignores a child's `priority`, for instance).
+/// and `warp`, Rez `amount` and `period`, real-rate `proportion`, `period`
+/// and `class`. Each mapping reads only its own (a TS parent ignores a
+/// child's `priority`, for instance).
 fn edge_params(p: &Params, issues: &mut Vec<String>) -> EdgeParams {
+    let class = match read(p.str("class"), issues) {
+        None => None,
+        Some(c) => RateClass::parse(c).or_else(|| {
+            issues.push(format!(
+                "`class` = \"{c}\" is not a real-rate class (real-time, aperiodic, real-rate, misc)"
+            ));
+            None
+        }),
+    };
     EdgeParams {
         priority: read(p.i64("priority"), issues),
         share: read(p.f64("share"), issues),
         warp: read(p.duration("warp"), issues),
         amount: read(p.duration("amount"), issues),
         period: read(p.duration("period"), issues),
+        proportion: read(p.f64("proportion"), issues),
+        class,
     }
 }
 

@@ -713,3 +713,87 @@ fn readme_outputs_are_current() {
         "README.md shows an outdated error message"
     );
 }
+
+#[test]
+fn the_pipeline_example_keeps_its_queue_half_full_under_realrate() {
+    let r = sim_json("examples/pipeline.toml", &[]);
+    // The producer's reservation is untouched: 20 % of the CPU.
+    near("producer %", pct(thread(&r, "producer")), 20.0, 0.05);
+    // The consumer keeps up: it consumed all but the items in flight.
+    let made = thread(&r, "producer")["jobs"].as_u64().unwrap();
+    let used = thread(&r, "consumer")["jobs"].as_u64().unwrap();
+    assert!(made >= used && made - used <= 64, "{made} {used}");
+    near("consumer %", pct(thread(&r, "consumer")), 30.0, 2.0);
+    let q = named(&r, "queues", "q");
+    near(
+        "mean fill %",
+        q["mean_fill"].as_f64().unwrap() * 100.0,
+        50.0,
+        10.0,
+    );
+    assert!(q["min_fill"].as_u64().unwrap() > 0 && q["max_fill"].as_u64().unwrap() < 64);
+    assert_eq!(misses(&r, "audio"), 0);
+    for t in ["producer", "consumer"] {
+        assert!(thread(&r, t)["messages_sent"].as_u64().unwrap() >= 1199);
+        assert_eq!(thread(&r, t)["messages_refused"], 0);
+    }
+    // The analysis: reservations for the real-time threads, NULL for the
+    // real-rate consumer; a request the reservation cannot meet is named.
+    let tree = stdout(&run(&["tree", "examples/pipeline.toml"]));
+    assert!(tree.contains("gets RESBH 2 10"), "{tree}");
+    assert!(tree.contains("gets RESBH 0.5 5"), "{tree}");
+    assert!(
+        tree.contains("consumer") && tree.contains("gets NULL"),
+        "{tree}"
+    );
+    let text = std::fs::read_to_string(root().join("examples/pipeline.toml"))
+        .unwrap()
+        .replace("guarantee = \"RESBH 0.5 5\"", "guarantee = \"RESBH 1 5\"");
+    let dir = std::env::temp_dir().join(format!("hsched-cli-rr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("pipeline.toml");
+    std::fs::write(&f, text).unwrap();
+    let o = run(&["check", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        all.contains("audio") && all.contains("RESBH 0.5 5"),
+        "{all}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cooperative_players_are_several_times_more_timely_than_time_shared_ones() {
+    let r = sim_json("examples/coop-players.toml", &[]);
+    let worst = |prefix: &str| {
+        r["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["name"].as_str().unwrap().starts_with(prefix))
+            .map(|t| t["max_tardiness_ns"].as_u64().unwrap())
+            .max()
+            .unwrap() as f64
+            / 1e6
+    };
+    let (coop, plain) = (worst("coop."), worst("plain."));
+    assert!(coop < 10.0, "coop worst tardiness {coop} ms");
+    assert!(plain > 80.0, "ts worst tardiness {plain} ms");
+    for k in 0..5 {
+        let c = thread(&r, &format!("coop.{k}"));
+        assert!(c["messages_sent"].as_u64().unwrap() > 100, "{c}");
+        let p = thread(&r, &format!("plain.{k}"));
+        assert_eq!(p["messages_sent"], 0);
+        for t in [c, p] {
+            let fps = t["fps"].as_f64().unwrap();
+            assert!((12.0..24.1).contains(&fps), "{t}");
+        }
+    }
+    near(
+        "coop group %",
+        pct(named(&r, "schedulers", "coop")),
+        50.0,
+        0.5,
+    );
+}

@@ -1077,6 +1077,41 @@ impl HintIfNone for ConfigError {
 }
 
 impl Hierarchy {
+    /// Checks that live mode can run every thread that has no `exec`: the
+    /// `stage` and `player` workloads exist only in the simulator (their
+    /// queues and coop_poll calls are modelled, not real), so such a thread
+    /// needs `exec`.
+    ///
+    /// # Errors
+    /// One error per such thread, naming it and its workload kind.
+    pub fn check_live(&self) -> Result<(), ConfigErrors> {
+        let errs: Vec<ConfigError> = self
+            .threads
+            .iter()
+            .filter(|t| t.exec.is_none())
+            .filter_map(|t| {
+                let kind = t.workload.as_ref().and_then(WorkloadSpec::simulated_only)?;
+                Some(
+                    ConfigError::at_span(
+                        &self.file,
+                        t.span,
+                        format!(
+                            "thread `{}` has a `{kind}` workload, which only the simulator runs",
+                            t.name
+                        ),
+                    )
+                    .expected("`exec = [\"prog\", ...]` for live mode")
+                    .hint("run the file with `hsched sim`, or give the thread a real program"),
+                )
+            })
+            .collect();
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigErrors(errs))
+        }
+    }
+
     /// Checks that the simulator can run every thread: each has a
     /// workload (a live-mode thread with only `exec`, or one whose rt-app
     /// task was never attached, cannot be simulated).

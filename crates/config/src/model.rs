@@ -15,6 +15,9 @@ pub struct Hierarchy {
     pub threads: Vec<ThreadSpec>,
     /// Principals (users or domains whose total CPU use is reported).
     pub principals: Vec<PrincipalSpec>,
+    /// Bounded queues joining `stage` workloads (`[[queue]]`), in file
+    /// order.
+    pub queues: Vec<QueueSpec>,
     /// The scheduler new threads join when nothing else says where.
     pub default_scheduler: Option<String>,
     /// Timed operations, in time order (stable for equal times).
@@ -216,6 +219,20 @@ pub struct RtAppBinding {
     pub declared: bool,
 }
 
+/// A bounded queue of items joining pipeline stages (`[[queue]]`; seed 001
+/// §3.2's "symbiotic interfaces").
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSpec {
+    /// Unique name, used by stages' `input` and `output`.
+    pub name: String,
+    /// Capacity in items (at least 1).
+    pub size: u64,
+    /// Items in the queue at the start (at most `size`).
+    pub initial: u64,
+    /// Where it was declared.
+    pub span: Span,
+}
+
 /// A principal: a user or domain whose total CPU share is reported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrincipalSpec {
@@ -284,6 +301,81 @@ pub enum WorkloadSpec {
     },
     /// A program of steps, looped (what rt-app phases become).
     Program(Program),
+    /// One stage of a producer / consumer pipeline joined by bounded
+    /// queues (seed 001 §4, Figs 6 and 7).
+    Stage(StageSpec),
+    /// The adaptive video player of seed 004 §3.2–3.4 (QStream-like).
+    Player(PlayerSpec),
+}
+
+impl WorkloadSpec {
+    /// The kind name of a workload that only the simulator can run
+    /// (`"stage"`, `"player"`), `None` for those live mode can imitate.
+    pub fn simulated_only(&self) -> Option<&'static str> {
+        match self {
+            WorkloadSpec::Stage(_) => Some("stage"),
+            WorkloadSpec::Player(_) => Some("player"),
+            _ => None,
+        }
+    }
+}
+
+/// A pipeline stage: takes an item from `input` (if any), spends `cost`
+/// of CPU on it, puts it into `output` (if any). It blocks while its input
+/// is empty or its output full. A stage without input is a source: it has
+/// an item ready whenever its pacing allows (`rate` items per second, or
+/// as fast as its CPU allows without `rate`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageSpec {
+    /// Queue it consumes from.
+    pub input: Option<String>,
+    /// Queue it produces into.
+    pub output: Option<String>,
+    /// CPU time per item.
+    pub cost: Duration,
+    /// Items per second a source may make (`None`: unpaced). Only for a
+    /// stage without `input`.
+    pub rate: Option<f64>,
+    /// Changes of speed over time; overlapping pulses multiply.
+    pub pulses: Vec<Pulse>,
+    /// How often the stage reports its queues' fill levels to its
+    /// scheduler as `progress` messages (`None`: never).
+    pub report: Option<Duration>,
+}
+
+/// A change of a stage's speed from `start` for `length`: with `rate`, the
+/// rate is multiplied by `factor`; without, the cost per item is divided
+/// by it (the stage makes `factor` times as many items per CPU second, as
+/// the producer of seed 001 Fig 6 does under a fixed reservation). Only
+/// sources (stages without `input`) have pulses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pulse {
+    /// When it begins, from the start of the run.
+    pub start: Duration,
+    /// How long it lasts.
+    pub length: Duration,
+    /// Speed multiplier, > 0.
+    pub factor: f64,
+}
+
+/// Seed 004's simulated adaptive video player (see `hsched_sim::player`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlayerSpec {
+    /// Frame period (1 / fps).
+    pub frame: Duration,
+    /// Mean decode cost of a frame.
+    pub decode: Duration,
+    /// Relative spread of the per-frame cost, in [0, 1).
+    pub spread: f64,
+    /// Longest decode event.
+    pub event: Duration,
+    /// Cost of a display event.
+    pub display: Duration,
+    /// Frames of work-ahead.
+    pub window: u64,
+    /// Call `coop_poll` at informed points (seed 004 §2.3); a refused call
+    /// (a scheduler other than `coop`) turns the player non-cooperative.
+    pub cooperative: bool,
 }
 
 /// Seed 003 §2 `srtsim` parameters.

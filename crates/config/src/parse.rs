@@ -18,6 +18,7 @@ const TOP_KEYS: &[&str] = &[
     "machine",
     "sim",
     "principal",
+    "queue",
     "scheduler",
     "thread",
     "workload",
@@ -67,11 +68,15 @@ const KINDS: &[&str] = &[
     "video",
     "frame-renderer",
     "program",
+    "stage",
+    "player",
 ];
 /// Most threads one `count` may create.
 const MAX_COUNT: u64 = 100_000;
 /// Most processors a machine may have.
 const MAX_CPUS: u64 = 4096;
+/// Largest queue capacity, in items.
+const MAX_QUEUE: u64 = 1 << 40;
 
 /// Parses a hierarchy file with the policies of `hsched_policies`.
 /// `file_name` is used in messages only; nothing is read from disk, so an
@@ -132,8 +137,10 @@ pub fn parse_str_with_policies(
         }
     }
     let principal_names: BTreeSet<String> = principals.iter().map(|p| p.name.clone()).collect();
+    let queues = read_queues(&mut r, root.get("queue"));
+    let queue_names: BTreeSet<String> = queues.iter().map(|q| q.name.clone()).collect();
     let (threads, thread_paths, broken_threads) =
-        read_threads(&mut r, root.get("thread"), &principal_names);
+        read_threads(&mut r, root.get("thread"), &principal_names, &queue_names);
     let workload = read_workload_section(&mut r, root.get("workload"));
     let (operations, op_paths, broken_ops) =
         read_ops(&mut r, root.get("at"), policies, machine.cpus);
@@ -216,6 +223,7 @@ pub fn parse_str_with_policies(
         schedulers,
         threads,
         principals,
+        queues,
         default_scheduler,
         operations,
         sim,
@@ -527,6 +535,72 @@ fn read_sim(r: &mut Reader<'_>, v: Option<&V<'_>>) -> SimDefaults {
         s.seed = r.uint(v, "seed", i64::MAX as u64);
     }
     s
+}
+
+/// Reads `[[queue]]` tables: `name`, `size` (items), `initial` (items,
+/// default 0).
+fn read_queues(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<QueueSpec> {
+    let mut out: Vec<QueueSpec> = Vec::new();
+    let Some(v) = v else { return out };
+    for tab in r.tables(v, "queue") {
+        r.unknown_keys(&tab, "[[queue]]", &["name", "size", "initial"]);
+        let Some(nv) = tab.get("name") else {
+            r.missing(&tab, "[[queue]]", "name", "\"q1\"");
+            continue;
+        };
+        let Some(name) = r.name(nv, "name") else {
+            continue;
+        };
+        if out.iter().any(|q| q.name == name) {
+            let e = r
+                .err(nv.span(), format!("duplicate queue `{name}`"))
+                .expected("a name no other [[queue]] uses");
+            r.push(e);
+            continue;
+        }
+        let size = match tab.get("size") {
+            None => {
+                r.missing(&tab, &format!("queue `{name}`"), "size", "64");
+                continue;
+            }
+            Some(v) => match r.uint(v, "size", MAX_QUEUE) {
+                Some(0) => {
+                    let e = r
+                        .err(v.span(), format!("queue `{name}` has `size` 0"))
+                        .expected(format!("a capacity from 1 to {MAX_QUEUE} items"));
+                    r.push(e);
+                    continue;
+                }
+                Some(n) => n,
+                None => continue,
+            },
+        };
+        let initial = match tab.get("initial") {
+            None => 0,
+            Some(v) => match r.uint(v, "initial", MAX_QUEUE) {
+                Some(n) if n <= size => n,
+                Some(n) => {
+                    let e = r
+                        .err(
+                            v.span(),
+                            format!("queue `{name}` starts with {n} items but holds {size}"),
+                        )
+                        .expected(format!("`initial` from 0 to {size}"));
+                    r.push(e);
+                    continue;
+                }
+                None => continue,
+            },
+        };
+        let span = r.span(&tab.span);
+        out.push(QueueSpec {
+            name,
+            size,
+            initial,
+            span,
+        });
+    }
+    out
 }
 
 fn read_principals(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<PrincipalSpec> {
@@ -874,6 +948,7 @@ fn read_threads(
     r: &mut Reader<'_>,
     v: Option<&V<'_>>,
     principals: &BTreeSet<String>,
+    queues: &BTreeSet<String>,
 ) -> (Vec<ThreadSpec>, Vec<String>, Vec<usize>) {
     let mut out: Vec<ThreadSpec> = Vec::new();
     let mut paths = Vec::new();
@@ -998,7 +1073,9 @@ fn read_threads(
             }
             Some(args)
         });
-        let workload = tab.get("workload").and_then(|v| read_workload(r, v));
+        let workload = tab
+            .get("workload")
+            .and_then(|v| read_workload(r, v, queues));
         let rtapp = tab.get("rtapp").and_then(|v| r.name(v, "rtapp"));
         if let (Some(_), Some(_)) = (&workload, &rtapp) {
             let at = tab.key_span("rtapp").unwrap_or(tab.span.clone());
@@ -1097,7 +1174,7 @@ fn read_threads(
 }
 
 /// Reads a `workload = { kind = ..., ... }` table.
-fn read_workload(r: &mut Reader<'_>, v: &V<'_>) -> Option<WorkloadSpec> {
+fn read_workload(r: &mut Reader<'_>, v: &V<'_>, queues: &BTreeSet<String>) -> Option<WorkloadSpec> {
     let tab = r.table(v, "workload")?;
     let Some(kv) = tab.get("kind") else {
         let e = r
@@ -1124,6 +1201,19 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>) -> Option<WorkloadSpec> {
         ],
         "frame-renderer" => &["kind", "work", "miss_gap"],
         "program" => &["kind", "steps", "loops", "delay"],
+        "stage" => &[
+            "kind", "input", "output", "cost", "rate", "pulses", "report",
+        ],
+        "player" => &[
+            "kind",
+            "fps",
+            "decode",
+            "spread",
+            "event",
+            "display",
+            "window",
+            "cooperative",
+        ],
         other => {
             let e = r
                 .err(kv.span(), format!("unknown workload kind `{other}`"))
@@ -1236,9 +1326,233 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>) -> Option<WorkloadSpec> {
             positive(r, "miss_gap", miss_gap);
             WorkloadSpec::FrameRenderer { work, miss_gap }
         }
+        "stage" => read_stage(r, &tab, &what, queues)?,
+        "player" => read_player(r, &tab)?,
         _ => WorkloadSpec::Program(read_program(r, &tab, &what)?),
     };
     (r.errs.len() == before).then_some(w)
+}
+
+/// A `stage` workload (docs/hierarchy-format.md, "Pipelines").
+fn read_stage(
+    r: &mut Reader<'_>,
+    tab: &Tab<'_, '_>,
+    what: &str,
+    queues: &BTreeSet<String>,
+) -> Option<WorkloadSpec> {
+    let queue = |r: &mut Reader<'_>, key: &str| -> Option<Option<String>> {
+        let Some(v) = tab.get(key) else {
+            return Some(None);
+        };
+        let q = r.name(v, key)?;
+        if !queues.contains(&q) {
+            let names: Vec<&str> = queues.iter().map(String::as_str).collect();
+            let e = r
+                .err(
+                    v.span(),
+                    format!("{what} names {key} queue `{q}`, which is not declared"),
+                )
+                .expected(if names.is_empty() {
+                    format!("a [[queue]] named `{q}` (name, size)")
+                } else {
+                    one_of_these(&names)
+                })
+                .maybe_hint(did_you_mean(&q, names.iter().copied()));
+            r.push(e);
+            return None;
+        }
+        Some(Some(q))
+    };
+    let input = queue(r, "input");
+    let output = queue(r, "output");
+    let (input, output) = (input?, output?);
+    if input.is_none() && output.is_none() {
+        let e = r
+            .err(
+                tab.span.clone(),
+                format!("{what} has neither `input` nor `output`"),
+            )
+            .expected(
+                "`input = \"q\"` (a consumer), `output = \"q\"` (a producer), or both (a filter)",
+            );
+        r.push(e);
+        return None;
+    }
+    if input.is_some() && input == output {
+        let e = r
+            .err(
+                tab.span.clone(),
+                format!("{what} reads and writes the same queue"),
+            )
+            .expected("different `input` and `output` queues");
+        r.push(e);
+        return None;
+    }
+    let cost = match tab.get("cost") {
+        None => {
+            r.missing(tab, what, "cost", "\"1ms\"");
+            return None;
+        }
+        Some(v) => {
+            let c = r.duration(v, "cost")?;
+            if c == Duration::ZERO {
+                let e = r
+                    .err(v.span(), "`cost` is zero")
+                    .expected("the CPU time per item, longer than zero");
+                r.push(e);
+                return None;
+            }
+            c
+        }
+    };
+    let rate = match tab.get("rate") {
+        None => None,
+        Some(v) => {
+            let x = r.number(v, "rate")?;
+            if !(x > 0.0 && x <= 1e9) {
+                let e = r
+                    .err(v.span(), format!("`rate` = {x} is out of range"))
+                    .expected("items per second above 0, e.g. 200");
+                r.push(e);
+                return None;
+            }
+            if input.is_some() {
+                let e = r
+                    .err(v.span(), format!("{what} has `rate` and an `input` queue"))
+                    .expected("`rate` only on a source (a stage without `input`): other stages are paced by their input");
+                r.push(e);
+                return None;
+            }
+            Some(x)
+        }
+    };
+    let mut pulses = Vec::new();
+    if let (Some(pv), Some(_)) = (tab.get("pulses"), &input) {
+        let e = r
+            .err(pv.span(), format!("{what} has `pulses` and an `input` queue"))
+            .expected("`pulses` only on a source (a stage without `input`): other stages follow their input");
+        r.push(e);
+        return None;
+    }
+    if let Some(pv) = tab.get("pulses") {
+        for pt in r.tables(pv, "pulses") {
+            r.unknown_keys(&pt, "a pulse", &["start", "length", "factor"]);
+            let start = match pt.get("start") {
+                Some(v) => r.duration(v, "start")?,
+                None => {
+                    r.missing(&pt, "a pulse", "start", "\"1s\"");
+                    return None;
+                }
+            };
+            let length = match pt.get("length") {
+                Some(v) => r.duration(v, "length")?,
+                None => {
+                    r.missing(&pt, "a pulse", "length", "\"1s\"");
+                    return None;
+                }
+            };
+            let factor = match pt.get("factor") {
+                Some(v) => {
+                    let f = r.number(v, "factor")?;
+                    if !(f > 0.0 && f <= 1e6) {
+                        let e = r
+                            .err(v.span(), format!("`factor` = {f} is out of range"))
+                            .expected("a speed multiplier above 0, e.g. 2 (twice as fast)");
+                        r.push(e);
+                        return None;
+                    }
+                    f
+                }
+                None => 2.0,
+            };
+            pulses.push(Pulse {
+                start,
+                length,
+                factor,
+            });
+        }
+    }
+    let report = match tab.get("report") {
+        None => Some(Duration::from_millis(10)),
+        Some(v) => {
+            let d = r.duration(v, "report")?;
+            (d > Duration::ZERO).then_some(d)
+        }
+    };
+    Some(WorkloadSpec::Stage(StageSpec {
+        input,
+        output,
+        cost,
+        rate,
+        pulses,
+        report,
+    }))
+}
+
+/// A `player` workload (docs/hierarchy-format.md, "Video players").
+fn read_player(r: &mut Reader<'_>, tab: &Tab<'_, '_>) -> Option<WorkloadSpec> {
+    let d = |r: &mut Reader<'_>, key: &str, default: Duration| -> Option<Duration> {
+        match tab.get(key) {
+            None => Some(default),
+            Some(v) => {
+                let x = r.duration(v, key)?;
+                if x == Duration::ZERO {
+                    let e = r
+                        .err(v.span(), format!("`{key}` is zero"))
+                        .expected(format!("`{key}` longer than zero"));
+                    r.push(e);
+                    return None;
+                }
+                Some(x)
+            }
+        }
+    };
+    let frame = match tab.get("fps") {
+        None => Duration::from_nanos(41_666_667),
+        Some(v) => match r.number(v, "fps")? {
+            f if f > 0.0 && f <= 1e6 => Duration::from_nanos((1e9 / f).round() as u64),
+            f => {
+                let e = r
+                    .err(v.span(), format!("`fps` = {f} is out of range"))
+                    .expected("a frame rate above 0, e.g. 24");
+                r.push(e);
+                return None;
+            }
+        },
+    };
+    let decode = d(r, "decode", Duration::from_micros(5_500));
+    let event = d(r, "event", Duration::from_millis(1));
+    let display = d(r, "display", Duration::from_micros(50));
+    let spread = match tab.get("spread") {
+        None => Some(0.4),
+        Some(v) => match r.number(v, "spread")? {
+            x if (0.0..1.0).contains(&x) => Some(x),
+            x => {
+                let e = r
+                    .err(v.span(), format!("`spread` = {x} is out of range"))
+                    .expected("a relative spread in [0, 1), e.g. 0.4");
+                r.push(e);
+                None
+            }
+        },
+    };
+    let window = match tab.get("window") {
+        None => Some(3),
+        Some(v) => r.uint(v, "window", 1000),
+    };
+    let cooperative = match tab.get("cooperative") {
+        None => Some(true),
+        Some(v) => r.boolean(v, "cooperative"),
+    };
+    Some(WorkloadSpec::Player(PlayerSpec {
+        frame,
+        decode: decode?,
+        spread: spread?,
+        event: event?,
+        display: display?,
+        window: window?,
+        cooperative: cooperative?,
+    }))
 }
 
 fn read_video(r: &mut Reader<'_>, tab: &Tab<'_, '_>, what: &str) -> Option<WorkloadSpec> {

@@ -449,3 +449,73 @@ fn durations_need_units_everywhere() {
     let h = parse("[machine]\ntimer = \"800Hz\"\ncontext_switch = 0\n").unwrap();
     assert_eq!(h.machine.timer, TimerModel::Tick { hz: 800 });
 }
+
+#[test]
+fn pipeline_stages_and_players_parse_and_are_refused_in_live_mode() {
+    let text = r#"
+[[scheduler]]
+name = "rr"
+policy = "realrate"
+[[queue]]
+name = "q"
+size = 64
+initial = 32
+[[thread]]
+name = "src"
+scheduler = "rr"
+workload = { kind = "stage", output = "q", cost = "1ms", rate = 200, pulses = [{ start = "1s", length = "500ms" }], report = "20ms" }
+[[thread]]
+name = "sink"
+scheduler = "rr"
+workload = { kind = "stage", input = "q", cost = "2ms", report = "0s" }
+[[thread]]
+name = "p"
+scheduler = "rr"
+workload = { kind = "player", fps = 25, cooperative = false }
+[[thread]]
+name = "real"
+scheduler = "rr"
+exec = ["./sink"]
+workload = { kind = "stage", input = "q", cost = "1ms" }
+"#;
+    let h = hsched_config::parse_str(text, "p.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        h.queues,
+        vec![hsched_config::QueueSpec {
+            name: "q".into(),
+            size: 64,
+            initial: 32,
+            span: h.queues[0].span,
+        }]
+    );
+    let Some(WorkloadSpec::Stage(src)) = &h.threads[0].workload else {
+        panic!("{:?}", h.threads[0].workload)
+    };
+    assert_eq!(src.output.as_deref(), Some("q"));
+    assert_eq!(src.rate, Some(200.0));
+    assert_eq!(src.report, Some(Duration::from_millis(20)));
+    // A pulse doubles the speed by default.
+    assert_eq!(src.pulses[0].factor, 2.0);
+    let Some(WorkloadSpec::Stage(sink)) = &h.threads[1].workload else {
+        panic!()
+    };
+    assert_eq!((sink.input.as_deref(), sink.report), (Some("q"), None));
+    let Some(WorkloadSpec::Player(p)) = &h.threads[2].workload else {
+        panic!()
+    };
+    assert_eq!(p.frame, Duration::from_millis(40));
+    assert!(!p.cooperative);
+    assert_eq!(p.decode, Duration::from_micros(5500));
+    // Live mode: the three simulated-only threads are named, the one with
+    // `exec` is not.
+    let e = h.check_live().unwrap_err().to_string();
+    for name in [
+        "`src` has a `stage`",
+        "`sink` has a `stage`",
+        "`p` has a `player`",
+    ] {
+        assert!(e.contains(name), "{e}");
+    }
+    assert!(!e.contains("`real`"), "{e}");
+    assert!(h.check_simulatable().is_ok());
+}

@@ -15,6 +15,8 @@
 //! | `ts` | [`BestEffort`] | anything (as NULL) | NULL | 5.3.1.6 |
 //! | `best`, `best-rate` | [`BestEffort`] | anything (as NULL) | NULL | — |
 //! | `linux24` | [`BestEffort`] | anything (as NULL) | NULL | Table 5.1 "Linux" |
+//! | `realrate` | [`RealRate`] | ALL | RESBH per real-time or aperiodic child (admission against `overload`, rate-monotonic test); NULL to real-rate and misc children | seed 001 §3.1, §3.3 |
+//! | `coop` | [`Coop`] | anything (as NULL) | NULL | seed 004 §2.2.2, §2.3–2.5 |
 //!
 //! A mapping is data plus two questions: [`Mapping::accepts`] (is this
 //! received guarantee usable, and as what?) and
@@ -53,6 +55,14 @@ pub struct InstanceParams {
     pub period: Option<Duration>,
     /// PS (SFQ): the scheduling quantum `q` of Equation 5.2.
     pub quantum: Option<Duration>,
+    /// Real-rate: the overload threshold on the sum of proportions, in
+    /// (0, 1) (default 0.9).
+    pub overload: Option<f64>,
+    /// Real-rate: the proportion every adaptive child keeps (default 0.01).
+    pub floor: Option<f64>,
+    /// Real-rate: the period of aperiodic, real-rate and misc children
+    /// (default 30 ms).
+    pub default_period: Option<Duration>,
 }
 
 impl InstanceParams {
@@ -69,6 +79,15 @@ impl InstanceParams {
         }
         if self.quantum.is_some() {
             v.push("quantum");
+        }
+        if self.overload.is_some() {
+            v.push("overload");
+        }
+        if self.floor.is_some() {
+            v.push("floor");
+        }
+        if self.default_period.is_some() {
+            v.push("default_period");
         }
         v
     }
@@ -112,6 +131,38 @@ pub struct EdgeParams {
     pub amount: Option<Duration>,
     /// Rez: the reservation period.
     pub period: Option<Duration>,
+    /// Real-rate: the child's proportion of the processor, in (0, 1].
+    pub proportion: Option<f64>,
+    /// Real-rate: the child's thread class (seed 001 Fig 2); `None`
+    /// infers it as the policy does.
+    pub class: Option<RateClass>,
+}
+
+/// The thread classes of seed 001 Fig 2, as `realrate` takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateClass {
+    /// Proportion and period given.
+    RealTime,
+    /// Proportion given, the default period.
+    Aperiodic,
+    /// Sized by the controller from progress.
+    RealRate,
+    /// Nothing known.
+    Misc,
+}
+
+impl RateClass {
+    /// The class named `s` (`real-time`, `aperiodic`, `real-rate`,
+    /// `misc`).
+    pub fn parse(s: &str) -> Option<RateClass> {
+        Some(match s {
+            "real-time" => RateClass::RealTime,
+            "aperiodic" => RateClass::Aperiodic,
+            "real-rate" => RateClass::RealRate,
+            "misc" => RateClass::Misc,
+            _ => return None,
+        })
+    }
 }
 
 /// What a mapping knows of the machine.
@@ -941,10 +992,245 @@ fn build_limit(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping
     }))
 }
 
+/// Default real-rate overload threshold (seed 001 §3.3).
+pub const DEFAULT_OVERLOAD: f64 = 0.9;
+/// Default real-rate floor of adaptive children.
+pub const DEFAULT_FLOOR: f64 = 0.01;
+/// Default period of aperiodic, real-rate and misc children (seed 001
+/// §3.3: 30 ms).
+pub const DEFAULT_RATE_PERIOD: Duration = Duration::from_millis(30);
+
+/// `realrate`, real-rate scheduling (seed 001 §3.1, §3.3): `ALL ↦
+/// (RESBH⁺, NULL⁺)`. A real-time child (`proportion` and `period`) and an
+/// aperiodic one (`proportion`, the default period) get `RESBH
+/// proportion·period period`: the dispatcher enforces the budget every
+/// period and never squishes it (§3.3). They are admitted in order while
+/// the real-time proportions plus the floor of every adaptive child stay
+/// within `overload`, as the policy's own admission control does. The
+/// budgets are dispatched rate-monotonically beside the adaptive
+/// children, whose allocations the controller may raise to whatever
+/// `overload` leaves, so the reservation is hard only when rate-monotonic
+/// scheduling of the whole instance at utilization `overload` is
+/// feasible: all periods harmonic (each divides the longer ones), or
+/// `overload` within the Liu–Layland bound `n(2^{1/n} − 1)` of its `n`
+/// children. Otherwise the real-time children get NULL, with the reason.
+/// Real-rate and misc children get NULL: their allocations follow
+/// progress and are squished under overload (only the floor is kept, too
+/// small to be worth a guarantee). Uniprocessor: one parent VP.
+#[derive(Clone, Copy, Debug)]
+pub struct RealRate {
+    /// Overload threshold, in (0, 1).
+    pub overload: f64,
+    /// Floor of every adaptive child.
+    pub floor: f64,
+    /// Period of children that do not give one.
+    pub default_period: Duration,
+}
+
+impl Default for RealRate {
+    fn default() -> RealRate {
+        RealRate {
+            overload: DEFAULT_OVERLOAD,
+            floor: DEFAULT_FLOOR,
+            default_period: DEFAULT_RATE_PERIOD,
+        }
+    }
+}
+
+impl RealRate {
+    /// The class of `c` as the policy infers it (Fig 2): proportion and
+    /// period: real-time; proportion only: aperiodic; otherwise misc (a
+    /// misc child that reports progress becomes real-rate, which changes no
+    /// guarantee).
+    fn class(c: &EdgeParams) -> RateClass {
+        c.class.unwrap_or(match (c.proportion, c.period) {
+            (Some(_), Some(_)) => RateClass::RealTime,
+            (Some(_), None) => RateClass::Aperiodic,
+            _ => RateClass::Misc,
+        })
+    }
+}
+
+/// Whether every period divides every longer one.
+fn harmonic(periods: &[u64]) -> bool {
+    periods.iter().all(|&a| {
+        periods
+            .iter()
+            .all(|&b| a == 0 || b == 0 || a.max(b) % a.min(b) == 0)
+    })
+}
+
+impl Mapping for RealRate {
+    fn policy(&self) -> &str {
+        "realrate"
+    }
+    fn title(&self) -> &str {
+        "RealRate"
+    }
+    fn needs(&self) -> String {
+        "ALL (the whole processor: a root, or FP's top child)".into()
+    }
+    fn accepts(&self, g: &Guarantee) -> Result<Guarantee, String> {
+        match *g {
+            Guarantee::All => Ok(*g),
+            _ => Err(format!(
+                "{g} is not the whole processor: realrate sizes proportions of a full CPU and needs ALL (seed 001 §3.1)"
+            )),
+        }
+    }
+    fn child_guarantees(
+        &self,
+        _received: &[Guarantee],
+        children: &[ChildRequest<'_>],
+    ) -> Vec<Result<Provision, String>> {
+        const RULE: &str = "seed 001 §3.1/§3.3: RealRate ALL ↦ RESBH⁺ for real-time children";
+        const ADAPTIVE: &str =
+            "seed 001 §3.3: real-rate and misc allocations follow progress and are squished under overload: NULL";
+        const NOT_RM: &str = "seed 001 §3.1: rate-monotonic dispatch up to `overload` is not feasible here (periods not harmonic, overload above the Liu–Layland bound): NULL";
+        let classes: Vec<RateClass> = children.iter().map(|c| RealRate::class(c.params)).collect();
+        let adaptive = classes
+            .iter()
+            .filter(|c| matches!(c, RateClass::RealRate | RateClass::Misc))
+            .count();
+        let periods: Vec<u64> = children
+            .iter()
+            .zip(&classes)
+            .map(|(c, k)| match (k, c.params.period) {
+                (RateClass::Aperiodic, _) | (_, None) => self.default_period.as_nanos(),
+                (_, Some(p)) => p.as_nanos(),
+            })
+            .collect();
+        let n = children.len().max(1) as f64;
+        let ll = n * (2f64.powf(1.0 / n) - 1.0);
+        let rm_ok = harmonic(&periods) || self.overload <= ll + EPS;
+        let mut total = adaptive as f64 * self.floor;
+        children
+            .iter()
+            .zip(&classes)
+            .zip(&periods)
+            .map(|((c, class), &period)| {
+                if matches!(class, RateClass::RealRate | RateClass::Misc) {
+                    return Ok(Provision::one(Guarantee::Null, ADAPTIVE));
+                }
+                let Some(p) = c.params.proportion else {
+                    return Err(format!(
+                        "'{}' is {} but has no `proportion`",
+                        c.name,
+                        if *class == RateClass::RealTime { "real-time" } else { "aperiodic" }
+                    ));
+                };
+                if !(p > 0.0 && p <= 1.0) {
+                    return Err(format!("'{}' has proportion {p}; it must be in (0, 1]", c.name));
+                }
+                if total + p > self.overload + EPS {
+                    return Err(format!(
+                        "admission refused: proportion {:.1}% on top of {:.1}% (real-time proportions and the floors of {adaptive} adaptive children) exceeds the {:.1}% overload threshold (seed 001 §3.3)",
+                        p * 100.0,
+                        total * 100.0,
+                        self.overload * 100.0
+                    ));
+                }
+                total += p;
+                if !rm_ok {
+                    return Ok(Provision::one(Guarantee::Null, NOT_RM));
+                }
+                let period = Duration::from_nanos(period);
+                let amount = Duration::from_nanos((period.as_nanos() as f64 * p).floor() as u64);
+                Guarantee::reservation(K::ResBH, amount, period)
+                    .map(|g| Provision::one(g, RULE))
+                    .map_err(|e| format!("'{}': {e}", c.name))
+            })
+            .collect()
+    }
+}
+
+/// `coop`, fair share with cooperative domains (seed 004 §2.2.2, §2.3–2.5):
+/// `any ↦ NULL⁺`. It accepts any guarantee and promises every child NULL.
+/// What it does provide, precisely: a child that never calls `coop_poll`
+/// is a best-effort entity with its own virtual time, dispatched
+/// minimum-virtual-time first with slices of `max(period / n, min_slice)`
+/// (§2.2.2), so over a long interval in which it stays runnable it gets
+/// at least `1/n` of what `coop` receives (`n` the entities runnable);
+/// but a sleeper's virtual time is raised on wake-up (borrowing, "use it
+/// or lose it"), slices are cut at other members' deadlines (Fig 2.17),
+/// and entities come and go as children join or leave domains, so neither
+/// the share nor its error is bounded in advance. A member of a
+/// cooperative domain shares one entity's virtual time with the other
+/// members (Fig 2.14); inside the domain, time goes to the earliest
+/// expired deadline or the most important best-effort event (Fig 2.15),
+/// which is cooperative timeliness and no reservation (the thesis's goal
+/// (c), §1: no reservations); and a member that overruns its slice or
+/// blocks outside `coop_poll` is policed (§2.3). Since which children are
+/// members is decided at run time by their `coop_poll` calls, every child
+/// is declared best effort.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Coop;
+
+impl Mapping for Coop {
+    fn policy(&self) -> &str {
+        "coop"
+    }
+    fn title(&self) -> &str {
+        "Coop"
+    }
+    fn needs(&self) -> String {
+        "NULL (any guarantee)".into()
+    }
+    fn max_parents(&self) -> Option<usize> {
+        None
+    }
+    fn accepts(&self, _g: &Guarantee) -> Result<Guarantee, String> {
+        Ok(Guarantee::Null)
+    }
+    fn child_guarantees(
+        &self,
+        _received: &[Guarantee],
+        children: &[ChildRequest<'_>],
+    ) -> Vec<Result<Provision, String>> {
+        vec![
+            Ok(Provision::one(
+                Guarantee::Null,
+                "seed 004 §2.3–2.5: Coop any ↦ NULL⁺ (fair share and cooperative domains, no reservation)"
+            ));
+            children.len()
+        ]
+    }
+}
+
+fn build_realrate(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>, String> {
+    p.only("realrate", &["overload", "floor", "default_period"])?;
+    let d = RealRate::default();
+    let overload = p.overload.unwrap_or(d.overload);
+    if !(overload > 0.0 && overload < 1.0) {
+        return Err(format!(
+            "`overload` = {overload} must be a fraction in (0, 1), e.g. 0.9"
+        ));
+    }
+    let floor = p.floor.unwrap_or(d.floor);
+    if !(0.0..1.0).contains(&floor) {
+        return Err(format!("`floor` = {floor} must be a fraction in [0, 1)"));
+    }
+    let default_period = p.default_period.unwrap_or(d.default_period);
+    if default_period.as_nanos() == 0 {
+        return Err("`default_period` must be longer than zero, e.g. 30ms".into());
+    }
+    Ok(Box::new(RealRate {
+        overload,
+        floor,
+        default_period,
+    }))
+}
+
+fn build_coop(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>, String> {
+    p.only("coop", &[])?;
+    Ok(Box::new(Coop))
+}
+
 impl Registry {
     /// The built-in mappings: `fp`, `ts`, `rez`, `ps` (alias `sfq`),
-    /// `join`, `limit`, and best-effort `best`, `best-rate` and `linux24`
-    /// (Linux's time sharing: `NULL ↦ NULL⁺`, Table 5.1).
+    /// `join`, `limit`, best-effort `best`, `best-rate` and `linux24`
+    /// (Linux's time sharing: `NULL ↦ NULL⁺`, Table 5.1), `realrate` and
+    /// `coop`.
     pub fn builtin() -> Registry {
         let entries: Vec<(String, Constructor)> = vec![
             ("fp".into(), build_fp as Constructor),
@@ -957,6 +1243,8 @@ impl Registry {
             ("best".into(), build_best),
             ("best-rate".into(), build_best_rate),
             ("linux24".into(), build_linux24),
+            ("realrate".into(), build_realrate),
+            ("coop".into(), build_coop),
         ];
         Registry { entries }
     }

@@ -11,7 +11,7 @@ use hsched_guarantee::compose::{
 use hsched_guarantee::ghost::{
     min_amount, parameter_space, schedulable_in_reservation, search_reservation, Grid, SearchConfig,
 };
-use hsched_guarantee::mapping::{EdgeParams, InstanceParams};
+use hsched_guarantee::mapping::{EdgeParams, InstanceParams, RateClass};
 use hsched_guarantee::rta::{self, Task};
 use hsched_guarantee::sbf::{edf_schedulable, fp_response_times, Supply};
 use hsched_guarantee::{convert, satisfies, ConvertParams, Duration, Guarantee, GuaranteeKind};
@@ -205,7 +205,7 @@ fn degenerate_task_sets_are_errors_not_panics() {
 fn random_hierarchies_never_panic() {
     let mut rng = Rng::from_env(0xbad_0004);
     let policies = [
-        "fp", "ts", "rez", "ps", "sfq", "join", "limit", "best", "edf", "",
+        "fp", "ts", "rez", "ps", "sfq", "join", "limit", "best", "edf", "", "realrate", "coop",
     ];
     for _ in 0..1500 {
         let cpus = rng.range(0, 3) as u32;
@@ -223,6 +223,15 @@ fn random_hierarchies_never_panic() {
             period: rng
                 .chance(40)
                 .then(|| Duration::from_millis(rng.range(0, 40))),
+            proportion: rng.chance(30).then(|| weird_share(rng)),
+            class: rng.chance(30).then(|| {
+                rng.pick(&[
+                    RateClass::RealTime,
+                    RateClass::Aperiodic,
+                    RateClass::RealRate,
+                    RateClass::Misc,
+                ])
+            }),
         };
         for i in 0..ns {
             let mut s = SchedulerSpec::new(&format!("n{i}"), rng.pick(&policies));
@@ -231,6 +240,9 @@ fn random_hierarchies_never_panic() {
                 amount: rng.chance(10).then(|| weird_duration(&mut rng)),
                 period: rng.chance(10).then(|| weird_duration(&mut rng)),
                 quantum: rng.chance(10).then(|| weird_duration(&mut rng)),
+                overload: rng.chance(10).then(|| weird_share(&mut rng)),
+                floor: rng.chance(10).then(|| weird_share(&mut rng)),
+                default_period: rng.chance(10).then(|| weird_duration(&mut rng)),
             };
             for _ in 0..rng.range(0, 3) {
                 let parent = if rng.chance(25) {

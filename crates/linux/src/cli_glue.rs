@@ -128,13 +128,18 @@ pub fn run_main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    // An unreadable or invalid file is an input error (2), like every verb.
     let h = match hsched_config::load(&file) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("{e}");
-            return 1;
+            return 2;
         }
     };
+    if let Err(e) = h.check_live() {
+        eprintln!("{e}");
+        return 2;
+    }
     match run(&h, opts) {
         Ok(r) => {
             if json {

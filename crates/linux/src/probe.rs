@@ -142,6 +142,14 @@ pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, see
             }
         }
         WorkloadSpec::Program(p) => program(p, slot, end_ns),
+        // Simulated only (`Hierarchy::check_live` names such threads before
+        // a run): their queues and coop_poll calls have no real counterpart.
+        WorkloadSpec::Stage(_) | WorkloadSpec::Player(_) => {
+            let kind = w.simulated_only().unwrap_or("simulated");
+            eprintln!(
+                "hsched: the `{kind}` workload runs only in the simulator; give the thread `exec`"
+            );
+        }
     }
 }
 

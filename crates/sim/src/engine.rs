@@ -17,6 +17,10 @@
 //! So a job that finishes exactly when a budget timer expires finishes
 //! first, threads exist before operations at the same instant name them,
 //! and an exit comes after everything else the thread does at its instant.
+//! Inside one workload callback: the messages it queued for its scheduler
+//! are delivered (`Hsi::thread_msg`, in order) before its request is
+//! applied, and then the threads its queue changes may have unblocked are
+//! poked, in the order they began to wait (see `crate::workload`).
 //! Nothing here iterates over a hash map; the order is total.
 //!
 //! # Processor model
@@ -33,12 +37,12 @@ use crate::gantt::Gantt;
 use crate::machine::{timer_fire_time, StealGen, NEVER};
 use crate::metrics::ThreadStats;
 use crate::report::{
-    CpuReport, EventCounts, MachineReport, PrincipalReport, Report, SchedulerReport, ThreadReport,
-    SCHEMA_VERSION,
+    CpuReport, EventCounts, MachineReport, PrincipalReport, QueueReport, Report, SchedulerReport,
+    ThreadReport, SCHEMA_VERSION,
 };
 use crate::rng::{stream_of, Rng};
 use crate::trace::{json_str, TraceWriter, PID_CPUS, PID_SCHEDULERS, PID_THREADS, STOLEN_TID};
-use crate::workload::{Next, WCtx, Workload};
+use crate::workload::{Next, Shared, WCtx, Workload};
 use hsched_config::{BuildError, Hierarchy, OpSpec, ThreadSpec, TimedOp, TimerModel};
 use hsched_core::{
     CpuId, Hsi, HsiError, Instant, Node, PolicyEvent, RevokeReason, ThreadId, TraceEvent, TraceKind,
@@ -178,6 +182,10 @@ pub(crate) struct Engine<'h> {
     scheds: Vec<SchedRec>,
     timer_rounds: u32,
     timer_round_at: u64,
+    /// Pipeline queues, pokes and workload messages.
+    shared: Shared,
+    /// Inside `run_pokes`.
+    poking: bool,
 }
 
 fn principal_index(list: &mut Vec<String>, name: &str) -> usize {
@@ -229,9 +237,11 @@ impl<'h> Engine<'h> {
                     None => "is missing: the thread has no `workload` (`exec` alone describes a live-mode thread)".into(),
                 },
             })?;
-            let workload = Workload::new(spec, &rng).map_err(|message| SimError::Workload {
-                thread: s.name.clone(),
-                message,
+            let workload = Workload::with_queues(spec, &rng, &h.queues).map_err(|message| {
+                SimError::Workload {
+                    thread: s.name.clone(),
+                    message,
+                }
             })?;
             threads.push(SimThread {
                 name: s.name.clone(),
@@ -266,6 +276,7 @@ impl<'h> Engine<'h> {
             });
         }
         let progress_step = (setup.end / 100).max(1);
+        let specs_len = specs.len();
         let mut e = Engine {
             h,
             policies,
@@ -306,6 +317,8 @@ impl<'h> Engine<'h> {
             scheds: Vec::new(),
             timer_rounds: 0,
             timer_round_at: 0,
+            shared: Shared::new(&h.queues, specs_len),
+            poking: false,
         };
         e.next_steal = e.steals.iter().map(|g| g.next).min().unwrap_or(NEVER);
         e.refresh_schedulers();
@@ -820,21 +833,35 @@ impl<'h> Engine<'h> {
             workload,
             rng,
             stats,
+            id,
             ..
         } = &mut self.threads[i];
+        let params = match id {
+            Some(t) if workload.reads_params() => {
+                Some(self.hsi.vp_info(self.hsi.thread_vp(*t)).params)
+            }
+            _ => None,
+        };
         let mut cx = WCtx {
             now,
             rng,
             stats,
             arm: None,
             missed: 0,
+            me: i as u32,
+            shared: &mut self.shared,
+            params,
         };
         let next = match cb {
             Callback::Start => workload.start(&mut cx),
             Callback::Done => workload.done(&mut cx),
             Callback::Timer => workload.timer(&mut cx),
+            Callback::Poke => workload.poke(&mut cx),
         };
         let (arm, missed) = (cx.arm, cx.missed);
+        if !self.shared.msgs.is_empty() {
+            self.send_messages(i)?;
+        }
         if missed > 0 {
             self.record_miss(i, missed);
         }
@@ -872,7 +899,59 @@ impl<'h> Engine<'h> {
                 thread: self.threads[i].name.clone(),
                 at: Instant(now),
             }),
+        }?;
+        self.run_pokes()
+    }
+
+    /// Delivers the messages a workload callback of thread `i` queued to
+    /// its scheduler, in order. A refusal is counted; a protocol violation
+    /// ends the run.
+    fn send_messages(&mut self, i: usize) -> Result<(), SimError> {
+        let msgs = std::mem::take(&mut self.shared.msgs);
+        for m in &msgs {
+            let Some(id) = self.threads[i].id else { break };
+            self.counts.thread_msg += 1;
+            match self.hsi.thread_msg(Instant(self.now), id, m) {
+                Ok(()) => {
+                    self.shared.sent[i].0 += 1;
+                    self.after_input(Ok(()), Input::Thread(i, "message"))?;
+                }
+                Err(HsiError::Op(_)) => {
+                    self.shared.sent[i].1 += 1;
+                    self.after_input(Ok(()), Input::Thread(i, "message"))?;
+                }
+                Err(e) => return Err(self.hsi_error(e, Input::Thread(i, "message"))),
+            }
         }
+        self.shared.msgs = msgs;
+        self.shared.msgs.clear();
+        Ok(())
+    }
+
+    /// Calls `poke` on every thread a queue change may have unblocked, in
+    /// order; pokes raised meanwhile join the end of the list.
+    fn run_pokes(&mut self) -> Result<(), SimError> {
+        if self.poking || self.shared.pokes.is_empty() {
+            return Ok(());
+        }
+        self.poking = true;
+        let mut k = 0;
+        let r = loop {
+            let Some(&j) = self.shared.pokes.get(k) else {
+                break Ok(());
+            };
+            k += 1;
+            let th = &self.threads[j as usize];
+            if th.id.is_none() || th.exited.is_some() {
+                continue;
+            }
+            if let Err(e) = self.call_workload(j as usize, Callback::Poke) {
+                break Err(e);
+            }
+        };
+        self.shared.pokes.clear();
+        self.poking = false;
+        r
     }
 
     fn record_miss(&mut self, i: usize, n: u64) {
@@ -1116,6 +1195,8 @@ impl<'h> Engine<'h> {
                 }),
                 created_ns: th.created,
                 exited_ns: th.exited,
+                messages_sent: self.shared.sent[i].0,
+                messages_refused: self.shared.sent[i].1,
             });
         }
         let schedulers = self
@@ -1154,6 +1235,21 @@ impl<'h> Engine<'h> {
             context_switches: per_cpu.iter().map(|c| c.context_switches).sum(),
             per_cpu,
         };
+        let queues = self
+            .shared
+            .queues
+            .iter()
+            .map(|q| QueueReport {
+                name: q.name.clone(),
+                size: q.size,
+                fill: q.fill,
+                mean_fill: q.mean_fill(dur) / q.size as f64,
+                min_fill: q.min,
+                max_fill: q.max,
+                pushed: q.pushed,
+                popped: q.popped,
+            })
+            .collect();
         Report {
             hsched_report: SCHEMA_VERSION,
             duration_ns: dur,
@@ -1165,6 +1261,7 @@ impl<'h> Engine<'h> {
             schedulers,
             principals,
             machine,
+            queues,
         }
     }
 }
@@ -1182,6 +1279,8 @@ enum Callback {
     Start,
     Done,
     Timer,
+    /// A queue the thread waits on changed.
+    Poke,
 }
 
 /// An operation in words, for errors.

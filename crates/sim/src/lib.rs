@@ -9,8 +9,11 @@
 //! timers (§10.4; seed 003's 800 Hz clock) and stolen time (ch. 11).
 //! Threads are programmable state machines: CPU-bound, periodic,
 //! sporadic, interactive, blocking I/O, `srtsim` video (seed 003 §2), the
-//! self-monitoring frame renderer of §10.5.2, and programs of steps
-//! (what rt-app tasks become).
+//! self-monitoring frame renderer of §10.5.2, programs of steps (what
+//! rt-app tasks become), pipeline stages joined by bounded queues (seed 001
+//! §4) and the adaptive video player of seed 004. A workload may send
+//! messages to its own scheduler (`progress`, `coop_poll`) through
+//! `Hsi::thread_msg`; see the `workload` module.
 //!
 //! A run returns a [`Report`] (JSON and a table; docs/metrics.md defines
 //! every figure) and can stream a Perfetto trace and write an SVG Gantt
@@ -76,8 +79,8 @@ pub use error::SimError;
 pub use gantt::GanttRequest;
 pub use metrics::Dist;
 pub use report::{
-    CpuReport, EventCounts, MachineReport, PrincipalReport, Report, SchedulerReport, ThreadReport,
-    SCHEMA_VERSION,
+    CpuReport, EventCounts, MachineReport, PrincipalReport, QueueReport, Report, SchedulerReport,
+    ThreadReport, SCHEMA_VERSION,
 };
 
 use hsched_config::{BuildError, Hierarchy};

@@ -47,8 +47,22 @@
 //! (throughput, also relative to one process playing all the videos, the
 //! thesis's "single player"), per-player frame rates and their Jain
 //! fairness index, `coop_poll` calls per second and policing events.
+//!
+//! # As a workload of the hierarchy file
+//! [`PlayerWorkload`] is the same player (one video) as a thread's model in
+//! the discrete-event engine (`workload = { kind = "player" }`). Its event
+//! loop runs at event boundaries, which are the completions of its own
+//! events: a `coop_poll` is a message to its own scheduler sent while it
+//! runs, and OUT is read from its VP parameters at every boundary. A poll
+//! that leaves work to do, and a return from cooperative sleep, cost
+//! [`POLL_COST`] of CPU before the loop picks its next event again (a
+//! system call; it also lets the scheduler switch away before the loop
+//! commits to an event). Shown frames are its jobs (their lateness is the
+//! display tardiness), undecoded frames are `dropped`. Under a scheduler
+//! that refuses `coop_poll` the player turns non-cooperative at once.
 
 use crate::rng::Rng;
+use crate::workload::{Next, WCtx};
 use hsched_core::{
     CpuId, Hsi, Instant, Msg, ParamValue, Params, ParentLink, ParentRef, PolicyEvent, ThreadId,
     TraceKind,
@@ -189,6 +203,7 @@ struct Frame {
     display: u64,
 }
 
+#[derive(Clone)]
 struct Video {
     start: u64,
     scale: f64,
@@ -206,6 +221,7 @@ enum Ev {
     Decode { v: usize, k: u64 },
 }
 
+#[derive(Clone)]
 struct Player {
     id: ThreadId,
     videos: Vec<Video>,
@@ -360,36 +376,14 @@ fn coop_poll(
     deadline: u64,
     be: Option<(i64, u64)>,
 ) -> Result<(), String> {
-    let mut p = Params::new().with(
-        "deadline",
-        ParamValue::Int(i64::try_from(deadline).unwrap_or(i64::MAX)),
-    );
-    if let Some((prio, ts)) = be {
-        p.insert("be_priority", ParamValue::Int(prio));
-        p.insert(
-            "be_timestamp",
-            ParamValue::Int(i64::try_from(ts).unwrap_or(i64::MAX)),
-        );
-    }
-    let msg = Msg::App {
-        kind: "coop_poll".into(),
-        params: p,
-    };
+    let msg = poll_msg(deadline, be);
     hsi.thread_msg(Instant(now), t, &msg)
         .map_err(|e| e.to_string())
 }
 
 /// OUT of the last `coop_poll`: (yield-by time, others' best event).
 fn read_out(hsi: &Hsi, t: ThreadId) -> (u64, Option<(i64, u64)>) {
-    let p = hsi.vp_info(hsi.thread_vp(t)).params;
-    let int = |k: &str| match p.get(k) {
-        Some(ParamValue::Int(v)) => Some(*v),
-        _ => None,
-    };
-    let deadline = int("out_deadline").map_or(u64::MAX, |v| v.max(0) as u64);
-    let be =
-        int("out_be_priority").map(|pr| (pr, int("out_be_timestamp").unwrap_or(0).max(0) as u64));
-    (deadline, be)
+    read_params(&hsi.vp_info(hsi.thread_vp(t)).params)
 }
 
 /// Runs one experiment.
@@ -613,6 +607,215 @@ pub fn run_players(e: &PlayerExperiment) -> Result<PlayerReport, String> {
         dropped_per_s: dropped as f64 / secs,
         policed,
     })
+}
+
+/// CPU cost of a `coop_poll` that returns to work, and of waking from a
+/// cooperative sleep, ns (a system call).
+pub const POLL_COST: u64 = 1_000;
+
+/// One player as a thread's workload model (see the module docs).
+#[derive(Clone)]
+pub struct PlayerWorkload {
+    spec: PlayerSpec,
+    p: Player,
+    cooperative: bool,
+    /// The last boundary polled: the next one runs its event.
+    just_polled: bool,
+    /// Woke from a cooperative sleep and has not polled since: its
+    /// best-effort event is unknown to the other members until it does.
+    woke: bool,
+    /// First display, relative to creation.
+    offset: u64,
+}
+
+impl std::fmt::Debug for PlayerWorkload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlayerWorkload")
+            .field("spec", &self.spec)
+            .field("cooperative", &self.cooperative)
+            .field("polls", &self.p.polls)
+            .finish()
+    }
+}
+
+impl PlayerWorkload {
+    /// The model of `c` for a thread whose random stream is `rng`: a
+    /// per-player cost scale in [0.8, 1.2] and a first display 100 ms
+    /// plus up to one frame after creation, both drawn from `rng`.
+    ///
+    /// # Errors
+    /// A zero frame period, decode, event or display cost, or a spread
+    /// outside [0, 1).
+    pub fn new(c: &hsched_config::PlayerSpec, rng: &Rng) -> Result<Self, String> {
+        let pos = |d: hsched_core::Duration, k: &str| {
+            if d.as_nanos() == 0 {
+                Err(format!("player: `{k}` must be positive"))
+            } else {
+                Ok(d.as_nanos())
+            }
+        };
+        if !(0.0..1.0).contains(&c.spread) {
+            return Err(format!("player: `spread` {} is outside [0, 1)", c.spread));
+        }
+        let spec = PlayerSpec {
+            frame: pos(c.frame, "fps")?,
+            mean_cost: pos(c.decode, "decode")?,
+            spread: c.spread,
+            event: pos(c.event, "event")?,
+            display: pos(c.display, "display")?,
+            window: c.window,
+        };
+        let mut r = Rng::new(rng.clone().next_u64(), 0x9a7e);
+        let scale = 0.8 + 0.4 * r.unit_open();
+        let offset = 100_000_000 + r.below(spec.frame * 3 / 2);
+        Ok(PlayerWorkload {
+            spec,
+            p: Player {
+                id: ThreadId(u32::MAX),
+                videos: vec![Video {
+                    start: 0,
+                    scale,
+                    next_arrival: 0,
+                    frames: BTreeMap::new(),
+                    shown: 0,
+                    dropped: 0,
+                }],
+                current: None,
+                blocked_until: None,
+                polls: 0,
+            },
+            cooperative: c.cooperative,
+            just_polled: false,
+            woke: false,
+            offset,
+        })
+    }
+
+    /// Whether it (still) calls `coop_poll`.
+    pub fn cooperative(&self) -> bool {
+        self.cooperative
+    }
+
+    /// `coop_poll` calls so far.
+    pub fn polls(&self) -> u64 {
+        self.p.polls
+    }
+
+    /// Created at `cx.now`, blocked: sleep until the first frame's data.
+    pub(crate) fn start(&mut self, cx: &mut WCtx<'_>) -> Next {
+        self.p.videos[0].start = cx.now.saturating_add(self.offset);
+        let dl = self.p.next_deadline(&self.spec);
+        cx.arm(dl);
+        Next::Block
+    }
+
+    /// Woke from sleep at its next deadline event: the cooperative sleep
+    /// was a `coop_poll` itself, so the loop runs its event at once, and
+    /// polls at its first boundary on a processor (to tell the domain its
+    /// best-effort work again).
+    pub(crate) fn timer(&mut self, cx: &mut WCtx<'_>) -> Next {
+        self.p.current = None;
+        self.just_polled = true;
+        self.woke = true;
+        self.boundary(cx, false)
+    }
+
+    /// The current event (or poll) finished: a boundary.
+    pub(crate) fn done(&mut self, cx: &mut WCtx<'_>) -> Next {
+        self.p.finish(cx.now, 0);
+        self.boundary(cx, true)
+    }
+
+    /// Fig 2.4's loop at an event boundary; `running`: on a processor
+    /// (only then can it call `coop_poll`).
+    fn boundary(&mut self, cx: &mut WCtx<'_>, running: bool) -> Next {
+        let now = cx.now;
+        if self.cooperative && cx.shared.sent[cx.me as usize].1 > 0 {
+            // The scheduler does not take coop_poll: plain event loop.
+            self.cooperative = false;
+        }
+        let spec = self.spec;
+        self.p.arrive(now, &spec, cx.rng);
+        let next = self.p.pick(now, &spec);
+        if self.cooperative {
+            let polled = std::mem::take(&mut self.just_polled);
+            let (out_deadline, out_be) = cx.params.as_ref().map_or((u64::MAX, None), read_params);
+            let own_be = self.p.head_be(now).map(|b| (b.0, b.1));
+            let must = !polled
+                && (self.woke
+                    || self.p.polls == 0
+                    || now >= out_deadline
+                    || match (next, out_be, own_be) {
+                        (Some((Ev::Decode { .. }, _)), Some(o), Some(m)) => {
+                            (o.0, std::cmp::Reverse(o.1)) > (m.0, std::cmp::Reverse(m.1))
+                        }
+                        _ => false,
+                    });
+            if running && (must || next.is_none()) {
+                let dl = self.p.next_deadline(&spec);
+                cx.shared
+                    .msgs
+                    .push(poll_msg(dl, if next.is_none() { None } else { own_be }));
+                self.p.polls += 1;
+                self.woke = false;
+                if next.is_some() {
+                    self.just_polled = true;
+                    return Next::Run(POLL_COST);
+                }
+            }
+        }
+        match next {
+            Some((ev, cost)) => {
+                if let Ev::Display { v, k } = ev {
+                    let f = self.p.videos[v].frames[&k];
+                    if f.done_at.is_some_and(|d| d <= f.display) {
+                        cx.job_with_deadline(f.display);
+                    } else {
+                        cx.stats.dropped += 1;
+                    }
+                }
+                let c = cost.max(1);
+                self.p.current = Some((ev, c, c));
+                Next::Run(c)
+            }
+            None => {
+                let dl = self.p.next_deadline(&spec);
+                cx.arm(dl.max(now + 1));
+                Next::Block
+            }
+        }
+    }
+}
+
+fn poll_msg(deadline: u64, be: Option<(i64, u64)>) -> Msg {
+    let mut p = Params::new().with(
+        "deadline",
+        ParamValue::Int(i64::try_from(deadline).unwrap_or(i64::MAX)),
+    );
+    if let Some((prio, ts)) = be {
+        p.insert("be_priority", ParamValue::Int(prio));
+        p.insert(
+            "be_timestamp",
+            ParamValue::Int(i64::try_from(ts).unwrap_or(i64::MAX)),
+        );
+    }
+    Msg::App {
+        kind: "coop_poll".into(),
+        params: p,
+    }
+}
+
+/// OUT of the last `coop_poll` from VP parameters: (yield-by time, others'
+/// best event).
+fn read_params(p: &Params) -> (u64, Option<(i64, u64)>) {
+    let int = |k: &str| match p.get(k) {
+        Some(ParamValue::Int(v)) => Some(*v),
+        _ => None,
+    };
+    let deadline = int("out_deadline").map_or(u64::MAX, |v| v.max(0) as u64);
+    let be =
+        int("out_be_priority").map(|pr| (pr, int("out_be_timestamp").unwrap_or(0).max(0) as u64));
+    (deadline, be)
 }
 
 fn dur(ns: u64) -> ParamValue {

@@ -32,6 +32,29 @@ pub struct Report {
     pub principals: Vec<PrincipalReport>,
     /// The machine.
     pub machine: MachineReport,
+    /// Pipeline queues (`[[queue]]`), in file order.
+    pub queues: Vec<QueueReport>,
+}
+
+/// One pipeline queue over the run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueReport {
+    /// Name.
+    pub name: String,
+    /// Capacity, items.
+    pub size: u64,
+    /// Items in it at the end.
+    pub fill: u64,
+    /// Time-weighted mean fill as a fraction of `size`.
+    pub mean_fill: f64,
+    /// Fewest items it held.
+    pub min_fill: u64,
+    /// Most items it held.
+    pub max_fill: u64,
+    /// Items put in.
+    pub pushed: u64,
+    /// Items taken out.
+    pub popped: u64,
 }
 
 /// HSI inputs by kind.
@@ -51,6 +74,8 @@ pub struct EventCounts {
     pub operations: u64,
     /// `Hsi::add_stolen` reports.
     pub add_stolen: u64,
+    /// `Hsi::thread_msg` calls by workloads (progress, coop_poll).
+    pub thread_msg: u64,
 }
 
 impl EventCounts {
@@ -63,6 +88,7 @@ impl EventCounts {
             + self.fire_timers
             + self.operations
             + self.add_stolen
+            + self.thread_msg
     }
 }
 
@@ -120,6 +146,11 @@ pub struct ThreadReport {
     pub created_ns: Option<u64>,
     /// When it exited, `null` if it did not.
     pub exited_ns: Option<u64>,
+    /// Messages its workload sent to its scheduler and the scheduler took
+    /// (`progress`, `coop_poll`).
+    pub messages_sent: u64,
+    /// Messages its scheduler refused (a policy that does not take them).
+    pub messages_refused: u64,
 }
 
 /// One scheduler instance.
@@ -307,6 +338,34 @@ impl Report {
                     p.threads,
                     fmt_ns(p.cpu_ns),
                     p.share * 100.0
+                );
+            }
+        }
+        if !self.queues.is_empty() {
+            let _ = writeln!(s);
+            let w = self
+                .queues
+                .iter()
+                .map(|x| x.name.len())
+                .max()
+                .unwrap_or(5)
+                .clamp(5, 40);
+            let _ = writeln!(
+                s,
+                "{:<w$} {:>8} {:>6} {:>6} {:>6} {:>10} {:>10}",
+                "queue", "size", "mean%", "min", "max", "pushed", "popped"
+            );
+            for q in &self.queues {
+                let _ = writeln!(
+                    s,
+                    "{:<w$} {:>8} {:>6.1} {:>6} {:>6} {:>10} {:>10}",
+                    clip(&q.name, w),
+                    q.size,
+                    q.mean_fill * 100.0,
+                    q.min_fill,
+                    q.max_fill,
+                    q.pushed,
+                    q.popped
                 );
             }
         }

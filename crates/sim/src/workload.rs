@@ -8,10 +8,26 @@
 //!
 //! Jobs, deadlines and lateness are recorded here, where the model knows
 //! what a job is; docs/metrics.md defines them for every model.
+//!
+//! # Shared state and messages
+//! Pipeline stages share bounded queues ([`Shared::queues`]). A stage that
+//! blocks on an empty input or a full output registers as a waiter; the
+//! stage that changes the queue *pokes* the waiters ([`Shared::pokes`]),
+//! and the engine then calls [`Workload::poke`] on each, in the order they
+//! started waiting, after the caller's own request is applied. A callback
+//! may also queue messages to its own thread's scheduler
+//! ([`Shared::msgs`]); the engine delivers them with `Hsi::thread_msg`, in
+//! order, *before* applying the callback's [`Next`] (so a `coop_poll` is
+//! seen before the block that follows it). A message the scheduler refuses
+//! (a policy that does not understand it) is counted, not fatal.
 
 use crate::metrics::ThreadStats;
+use crate::player::PlayerWorkload;
 use crate::rng::{to_u64, Rng};
-use hsched_config::{MissPolicy, Program, Step, VideoMode, VideoSpec, WorkloadSpec};
+use hsched_config::{
+    MissPolicy, Program, QueueSpec, StageSpec, Step, VideoMode, VideoSpec, WorkloadSpec,
+};
+use hsched_core::{Msg, ParamValue, Params};
 
 /// What the thread wants after a callback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,14 +57,136 @@ pub struct WCtx<'a> {
     pub arm: Option<u64>,
     /// Deadline misses recorded by this callback (for traces).
     pub missed: u64,
+    /// The calling thread's index.
+    pub me: u32,
+    /// Queues, pokes and outgoing messages.
+    pub shared: &'a mut Shared,
+    /// The thread's VP parameters as its scheduler last wrote them (given
+    /// only to models that ask, [`Workload::reads_params`]).
+    pub params: Option<Params>,
+}
+
+/// A bounded queue of items between pipeline stages, with its statistics.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    /// Name from the hierarchy file.
+    pub name: String,
+    /// Capacity, items.
+    pub size: u64,
+    /// Items in it now.
+    pub fill: u64,
+    /// Items put in and taken out so far.
+    pub pushed: u64,
+    /// Items taken out so far.
+    pub popped: u64,
+    /// Smallest and largest fill seen.
+    pub min: u64,
+    /// Largest fill seen.
+    pub max: u64,
+    /// ∫ fill dt (item·ns), up to `since`.
+    area: u128,
+    since: u64,
+    /// Threads waiting for an item, and for space.
+    readers: Vec<u32>,
+    writers: Vec<u32>,
+}
+
+impl Queue {
+    fn new(q: &QueueSpec) -> Self {
+        Queue {
+            name: q.name.clone(),
+            size: q.size,
+            fill: q.initial,
+            pushed: 0,
+            popped: 0,
+            min: q.initial,
+            max: q.initial,
+            area: 0,
+            since: 0,
+            readers: Vec::new(),
+            writers: Vec::new(),
+        }
+    }
+
+    fn settle(&mut self, now: u64) {
+        self.area += self.fill as u128 * now.saturating_sub(self.since) as u128;
+        self.since = self.since.max(now);
+    }
+
+    /// Time-weighted mean fill over [0, `now`], items.
+    pub fn mean_fill(&self, now: u64) -> f64 {
+        let area = self.area + self.fill as u128 * now.saturating_sub(self.since) as u128;
+        if now == 0 {
+            self.fill as f64
+        } else {
+            area as f64 / now as f64
+        }
+    }
+}
+
+/// What the workloads of one run share (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct Shared {
+    /// The pipeline queues, in file order.
+    pub queues: Vec<Queue>,
+    /// Threads whose waits may be over, in order.
+    pub pokes: Vec<u32>,
+    /// Messages from the current callback to its thread's scheduler.
+    pub msgs: Vec<Msg>,
+    /// Per thread: messages delivered and refused.
+    pub sent: Vec<(u64, u64)>,
+}
+
+impl Shared {
+    /// State for `threads` threads and the queues of a hierarchy file.
+    pub fn new(queues: &[QueueSpec], threads: usize) -> Self {
+        Shared {
+            queues: queues.iter().map(Queue::new).collect(),
+            pokes: Vec::new(),
+            msgs: Vec::new(),
+            sent: vec![(0, 0); threads],
+        }
+    }
+
+    fn pop(&mut self, k: usize, now: u64) -> bool {
+        let q = &mut self.queues[k];
+        if q.fill == 0 {
+            return false;
+        }
+        q.settle(now);
+        q.fill -= 1;
+        q.popped += 1;
+        q.min = q.min.min(q.fill);
+        self.pokes.append(&mut q.writers);
+        true
+    }
+
+    fn push(&mut self, k: usize, now: u64) -> bool {
+        let q = &mut self.queues[k];
+        if q.fill >= q.size {
+            return false;
+        }
+        q.settle(now);
+        q.fill += 1;
+        q.pushed += 1;
+        q.max = q.max.max(q.fill);
+        self.pokes.append(&mut q.readers);
+        true
+    }
+
+    fn wait(list: &mut Vec<u32>, me: u32) {
+        if !list.contains(&me) {
+            list.push(me);
+        }
+    }
 }
 
 impl WCtx<'_> {
-    fn arm(&mut self, at: u64) {
+    pub(crate) fn arm(&mut self, at: u64) {
         self.arm = Some(at.max(self.now));
     }
 
-    fn job_with_deadline(&mut self, deadline: u64) {
+    pub(crate) fn job_with_deadline(&mut self, deadline: u64) {
         let l = self.now as i128 - deadline as i128;
         let l = l.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
         self.stats.job_with_deadline(l);
@@ -144,6 +282,132 @@ pub enum Workload {
     },
     /// A program of steps (rt-app tasks).
     Program(Box<Prog>),
+    /// A pipeline stage (seed 001 §4).
+    Stage(Box<Stage>),
+    /// Seed 004's adaptive video player.
+    Player(Box<PlayerWorkload>),
+}
+
+/// What a stage is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StageState {
+    /// Spending CPU on an item.
+    Working,
+    /// Blocked on an empty input queue.
+    WaitInput,
+    /// Blocked on a full output queue, holding a finished item.
+    WaitOutput,
+    /// A paced source waiting for its next item.
+    WaitPace,
+}
+
+/// Pipeline stage state (seed 001 §4, Figs 6 and 7).
+#[derive(Clone, Debug)]
+pub struct Stage {
+    input: Option<usize>,
+    output: Option<usize>,
+    cost: u64,
+    rate: Option<f64>,
+    /// (start, end, factor) in ns.
+    pulses: Vec<(u64, u64, f64)>,
+    report: Option<u64>,
+    state: StageState,
+    next_report: u64,
+    /// When a paced source's next item is ready.
+    next_item: u64,
+    /// The time the thread's timer is armed for (`u64::MAX`: none).
+    armed: u64,
+}
+
+impl Stage {
+    /// Product of the factors of the pulses active at `now`.
+    fn factor(&self, now: u64) -> f64 {
+        self.pulses
+            .iter()
+            .filter(|p| now >= p.0 && now < p.1)
+            .map(|p| p.2)
+            .product()
+    }
+
+    /// Begins the next item if it can, else waits.
+    fn step(&mut self, cx: &mut WCtx<'_>) -> Next {
+        let now = cx.now;
+        if let Some(k) = self.input {
+            if !cx.shared.pop(k, now) {
+                Shared::wait(&mut cx.shared.queues[k].readers, cx.me);
+                self.state = StageState::WaitInput;
+                return Next::Block;
+            }
+        } else if let Some(rate) = self.rate {
+            if now < self.next_item {
+                self.state = StageState::WaitPace;
+                return Next::Block;
+            }
+            // Items are offered on a fixed grid: a source that fell behind
+            // catches up (its data waited for it).
+            let gap = 1e9 / (rate * self.factor(now));
+            self.next_item = self.next_item.saturating_add(to_u64(gap).max(1));
+        }
+        self.state = StageState::Working;
+        let c = if self.rate.is_none() && self.input.is_none() {
+            to_u64(self.cost as f64 / self.factor(now)).max(1)
+        } else {
+            self.cost
+        };
+        Next::Run(c)
+    }
+
+    /// The item in hand is finished (or waiting for space): deliver it.
+    fn deliver(&mut self, cx: &mut WCtx<'_>) -> Next {
+        if let Some(k) = self.output {
+            if !cx.shared.push(k, cx.now) {
+                Shared::wait(&mut cx.shared.queues[k].writers, cx.me);
+                self.state = StageState::WaitOutput;
+                return Next::Block;
+            }
+        }
+        cx.stats.job();
+        self.step(cx)
+    }
+
+    /// Sends the progress metrics of seed 001 §3.2 for both queues.
+    fn send_progress(&self, cx: &mut WCtx<'_>) {
+        for (k, role) in [(self.input, "consumer"), (self.output, "producer")] {
+            let Some(k) = k else { continue };
+            let q = &cx.shared.queues[k];
+            let params = Params::new()
+                .with("queue", ParamValue::Str(q.name.clone()))
+                .with("fill", ParamValue::Float(q.fill as f64))
+                .with("size", ParamValue::Float(q.size as f64))
+                .with("role", ParamValue::Str(role.into()));
+            cx.shared.msgs.push(Msg::App {
+                kind: "progress".into(),
+                params,
+            });
+        }
+    }
+
+    /// Reports if due, then re-arms the timer for the next report or item.
+    fn timers(&mut self, cx: &mut WCtx<'_>) {
+        if let Some(r) = self.report {
+            if cx.now >= self.next_report {
+                self.send_progress(cx);
+                self.next_report = cx.now.saturating_add(r);
+            }
+        }
+        let mut at = if self.report.is_some() {
+            self.next_report
+        } else {
+            u64::MAX
+        };
+        if self.state == StageState::WaitPace {
+            at = at.min(self.next_item);
+        }
+        if at != self.armed && at != u64::MAX {
+            self.armed = at;
+            cx.arm(at);
+        }
+    }
 }
 
 /// Releases and deadlines of a sporadic task, drawn from one sequence.
@@ -379,7 +643,32 @@ impl Workload {
                 last: 0,
             },
             WorkloadSpec::Program(p) => Workload::Program(Box::new(program(p)?)),
+            WorkloadSpec::Stage(_) => {
+                return Err("stage: the pipeline queues are not known here".into())
+            }
+            WorkloadSpec::Player(p) => Workload::Player(Box::new(PlayerWorkload::new(p, rng)?)),
         })
+    }
+
+    /// As [`Workload::new`], resolving a stage's queue names against
+    /// `queues` (the hierarchy file's `[[queue]]` tables, in order).
+    ///
+    /// # Errors
+    /// As [`Workload::new`], and a queue name that is not declared.
+    pub fn with_queues(
+        spec: &WorkloadSpec,
+        rng: &Rng,
+        queues: &[QueueSpec],
+    ) -> Result<Workload, String> {
+        let WorkloadSpec::Stage(st) = spec else {
+            return Workload::new(spec, rng);
+        };
+        Ok(Workload::Stage(Box::new(stage(st, queues)?)))
+    }
+
+    /// Whether the model reads its VP parameters ([`WCtx::params`]).
+    pub fn reads_params(&self) -> bool {
+        matches!(self, Workload::Player(p) if p.cooperative())
     }
 
     /// Short name of the model, for reports.
@@ -393,12 +682,17 @@ impl Workload {
             Workload::Video(_) => "video",
             Workload::Renderer { .. } => "frame_renderer",
             Workload::Program(_) => "program",
+            Workload::Stage(_) => "stage",
+            Workload::Player(_) => "player",
         }
     }
 
     /// Whether the model produces frames (reported as FPS).
     pub fn has_frames(&self) -> bool {
-        matches!(self, Workload::Video(_) | Workload::Renderer { .. })
+        matches!(
+            self,
+            Workload::Video(_) | Workload::Renderer { .. } | Workload::Player(_)
+        )
     }
 
     /// The thread was created at `cx.now` (blocked).
@@ -455,7 +749,29 @@ impl Workload {
                     p.advance(cx)
                 }
             }
+            Workload::Stage(st) => {
+                st.next_report = now;
+                st.next_item = now;
+                let n = st.step(cx);
+                st.timers(cx);
+                n
+            }
+            Workload::Player(p) => p.start(cx),
         }
+    }
+
+    /// A queue this thread waits on changed (pipeline stages only).
+    pub fn poke(&mut self, cx: &mut WCtx<'_>) -> Next {
+        let Workload::Stage(st) = self else {
+            return Next::Same;
+        };
+        let n = match st.state {
+            StageState::WaitInput => st.step(cx),
+            StageState::WaitOutput => st.deliver(cx),
+            StageState::Working | StageState::WaitPace => Next::Same,
+        };
+        st.timers(cx);
+        n
     }
 
     /// The work asked for with [`Next::Run`] is finished at `cx.now`.
@@ -545,6 +861,12 @@ impl Workload {
                 Next::Run(*work)
             }
             Workload::Program(p) => p.advance(cx),
+            Workload::Stage(st) => {
+                let n = st.deliver(cx);
+                st.timers(cx);
+                n
+            }
+            Workload::Player(p) => p.done(cx),
         }
     }
 
@@ -620,6 +942,17 @@ impl Workload {
                 p.in_runtime = false;
                 p.advance(cx)
             }
+            Workload::Stage(st) => {
+                st.armed = u64::MAX;
+                let n = if st.state == StageState::WaitPace && now >= st.next_item {
+                    st.step(cx)
+                } else {
+                    Next::Same
+                };
+                st.timers(cx);
+                n
+            }
+            Workload::Player(p) => p.timer(cx),
         }
     }
 
@@ -631,6 +964,52 @@ impl Workload {
             }
         }
     }
+}
+
+fn stage(st: &StageSpec, queues: &[QueueSpec]) -> Result<Stage, String> {
+    let find = |name: &Option<String>, key: &str| -> Result<Option<usize>, String> {
+        match name {
+            None => Ok(None),
+            Some(n) => queues
+                .iter()
+                .position(|q| &q.name == n)
+                .map(Some)
+                .ok_or_else(|| format!("stage: `{key}` queue `{n}` is not declared")),
+        }
+    };
+    let input = find(&st.input, "input")?;
+    let output = find(&st.output, "output")?;
+    if input.is_none() && output.is_none() {
+        return Err("stage: neither `input` nor `output`".into());
+    }
+    if input.is_some() && input == output {
+        return Err("stage: `input` and `output` are the same queue".into());
+    }
+    let mut pulses = Vec::with_capacity(st.pulses.len());
+    for p in &st.pulses {
+        if !(p.factor > 0.0 && p.factor.is_finite()) {
+            return Err(format!("stage: pulse factor {} is not positive", p.factor));
+        }
+        let a = p.start.as_nanos();
+        pulses.push((a, a.saturating_add(p.length.as_nanos()), p.factor));
+    }
+    if let Some(r) = st.rate {
+        if !(r > 0.0 && r.is_finite()) {
+            return Err(format!("stage: `rate` {r} is not positive"));
+        }
+    }
+    Ok(Stage {
+        input,
+        output,
+        cost: positive(st.cost.as_nanos(), "stage: `cost`")?,
+        rate: st.rate.filter(|_| input.is_none()),
+        pulses,
+        report: st.report.map(|d| d.as_nanos()).filter(|&d| d > 0),
+        state: StageState::Working,
+        next_report: 0,
+        next_item: 0,
+        armed: u64::MAX,
+    })
 }
 
 fn video(v: &VideoSpec) -> Result<Video, String> {
@@ -734,12 +1113,16 @@ mod tests {
         now: u64,
         f: fn(&mut Workload, &mut WCtx<'_>) -> Next,
     ) -> (Next, Option<u64>, u64) {
+        let mut shared = Shared::new(&[], 1);
         let mut cx = WCtx {
             now,
             rng,
             stats,
             arm: None,
             missed: 0,
+            me: 0,
+            shared: &mut shared,
+            params: None,
         };
         let n = f(w, &mut cx);
         (n, cx.arm, cx.missed)
@@ -1025,6 +1408,78 @@ mod tests {
             (Next::Run(u64::MAX), Some(17 * MS), 0)
         );
         assert_eq!(st.jobs, 1);
+    }
+
+    #[test]
+    fn stages_wait_on_queues_and_pokes_follow_the_waiting_order() {
+        let q = QueueSpec {
+            name: "q".into(),
+            size: 1,
+            initial: 0,
+            span: Default::default(),
+        };
+        let stage_spec = |input: Option<&str>, output: Option<&str>| {
+            WorkloadSpec::Stage(StageSpec {
+                input: input.map(String::from),
+                output: output.map(String::from),
+                cost: D(MS),
+                rate: None,
+                pulses: vec![hsched_config::Pulse {
+                    start: D(10 * MS),
+                    length: D(10 * MS),
+                    factor: 4.0,
+                }],
+                report: None,
+            })
+        };
+        let rng = Rng::new(0, 0);
+        let qs = std::slice::from_ref(&q);
+        let mut src = Workload::with_queues(&stage_spec(None, Some("q")), &rng, qs).unwrap();
+        let mut a = Workload::with_queues(&stage_spec(Some("q"), None), &rng, qs).unwrap();
+        let mut b = Workload::with_queues(&stage_spec(Some("q"), None), &rng, qs).unwrap();
+        let mut shared = Shared::new(qs, 3);
+        let mut st = ThreadStats::default();
+        let mut r = rng.clone();
+        let mut go = |w: &mut Workload, me: u32, now: u64, shared: &mut Shared, cb: u8| {
+            let mut cx = WCtx {
+                now,
+                rng: &mut r,
+                stats: &mut st,
+                arm: None,
+                missed: 0,
+                me,
+                shared,
+                params: None,
+            };
+            match cb {
+                0 => w.start(&mut cx),
+                1 => w.done(&mut cx),
+                _ => w.poke(&mut cx),
+            }
+        };
+        // Both consumers find the queue empty and wait, b after a.
+        assert_eq!(go(&mut b, 2, 0, &mut shared, 0), Next::Block);
+        assert_eq!(go(&mut a, 1, 0, &mut shared, 0), Next::Block);
+        // The source's first item costs 1 ms; inside the pulse, 0.25 ms.
+        assert_eq!(go(&mut src, 0, 0, &mut shared, 0), Next::Run(MS));
+        assert_eq!(go(&mut src, 0, 10 * MS, &mut shared, 1), Next::Run(MS / 4));
+        assert_eq!(shared.pokes, vec![2, 1]);
+        // The first poked takes the item; the second waits again.
+        assert_eq!(go(&mut b, 2, 10 * MS, &mut shared, 2), Next::Run(MS));
+        assert_eq!(go(&mut a, 1, 10 * MS, &mut shared, 2), Next::Block);
+        // The source's next item fills the queue; the one after waits for
+        // space, holding the finished item, and is poked by the next pop.
+        shared.pokes.clear();
+        assert_eq!(go(&mut src, 0, 11 * MS, &mut shared, 1), Next::Run(MS / 4));
+        assert_eq!(shared.pokes, vec![1]);
+        assert_eq!(go(&mut src, 0, 12 * MS, &mut shared, 1), Next::Block);
+        assert_eq!(go(&mut a, 1, 12 * MS, &mut shared, 2), Next::Run(MS));
+        assert_eq!(shared.pokes, vec![1, 0]);
+        assert_eq!(go(&mut src, 0, 12 * MS, &mut shared, 2), Next::Run(MS / 4));
+        let q = &shared.queues[0];
+        assert_eq!((q.fill, q.pushed, q.popped, q.max), (1, 3, 2, 1));
+        // The fill was 1 over [10, 10) ms, [11, 12) ms and from 12 ms.
+        assert!((q.mean_fill(14 * MS) - 3.0 / 14.0).abs() < 1e-9);
     }
 
     #[test]

@@ -380,7 +380,41 @@ pub fn workload_text(w: &WorkloadSpec) -> String {
             format!("frame renderer: {work} per frame, miss if no frame for {miss_gap}")
         }
         WorkloadSpec::Program(p) => program_text(p),
+        WorkloadSpec::Stage(st) => stage_text(st),
+        WorkloadSpec::Player(p) => {
+            let fps = 1e9 / p.frame.as_nanos().max(1) as f64;
+            format!(
+                "video player: {fps:.0} fps, decode {} per frame (±{:.0}%), {}",
+                p.decode,
+                p.spread * 100.0,
+                if p.cooperative {
+                    "calls coop_poll"
+                } else {
+                    "non-cooperative"
+                }
+            )
+        }
     }
+}
+
+fn stage_text(st: &hsched_config::StageSpec) -> String {
+    let role = match (&st.input, &st.output) {
+        (Some(i), Some(o)) => format!("stage {i} -> {o}"),
+        (None, Some(o)) => format!("source -> {o}"),
+        (Some(i), None) => format!("sink {i} ->"),
+        (None, None) => "stage".into(),
+    };
+    let mut s = format!("{role}: {} per item", st.cost);
+    if let Some(r) = st.rate {
+        s.push_str(&format!(", {r} items/s"));
+    }
+    if !st.pulses.is_empty() {
+        s.push_str(&format!(", {} pulse(s)", st.pulses.len()));
+    }
+    if let Some(r) = st.report {
+        s.push_str(&format!(", reports progress every {r}"));
+    }
+    s
 }
 
 fn program_text(p: &Program) -> String {
