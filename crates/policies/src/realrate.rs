@@ -69,7 +69,12 @@
 //! child left unused while blocked exceeds `generous` × its allocation over
 //! the last evaluation window (at least one period and four ticks). Budget a
 //! ready child could not get (a missed deadline) does not count as unused:
-//! it is not a sign of over-allocation.
+//! it is not a sign of over-allocation. A waiting child's unused budget is
+//! counted at every tick, so a child that stops asking for the processor
+//! (or never asks) is found too generous too. The shrink is applied once,
+//! when the window closes, and the allocation is then held, not grown,
+//! until the next window's verdict; otherwise an allocation nobody uses
+//! would settle where growth and shrinking balance instead of at the floor.
 //!
 //! Miscellaneous children get `P' = P + kp·misc_pressure·Δ` (constant
 //! pressure) or the same shrink when too generous.
@@ -945,6 +950,20 @@ impl RealRate {
             now + self.cfg.control_period
         };
         let cfg = self.cfg;
+        // A waiting child's unused allocation must reach the too-generous
+        // test now, not when it next asks: one that never asks again would
+        // otherwise keep growing under constant pressure.
+        for i in 0..self.children.len() {
+            let (vp, c) = self.children.at_mut(i);
+            if !c.class.adaptive() || ctx.vp_state(vp) != VpState::Waiting {
+                continue;
+            }
+            if !c.started {
+                c.win_unused += c.proportion * dt;
+            } else if now >= c.deadline {
+                self.roll_period(ctx, vp, false);
+            }
+        }
         let mut notes = Vec::new();
         for i in 0..self.children.len() {
             let (_, c) = self.children.at_mut(i);
@@ -955,14 +974,18 @@ impl RealRate {
             // four ticks.
             c.win_alloc += c.proportion * dt;
             let window = c.period.max(cfg.control_period.mul_div(4, 1));
-            if now.saturating_since(c.win_start) >= window {
+            let closed = now.saturating_since(c.win_start) >= window;
+            if closed {
                 c.generous = c.win_alloc > 0.0 && c.win_unused > cfg.generous * c.win_alloc;
                 c.win_start = now;
                 c.win_alloc = 0.0;
                 c.win_unused = 0.0;
-            } else {
-                c.generous = false;
             }
+            // A too-generous verdict shrinks once, when its window closes,
+            // and holds the allocation until the next window: growing on the
+            // ticks in between would settle an allocation nobody uses at the
+            // level where growth and shrinking balance.
+            let cut = if closed { 1.0 - cfg.shrink } else { 1.0 };
             let p = c.proportion;
             let next = match c.class {
                 Class::RealRate => {
@@ -985,14 +1008,14 @@ impl RealRate {
                     c.prev = Some(e);
                     let q = cfg.kp * e * dt + cfg.ki * c.integral * dt + cfg.kd * d;
                     if c.generous && q >= 0.0 {
-                        p * (1.0 - cfg.shrink)
+                        p * cut
                     } else {
                         p + q
                     }
                 }
                 _ => {
                     if c.generous {
-                        p * (1.0 - cfg.shrink)
+                        p * cut
                     } else {
                         p + cfg.kp * cfg.misc_pressure * dt
                     }
