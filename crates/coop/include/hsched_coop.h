@@ -49,6 +49,29 @@ void hsched_coop_stop(HschedCoopLoop *loop);
 int64_t hsched_coop_run(HschedCoopLoop *loop);
 uint64_t hsched_coop_now(HschedCoopLoop *loop);
 
+/* Live coop_poll under `hsched run` (a `coop` scheduler): shared memory
+ * and a futex to the daemon, named by the HSCHED_COOP environment
+ * variable. Without it these fall back to non-cooperative mode and say so
+ * once on stderr. */
+
+/* A loop that yields through the live channel when there is one, and is
+ * non-cooperative otherwise. Free with hsched_coop_free. */
+HschedCoopLoop *hsched_coop_new_live(void);
+
+/* For a C program with its own event loop: one handle per thread. */
+typedef struct HschedCoopLive HschedCoopLive;
+/* NULL when there is no usable channel (run non-cooperatively). */
+HschedCoopLive *hsched_coop_live_open(void);
+/* Times are CLOCK_MONOTONIC ns (hsched_coop_mono_now). Returns 0 with OUT
+ * filled when the caller is to run again; -1 on a bad argument, or when
+ * the daemon refused or is gone (stop cooperating). */
+int32_t hsched_coop_live_poll(HschedCoopLive *h, const HschedCoopPollParam *in,
+                              HschedCoopPollParam *out);
+/* Times the scheduler policed (demoted) this thread. */
+uint64_t hsched_coop_live_policed(const HschedCoopLive *h);
+void hsched_coop_live_close(HschedCoopLive *h);
+uint64_t hsched_coop_mono_now(void);
+
 #ifdef __cplusplus
 }
 #endif

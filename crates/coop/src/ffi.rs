@@ -295,3 +295,113 @@ pub unsafe extern "C" fn hsched_coop_now(l: *mut HschedCoopLoop) -> u64 {
     // SAFETY: forwarded contract: `l` is null or live.
     unsafe { with_loop(l, |h| h.now(), |lp| lp.clock().now_ns(), 0) }
 }
+
+/// A loop that is cooperative through the live channel of `hsched run`
+/// (`HSCHED_COOP`, see [`crate::live`]) when one is usable, and
+/// non-cooperative otherwise (said once on stderr). Free it with
+/// `hsched_coop_free`.
+#[no_mangle]
+pub extern "C" fn hsched_coop_new_live() -> *mut HschedCoopLoop {
+    let (inner, _) = crate::live::event_loop_from_env(SystemClock::default());
+    Box::into_raw(Box::new(HschedCoopLoop { inner }))
+}
+
+/// The live `coop_poll` of one thread, for C programs with an event loop
+/// of their own.
+pub struct HschedCoopLive {
+    inner: crate::live::LivePoll,
+}
+
+/// Opens the live channel named by `HSCHED_COOP` for the calling thread;
+/// null when there is none or it is unusable (the reason is said once on
+/// stderr): the program should then run non-cooperatively.
+#[no_mangle]
+pub extern "C" fn hsched_coop_live_open() -> *mut HschedCoopLive {
+    match crate::live::LivePoll::from_env() {
+        Ok(inner) => Box::into_raw(Box::new(HschedCoopLive { inner })),
+        Err(e) => {
+            crate::live::note_fallback(&e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// One live `coop_poll`. Times are `CLOCK_MONOTONIC` nanoseconds
+/// (`hsched_coop_mono_now`). Returns 0 with `out` filled when the caller
+/// is to run again, -1 on a null argument or when the daemon refused the
+/// call or is gone (then stop cooperating).
+///
+/// # Safety
+/// `h` is null or from `hsched_coop_live_open` and not closed; `input` and
+/// `out` are null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hsched_coop_live_poll(
+    h: *mut HschedCoopLive,
+    input: *const HschedCoopPollParam,
+    out: *mut HschedCoopPollParam,
+) -> i32 {
+    if h.is_null() || input.is_null() || out.is_null() {
+        return -1;
+    }
+    // SAFETY: non-null and valid by this function's contract; C passes
+    // them for the call's duration only.
+    let (h, inp) = unsafe { (&mut *h, &*input) };
+    let p = crate::live::MonoParam {
+        deadline: (inp.has_deadline != 0).then_some(inp.deadline),
+        best_effort: (inp.has_best_effort != 0).then_some(BestEffortKey {
+            priority: inp.priority,
+            timestamp: inp.timestamp,
+        }),
+    };
+    match h.inner.poll_mono(&p) {
+        Ok(o) => {
+            let r = HschedCoopPollParam {
+                has_deadline: u8::from(o.deadline.is_some()),
+                deadline: o.deadline.unwrap_or(0),
+                has_best_effort: u8::from(o.best_effort.is_some()),
+                priority: o.best_effort.map_or(0, |b| b.priority),
+                timestamp: o.best_effort.map_or(0, |b| b.timestamp),
+            };
+            // SAFETY: `out` is non-null and valid (contract).
+            unsafe { *out = r };
+            0
+        }
+        Err(e) => {
+            crate::live::note_fallback(&e);
+            -1
+        }
+    }
+}
+
+/// Times the scheduler policed this thread (0 on null).
+///
+/// # Safety
+/// `h` is null or from `hsched_coop_live_open` and not closed.
+#[no_mangle]
+pub unsafe extern "C" fn hsched_coop_live_policed(h: *const HschedCoopLive) -> u64 {
+    if h.is_null() {
+        return 0;
+    }
+    // SAFETY: non-null and live (contract).
+    unsafe { &*h }.inner.monitor().policed()
+}
+
+/// Closes the channel of `h` (null is ignored), freeing its slot.
+///
+/// # Safety
+/// `h` is null or from `hsched_coop_live_open`, closed once, on the thread
+/// that opened it.
+#[no_mangle]
+pub unsafe extern "C" fn hsched_coop_live_close(h: *mut HschedCoopLive) {
+    if !h.is_null() {
+        // SAFETY: from `Box::into_raw` in `hsched_coop_live_open`, freed
+        // once (contract).
+        drop(unsafe { Box::from_raw(h) });
+    }
+}
+
+/// `CLOCK_MONOTONIC` now, nanoseconds (the live channel's clock).
+#[no_mangle]
+pub extern "C" fn hsched_coop_mono_now() -> u64 {
+    crate::live::mono_now()
+}

@@ -26,7 +26,9 @@
 //!
 //! The library never reads a clock itself: it takes a [`Clock`], so the
 //! same loop runs in tests, in the simulator and (through
-//! [`SystemClock`] and the C ABI in [`ffi`]) in real programs.
+//! [`SystemClock`] and the C ABI in [`ffi`]) in real programs. Under
+//! `hsched run`, [`live::LivePoll`] is the [`CoopPoll`] that reaches the
+//! daemon's `coop` policy through shared memory and a futex.
 //!
 //! ```
 //! use hsched_coop::{Clock, EventLoop, ManualClock, When};
@@ -36,11 +38,13 @@
 //! l.run();
 //! assert_eq!(l.clock().now_ns(), 5_000);
 //! ```
+// `unsafe` only in `ffi` and `live`, each block with its reason.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod event_loop;
 pub mod ffi;
+pub mod live;
 
 pub use event_loop::{
     BestEffortKey, Clock, CoopPoll, EventId, EventLoop, Handle, Handler, ManualClock, PollIn,

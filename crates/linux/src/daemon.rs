@@ -31,6 +31,8 @@ pub(crate) const TOK_RING: u64 = 1;
 pub(crate) const TOK_TIMER: u64 = 2;
 pub(crate) const TOK_SIGNAL: u64 = 3;
 pub(crate) const TOK_LISTEN: u64 = 4;
+/// The live `coop_poll` doorbell ([`crate::coop`]).
+pub(crate) const TOK_COOP: u64 = 5;
 pub(crate) const TOK_CLIENT: u64 = 1 << 32;
 const SWEEP_NS: u64 = 200_000_000;
 /// Between full sweeps, how often the threads the HSI holds blocked are
@@ -143,6 +145,12 @@ pub(crate) struct Daemon {
     /// Stolen-time measurement on the managed CPUs (seed 000 ch. 11).
     pub stolen: Option<StolenMeter>,
     pub steals: Vec<Steal>,
+    /// Real-time throttling governor and deferred freezes (enforce.rs).
+    pub gov: crate::enforce::RtGovernor,
+    /// The live `coop_poll` channel, when a `coop` instance exists.
+    pub coop: Option<crate::coop::Channel>,
+    /// Pipe fill levels fed to `realrate` instances (seed 001 §3.2).
+    pub progress: crate::progress::ProgressMonitor,
 }
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> LiveError + '_ {
@@ -168,7 +176,9 @@ impl Daemon {
         if cpus.is_empty() {
             return Err(LiveError::Setup("no CPU to manage".into()));
         }
-        let hsi = hierarchy::build_hsi(h, cpus.len())?;
+        let mut hsi = hierarchy::build_hsi(h, cpus.len())?;
+        // Policing notes of `coop` reach live clients (crate::coop).
+        hsi.set_tracing(h.schedulers.iter().any(|s| s.policy == "coop"));
         let self_attr = sys::sched_getattr(0).map_err(io_err("sched_getattr"))?;
         let self_mask = sys::get_affinity(0).map_err(io_err("sched_getaffinity"))?;
         sys::raise_nofile_limit();
@@ -224,6 +234,12 @@ impl Daemon {
             );
         }
         let epoch = sys::now_ns();
+        let coop = crate::coop::Channel::new(h, epoch).map_err(io_err("coop_poll channel"))?;
+        if let Some(c) = &coop {
+            epoll
+                .add(c.doorbell_fd(), libc::EPOLLIN as u32, TOK_COOP)
+                .map_err(io_err("epoll"))?;
+        }
         let nthreads = h.threads.len() + 1;
         let slots = Slots::new(nthreads).map_err(io_err("shared memory"))?;
         let mut launches: Vec<(u64, usize)> = Vec::new();
@@ -236,6 +252,19 @@ impl Daemon {
         let end_at = opts.duration.map(|d| epoch + d.as_nanos());
         let ops = h.operations.clone();
         let ncpu = cpus.len();
+        // Keep the daemon's own (real-time) work off the managed CPUs when
+        // there are others, and size the throttling governor (enforce.rs).
+        let rest: Vec<usize> = online
+            .iter()
+            .copied()
+            .filter(|c| !cpus.contains(c))
+            .collect();
+        if !rest.is_empty() {
+            let mut m = CpuMask::empty();
+            rest.iter().for_each(|&c| m.set(c));
+            let _ = sys::set_affinity(0, &m);
+        }
+        let opts_rt_budget = crate::enforce::RtBudget::for_run(opts.fifo_priority);
         let stats = LiveStats {
             stolen_source: opts.stolen.name().to_string(),
             stolen_measured_ns: vec![0; ncpu],
@@ -282,6 +311,9 @@ impl Daemon {
             lost_seen: 0,
             stolen,
             steals: Vec::new(),
+            gov: crate::enforce::RtGovernor::new(opts_rt_budget, ncpu),
+            coop,
+            progress: crate::progress::ProgressMonitor::from_env(h),
         })
     }
 
@@ -334,6 +366,11 @@ impl Daemon {
                     }
                     TOK_SIGNAL => self.on_signals(),
                     TOK_LISTEN => self.accept_clients(),
+                    TOK_COOP => {
+                        if let Some(c) = &self.coop {
+                            c.clear_doorbell();
+                        }
+                    }
                     t if t >= TOK_CLIENT => self.client_io(t),
                     _ => {}
                 }
@@ -361,8 +398,17 @@ impl Daemon {
         if let Some(e) = self.end_at {
             at = at.min(e);
         }
+        if let Some(t) = self.gov.next_wake() {
+            at = at.min(t);
+        }
         if !self.threads.is_empty() {
             at = at.min(self.next_sweep).min(self.next_check);
+            if let Some(w) = crate::coop::next_wake(self) {
+                at = at.min(w);
+            }
+            if let Some(p) = self.progress.due(&self.hsi) {
+                at = at.min(p);
+            }
         }
         if !self.conns.is_empty() || !self.pending_rmdir.is_empty() {
             at = at.min(sys::now_ns() + 1_000_000_000);
@@ -480,6 +526,7 @@ impl Daemon {
         let t_start = sys::thread_cpu_ns();
         self.events.clear();
         let mut evs = std::mem::take(&mut self.events);
+        crate::coop::collect(self);
         self.obs.drain(&mut evs);
         let mut steals = std::mem::take(&mut self.steals);
         steals.clear();
@@ -501,6 +548,7 @@ impl Daemon {
                 if self.stats.latency.len() < 4_000_000 {
                     self.stats.latency.push(now.saturating_sub(e.time()));
                 }
+                crate::coop::serve(self, e.time());
                 self.apply_event(*e);
             }
             for &s in &steals[k..] {
@@ -509,6 +557,8 @@ impl Daemon {
         }
         self.steals = steals;
         self.events = evs;
+        crate::coop::serve(self, u64::MAX);
+        crate::coop::wake_sleepers(self, sys::now_ns());
         let now = sys::now_ns();
         while let Some(&(t, i)) = self.launches.first() {
             if t > now {
@@ -550,10 +600,14 @@ impl Daemon {
         } else if now >= self.next_check {
             self.sweep(false);
         }
+        // Fresh fill levels before the controller's timer may fire.
+        self.progress
+            .tick(now, self.epoch, &mut self.hsi, &self.threads);
         if let Err(e) = self.hsi.fire_timers(self.inst(now)) {
             self.protocol_error(e);
         }
         self.enforce();
+        crate::coop::reply(self);
         if !self.pending_rmdir.is_empty() {
             self.pending_rmdir
                 .retain(|cg| std::fs::remove_dir(cg.dir()).is_err());
@@ -598,6 +652,9 @@ impl Daemon {
         }
         match e {
             Event::Wake { time, tid, .. } | Event::Run { time, tid } => {
+                if crate::coop::parked(self, tid) {
+                    return;
+                }
                 let Some(m) = self.threads.get_mut(&tid) else {
                     return;
                 };
@@ -617,6 +674,9 @@ impl Daemon {
                 self.touched.push(tid);
             }
             Event::Block { time, tid, .. } => {
+                if crate::coop::before_block(self, tid, time) {
+                    return;
+                }
                 let Some(m) = self.threads.get_mut(&tid) else {
                     return;
                 };
@@ -633,6 +693,16 @@ impl Daemon {
                     if let Err(e) = self.hsi.block(at, t) {
                         self.protocol_error(e);
                     }
+                }
+                // Frozen after this block while the block was still in the
+                // ring: left frozen, its wake-up would be absorbed by the
+                // freezer (no sample) and it would never run again.
+                if let Some(m) = self.threads.get_mut(&tid).filter(|m| m.frozen) {
+                    if let Some(cg) = &m.cg {
+                        let _ = cg.thaw();
+                    }
+                    m.frozen = false;
+                    m.thawed_at = sys::now_ns();
                 }
             }
             Event::Fork {
@@ -847,9 +917,20 @@ impl Daemon {
         }
         self.touched = touched;
         self.touched.clear();
+        self.govern();
     }
 
     fn stop(&mut self, tid: i32) {
+        if !self.defer_stop(tid) {
+            self.freeze_now(tid);
+        }
+    }
+
+    /// Freezes `tid` now if it is runnable and not frozen.
+    pub(crate) fn freeze_now(&mut self, tid: i32) {
+        if crate::coop::parked(self, tid) {
+            return;
+        }
         let Some(m) = self.threads.get_mut(&tid) else {
             return;
         };

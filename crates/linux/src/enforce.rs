@@ -267,3 +267,565 @@ pub fn restore(o: &Original, freezer_mount: Option<&Path>, root: Option<&Path>) 
     let b = sys::set_affinity(o.tid, &o.mask);
     a.and(b)
 }
+
+/// Keeping the kernel's real-time throttling out of the schedule.
+///
+/// A granted thread runs at `SCHED_FIFO`, so a CPU the hierarchy keeps busy
+/// is 100 % real-time, and the kernel's throttling (`sched_rt_runtime_us` /
+/// `sched_rt_period_us`, 950000/1000000 here) then stops every real-time
+/// task of that CPU for the last 50 ms of each second: the granted thread,
+/// whatever its guarantee, loses the CPU at a moment the hierarchy did not
+/// choose, while its policy keeps charging it (measured: a Rez 10 ms / 33 ms
+/// renderer lost two whole periods in one such window). The governor keeps
+/// the real-time time of each managed CPU under the kernel's limit itself:
+/// in every block of `block_ns` it makes sure at least `quota_ns` are not
+/// real-time, counting the time the hierarchy idles the CPU, and otherwise
+/// *demoting* the granted thread to `SCHED_OTHER` (still granted, thawed
+/// and pinned) until the quota is met. Demotion, unlike throttling, costs
+/// the thread nothing unless unmanaged fair-class work is runnable on that
+/// CPU, which then shares the slice with it — the time the kernel's
+/// throttling exists to guarantee it. Any one-second window holds at least
+/// `floor(1 s / block) - 1` whole blocks, so with the defaults (8 ms per
+/// 100 ms) at least 72 ms of each second are not real-time and the kernel
+/// (which needs 50 ms) never throttles.
+///
+/// The slice is taken from best-effort time: a thread the hierarchy runs
+/// through a reservation (a VP with an `amount` parameter, or a child of a
+/// `rez` or `realrate` instance, at any level of its grant path) is
+/// *protected* and is only demoted when the block would otherwise end
+/// short of its quota. The same protected threads get `grace_ns` of
+/// enforcement granularity when their grant ends: the freeze is applied
+/// that much after the revocation, the thread granted next queueing behind
+/// them at the same `SCHED_FIFO` priority (see [`RtGovernor::defer_freeze`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtBudget {
+    /// Length of an accounting block (ns).
+    pub block_ns: u64,
+    /// Time per block that must not be real-time (ns); 0 turns the governor
+    /// off.
+    pub quota_ns: u64,
+    /// How long before a block's end a protected thread is demoted anyway
+    /// if the quota is still short (ns), beyond the time still missing.
+    pub margin_ns: u64,
+    /// Extra run time of a protected thread after its grant ends (ns).
+    pub grace_ns: u64,
+}
+
+impl Default for RtBudget {
+    fn default() -> Self {
+        RtBudget {
+            block_ns: 100_000_000,
+            quota_ns: 8_000_000,
+            margin_ns: 2_000_000,
+            grace_ns: 500_000,
+        }
+    }
+}
+
+impl RtBudget {
+    /// The governor's budget for a kernel limit of `runtime_us` real-time
+    /// microseconds per `period_us` (`/proc/sys/kernel/sched_rt_*`): the
+    /// default, unless the kernel's limit needs a larger quota (with
+    /// `runtime_us` negative, throttling is off, and so is the governor).
+    pub fn for_kernel(runtime_us: i64, period_us: i64) -> RtBudget {
+        let mut b = RtBudget::default();
+        if runtime_us < 0 || period_us <= 0 || runtime_us >= period_us {
+            b.quota_ns = 0;
+            return b;
+        }
+        // Non-real-time time the kernel wants per period, spread over the
+        // whole blocks a period is sure to contain, plus 40 % margin.
+        let need = (period_us - runtime_us) as u64 * 1_000;
+        let blocks = (period_us as u64 * 1_000 / b.block_ns)
+            .saturating_sub(1)
+            .max(1);
+        b.quota_ns = b.quota_ns.max(need * 14 / 10 / blocks).min(b.block_ns / 2);
+        b
+    }
+
+    /// The budget for a run whose granted threads get `SCHED_FIFO`
+    /// `fifo_priority` (0: they do not, and the governor is off).
+    ///
+    /// `HSCHED_LIVE_RT` overrides it for experiments: `off` (no governor,
+    /// no grace), or `quota=DUR`, `block=DUR`, `grace=DUR` separated by
+    /// commas (e.g. `grace=0`).
+    pub fn for_run(fifo_priority: u32) -> RtBudget {
+        let off = RtBudget {
+            quota_ns: 0,
+            grace_ns: 0,
+            ..RtBudget::default()
+        };
+        let mut b = match (fifo_priority > 0).then(RtBudget::from_kernel).flatten() {
+            Some(b) => b,
+            None => return off,
+        };
+        if let Ok(v) = std::env::var("HSCHED_LIVE_RT") {
+            b = b.with_overrides(&v);
+        }
+        b
+    }
+
+    /// Applies `off` or `key=DURATION,...` (keys `quota`, `block`,
+    /// `margin`, `grace`); unknown or malformed items are ignored.
+    pub fn with_overrides(mut self, spec: &str) -> RtBudget {
+        for item in spec.split(',').map(str::trim) {
+            if item == "off" {
+                self.quota_ns = 0;
+                self.grace_ns = 0;
+                continue;
+            }
+            let Some((k, v)) = item.split_once('=') else {
+                continue;
+            };
+            let ns = if v.trim() == "0" {
+                Some(0)
+            } else {
+                hsched_core::time::parse_duration(v.trim(), None)
+                    .ok()
+                    .map(|d| d.as_nanos())
+            };
+            let Some(ns) = ns else {
+                continue;
+            };
+            match k.trim() {
+                "quota" => self.quota_ns = ns,
+                "block" if ns > 0 => self.block_ns = ns,
+                "margin" => self.margin_ns = ns,
+                "grace" => self.grace_ns = ns,
+                _ => {}
+            }
+        }
+        self
+    }
+
+    /// Reads the kernel's limit (`None`: not readable).
+    pub fn from_kernel() -> Option<RtBudget> {
+        let rd = |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+        Some(RtBudget::for_kernel(
+            rd("/proc/sys/kernel/sched_rt_runtime_us")?,
+            rd("/proc/sys/kernel/sched_rt_period_us")?,
+        ))
+    }
+}
+
+/// What the governor wants done to a granted thread's policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtChange {
+    /// Run it at `SCHED_OTHER` (it stays granted).
+    Demote(i32),
+    /// Back to `SCHED_FIFO`.
+    Promote(i32),
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct CpuGov {
+    started: bool,
+    block_start: u64,
+    non_rt: u64,
+    since: u64,
+    granted: Option<i32>,
+    protected: bool,
+    demoted: bool,
+    /// Demoted although protected (the block was ending short).
+    forced: bool,
+}
+
+/// Per managed CPU real-time accounting and the deferred freezes; see
+/// [`RtBudget`]. Pure bookkeeping: the daemon applies what it returns.
+#[derive(Clone, Debug, Default)]
+pub struct RtGovernor {
+    /// The budget.
+    pub budget: RtBudget,
+    cpus: Vec<CpuGov>,
+    pending: Vec<(u64, i32)>,
+    /// Demotions made.
+    pub demotions: u64,
+    /// Demotions of protected threads (the quota could not be met from
+    /// best-effort time).
+    pub forced: u64,
+    /// Time spent demoted (ns).
+    pub demoted_ns: u64,
+    /// Freezes deferred by the grace.
+    pub deferred: u64,
+}
+
+impl RtGovernor {
+    /// A governor for `ncpu` managed CPUs.
+    pub fn new(budget: RtBudget, ncpu: usize) -> RtGovernor {
+        RtGovernor {
+            budget,
+            cpus: vec![CpuGov::default(); ncpu],
+            ..RtGovernor::default()
+        }
+    }
+
+    /// Whether the governor does anything.
+    pub fn active(&self) -> bool {
+        self.budget.quota_ns > 0
+    }
+
+    fn advance(&mut self, c: usize, now: u64) {
+        let block = self.budget.block_ns.max(1);
+        let Some(g) = self.cpus.get_mut(c) else {
+            return;
+        };
+        if !g.started {
+            *g = CpuGov {
+                started: true,
+                block_start: now,
+                since: now,
+                ..*g
+            };
+            return;
+        }
+        let non_rt = g.granted.is_none() || g.demoted;
+        while now > g.since {
+            let end = g.block_start + block;
+            let upto = now.min(end);
+            if non_rt {
+                g.non_rt += upto.saturating_sub(g.since);
+                if g.demoted {
+                    self.demoted_ns += upto.saturating_sub(g.since);
+                }
+            }
+            g.since = upto;
+            if upto == end {
+                g.non_rt = 0;
+                // A long quiet stretch: skip whole blocks at once.
+                let skip = (now - end) / block;
+                g.block_start = end + skip * block;
+                if skip > 0 {
+                    g.since = g.block_start;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The hierarchy now runs `granted` on managed CPU `c` (index).
+    /// A thread that loses the CPU while demoted keeps `SCHED_OTHER` until
+    /// its next grant raises it again.
+    pub fn set_granted(&mut self, c: usize, now: u64, granted: Option<i32>) {
+        self.advance(c, now);
+        if let Some(g) = self.cpus.get_mut(c) {
+            if g.granted != granted {
+                g.granted = granted;
+                g.demoted = false;
+                g.forced = false;
+                g.protected = false;
+            }
+        }
+    }
+
+    /// Records whether the grant on CPU `c` goes through a reservation.
+    pub fn set_protected(&mut self, c: usize, protected: bool) {
+        if let Some(g) = self.cpus.get_mut(c) {
+            g.protected = protected;
+        }
+    }
+
+    /// Whether the grant on CPU `c` went through a reservation.
+    pub fn protected(&self, c: usize) -> bool {
+        self.cpus.get(c).is_some_and(|g| g.protected)
+    }
+
+    /// Decides CPU `c`'s policy at `now`.
+    pub fn decide(&mut self, c: usize, now: u64) -> Option<RtChange> {
+        if !self.active() {
+            return None;
+        }
+        self.advance(c, now);
+        let b = self.budget;
+        let g = self.cpus.get_mut(c)?;
+        let tid = g.granted?;
+        let need = b.quota_ns.saturating_sub(g.non_rt);
+        let left = (g.block_start + b.block_ns).saturating_sub(now);
+        if g.demoted {
+            // A thread demoted in best-effort time that is now running
+            // through a reservation (a Join switching parents) is raised.
+            if need == 0 || (g.protected && !g.forced) {
+                g.demoted = false;
+                return Some(RtChange::Promote(tid));
+            }
+            return None;
+        }
+        if need == 0 {
+            return None;
+        }
+        if !g.protected || left <= need + b.margin_ns {
+            g.demoted = true;
+            g.forced = g.protected;
+            self.demotions += 1;
+            if g.protected {
+                self.forced += 1;
+            }
+            return Some(RtChange::Demote(tid));
+        }
+        None
+    }
+
+    /// When the daemon must look again (absolute ns), if ever.
+    pub fn next_wake(&self) -> Option<u64> {
+        let b = self.budget;
+        let mut at = self.pending.iter().map(|p| p.0).min();
+        if self.active() {
+            for g in self
+                .cpus
+                .iter()
+                .filter(|g| g.started && g.granted.is_some())
+            {
+                let end = g.block_start + b.block_ns;
+                let need = b.quota_ns.saturating_sub(g.non_rt);
+                let t = if g.demoted {
+                    g.since + need
+                } else if need > 0 && g.protected {
+                    end.saturating_sub(need + b.margin_ns).max(g.since)
+                } else if need > 0 {
+                    g.since
+                } else {
+                    end
+                };
+                at = Some(at.map_or(t, |a: u64| a.min(t)));
+            }
+        }
+        at
+    }
+
+    /// A protected thread lost its CPU at `now`: its freeze waits `grace_ns`
+    /// (`true`), so that enforcement latency and wake-up jitter are paid by
+    /// the best-effort time after it, never by the reservation — the
+    /// "enforceable scheduling granularity" through which HLS's reservations
+    /// received slightly more than reserved (seed 000 §10.5.2).
+    pub fn defer_freeze(&mut self, tid: i32, now: u64) -> bool {
+        if self.budget.grace_ns == 0 {
+            return false;
+        }
+        if !self.pending.iter().any(|p| p.1 == tid) {
+            self.pending.push((now + self.budget.grace_ns, tid));
+            self.deferred += 1;
+        }
+        true
+    }
+
+    /// Whether `tid` has a deferred freeze pending.
+    pub fn freeze_pending(&self, tid: i32) -> bool {
+        self.pending.iter().any(|p| p.1 == tid)
+    }
+
+    /// Forgets `tid`'s deferred freeze (it was granted again or left).
+    pub fn cancel(&mut self, tid: i32) {
+        self.pending.retain(|p| p.1 != tid);
+    }
+
+    /// Deferred freezes due at `now`, removed from the list.
+    pub fn due(&mut self, now: u64, out: &mut Vec<i32>) {
+        out.clear();
+        self.pending.retain(|&(at, tid)| {
+            if at <= now {
+                out.push(tid);
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
+impl crate::daemon::Daemon {
+    /// Whether the grant of `tid` goes through a reservation: a VP with an
+    /// `amount` parameter, or a child VP of a `rez` or `realrate` instance,
+    /// anywhere on the path of running VPs from the thread up to the top.
+    pub(crate) fn grant_protected(&self, tid: i32) -> bool {
+        let Some(m) = self.threads.get(&tid) else {
+            return false;
+        };
+        let mut vp = self.hsi.thread_vp(m.hsi);
+        // Bounded: a hierarchy is a DAG of instances, each step goes up.
+        for _ in 0..64 {
+            let info = self.hsi.vp_info(vp);
+            if info.params.get("amount").is_some() {
+                return true;
+            }
+            let hsched_core::Node::Instance(i) = info.parent else {
+                return false;
+            };
+            if self
+                .hsi
+                .instance_policy(i)
+                .is_some_and(|p| matches!(p.policy_name(), "rez" | "realrate"))
+            {
+                return true;
+            }
+            let up =
+                self.hsi.instance_parents(i).iter().copied().find(|&p| {
+                    matches!(self.hsi.vp_info(p).state, hsched_core::VpState::Running(_))
+                });
+            match up {
+                Some(p) => vp = p,
+                None => return false,
+            }
+        }
+        false
+    }
+
+    /// Called instead of freezing a thread that lost its CPU: `true` when
+    /// the freeze is deferred (the thread was granted through a reservation)
+    /// or already pending.
+    pub(crate) fn defer_stop(&mut self, tid: i32) -> bool {
+        if self.gov.freeze_pending(tid) {
+            return true;
+        }
+        match self.running.iter().position(|r| *r == Some(tid)) {
+            Some(c) if self.gov.protected(c) => self.gov.defer_freeze(tid, sys::now_ns()),
+            _ => false,
+        }
+    }
+
+    /// After each dispatch: applies due deferred freezes, accounts each
+    /// managed CPU's real-time time and demotes or promotes its granted
+    /// thread as the [`RtGovernor`] says.
+    pub(crate) fn govern(&mut self) {
+        let now = sys::now_ns();
+        let mut due = Vec::new();
+        self.gov.due(now, &mut due);
+        for tid in due {
+            if !self.running.contains(&Some(tid)) {
+                self.freeze_now(tid);
+            }
+        }
+        for c in 0..self.running.len() {
+            let tid = self.running[c];
+            self.gov.set_granted(c, now, tid);
+            if let Some(t) = tid {
+                self.gov.cancel(t);
+                let p = self.grant_protected(t);
+                self.gov.set_protected(c, p);
+            }
+            let change = self.gov.decide(c, now);
+            let (t, attr) = match change {
+                Some(RtChange::Demote(t)) => {
+                    let Some(m) = self.threads.get(&t) else {
+                        continue;
+                    };
+                    let mut a = SchedAttr::other();
+                    let o = m.orig.attr;
+                    if o.policy == libc::SCHED_OTHER as u32 || o.policy == libc::SCHED_BATCH as u32
+                    {
+                        a.policy = o.policy;
+                        a.nice = o.nice;
+                    }
+                    a.flags = o.flags & sys::SCHED_FLAG_RESET_ON_FORK;
+                    (t, a)
+                }
+                Some(RtChange::Promote(t)) => {
+                    let Some(m) = self.threads.get(&t) else {
+                        continue;
+                    };
+                    let mut a = SchedAttr::fifo(self.opts.fifo_priority);
+                    a.flags = m.orig.attr.flags & sys::SCHED_FLAG_RESET_ON_FORK;
+                    (t, a)
+                }
+                None => continue,
+            };
+            if self.debug {
+                eprintln!("[{}] rt {change:?}", now.saturating_sub(self.epoch));
+            }
+            if sys::sched_setattr(t, &attr).is_ok() {
+                if let Some(m) = self.threads.get_mut(&t) {
+                    m.fifo = attr.policy == libc::SCHED_FIFO as u32;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod rt_tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn gov() -> RtGovernor {
+        RtGovernor::new(RtBudget::default(), 1)
+    }
+
+    #[test]
+    fn kernel_limit_sizes_the_quota() {
+        // 50 ms per second over at least 9 whole 100 ms blocks, +40 %: 7.8 ms.
+        assert_eq!(RtBudget::for_kernel(950_000, 1_000_000).quota_ns, 8 * MS);
+        // 20 % non-real-time: 200 ms over 9 blocks, +40 %: 31.1 ms.
+        assert_eq!(
+            RtBudget::for_kernel(800_000, 1_000_000).quota_ns,
+            200 * MS * 14 / 10 / 9
+        );
+        assert_eq!(RtBudget::for_kernel(-1, 1_000_000).quota_ns, 0);
+        assert_eq!(RtBudget::for_kernel(1_000_000, 1_000_000).quota_ns, 0);
+        let o = RtBudget::default().with_overrides("grace=0, quota=3ms,bogus=1,block=x");
+        assert_eq!((o.grace_ns, o.quota_ns, o.block_ns), (0, 3 * MS, 100 * MS));
+        assert_eq!(RtBudget::default().with_overrides("off").quota_ns, 0);
+    }
+
+    #[test]
+    fn best_effort_thread_is_demoted_until_the_quota_is_met() {
+        let mut g = gov();
+        g.set_granted(0, 0, Some(7));
+        assert_eq!(g.decide(0, 0), Some(RtChange::Demote(7)));
+        assert_eq!(g.next_wake(), Some(8 * MS));
+        assert_eq!(g.decide(0, 5 * MS), None);
+        assert_eq!(g.decide(0, 8 * MS), Some(RtChange::Promote(7)));
+        // Real-time for the rest of the block; the next block demotes again.
+        assert_eq!(g.decide(0, 50 * MS), None);
+        assert_eq!(g.next_wake(), Some(100 * MS));
+        assert_eq!(g.decide(0, 100 * MS), Some(RtChange::Demote(7)));
+        assert_eq!(g.demoted_ns, 8 * MS);
+        assert_eq!((g.demotions, g.forced), (2, 0));
+    }
+
+    #[test]
+    fn idle_time_counts_and_protected_threads_wait_for_the_deadline() {
+        let mut g = gov();
+        g.set_granted(0, 0, None);
+        // 5 ms idle, then a reservation thread: 3 ms still missing.
+        g.set_granted(0, 5 * MS, Some(1));
+        g.set_protected(0, true);
+        assert_eq!(g.decide(0, 5 * MS), None);
+        // Demoted only when the block would end short: 100 - 3 - 2 ms.
+        assert_eq!(g.next_wake(), Some(95 * MS));
+        assert_eq!(g.decide(0, 90 * MS), None);
+        assert_eq!(g.decide(0, 95 * MS), Some(RtChange::Demote(1)));
+        assert_eq!(g.forced, 1);
+        // A best-effort thread demoted at 100 ms is raised when the same
+        // thread's grant turns protected (a Join switching parents).
+        assert_eq!(g.decide(0, 98 * MS), Some(RtChange::Promote(1)));
+        g.set_protected(0, false);
+        assert_eq!(g.decide(0, 100 * MS), Some(RtChange::Demote(1)));
+        g.set_protected(0, true);
+        assert_eq!(g.decide(0, 101 * MS), Some(RtChange::Promote(1)));
+    }
+
+    #[test]
+    fn long_quiet_stretches_and_deferred_freezes() {
+        let mut g = gov();
+        g.set_granted(0, 0, None);
+        g.set_granted(0, 1_050 * MS, Some(3));
+        // Ten whole blocks skipped; 50 ms idle in the current one.
+        assert_eq!(g.decide(0, 1_050 * MS), None);
+        assert_eq!(g.next_wake(), Some(1_100 * MS));
+        assert!(g.defer_freeze(3, 10));
+        assert!(g.defer_freeze(3, 20), "already pending");
+        assert_eq!(g.deferred, 1);
+        assert!(g.freeze_pending(3));
+        let mut due = Vec::new();
+        g.due(10 + 499_999, &mut due);
+        assert!(due.is_empty());
+        g.due(10 + 500_000, &mut due);
+        assert_eq!(due, vec![3]);
+        assert!(!g.freeze_pending(3));
+        g.defer_freeze(4, 0);
+        g.cancel(4);
+        assert!(!g.freeze_pending(4));
+        let off = RtGovernor::new(RtBudget::default().with_overrides("off"), 1);
+        assert!(!off.active());
+    }
+}

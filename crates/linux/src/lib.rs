@@ -36,12 +36,14 @@
 pub mod bench;
 pub mod cli_glue;
 pub mod control;
+mod coop;
 pub mod ctl;
 mod daemon;
 pub mod enforce;
 pub mod hierarchy;
 pub mod observe;
 pub mod probe;
+pub mod progress;
 pub mod report;
 pub mod stolen;
 pub mod sys;
@@ -193,5 +195,7 @@ pub fn workload_name(w: &WorkloadSpec) -> &'static str {
         WorkloadSpec::Video(_) => "video",
         WorkloadSpec::FrameRenderer { .. } => "frame_renderer",
         WorkloadSpec::Program(_) => "program",
+        WorkloadSpec::Stage(_) => "stage",
+        WorkloadSpec::Player(_) => "player",
     }
 }

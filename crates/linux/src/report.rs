@@ -48,6 +48,20 @@ pub struct LiveStats {
     pub stolen_fed_ns: Vec<u64>,
     /// `Hsi::add_stolen` calls.
     pub stolen_reports: u64,
+    /// Real-time governor (enforce.rs `RtGovernor`): non-real-time time
+    /// required per block, ns (0: governor off).
+    pub rt_quota_ns: u64,
+    /// Granted threads demoted to `SCHED_OTHER` to meet the quota.
+    pub rt_demotions: u64,
+    /// Of those, threads granted through a reservation (the quota could
+    /// not be met from best-effort time).
+    pub rt_forced: u64,
+    /// Time granted threads spent demoted, ns.
+    pub rt_demoted_ns: u64,
+    /// Grace given to a revoked reservation thread, ns (0: off).
+    pub grace_ns: u64,
+    /// Freezes deferred by that grace.
+    pub deferred_freezes: u64,
 }
 
 /// A latency distribution.
@@ -239,6 +253,9 @@ impl Report {
                 "ended_by": st.ended_by,
                 "stolen": {"source": st.stolen_source, "measured_ns": st.stolen_measured_ns,
                     "fed_ns": st.stolen_fed_ns, "reports": st.stolen_reports},
+                "rt_governor": {"quota_ns": st.rt_quota_ns, "demotions": st.rt_demotions,
+                    "forced": st.rt_forced, "demoted_ns": st.rt_demoted_ns,
+                    "grace_ns": st.grace_ns, "deferred_freezes": st.deferred_freezes},
             }
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
@@ -402,7 +419,13 @@ pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
             supply_ns: d.hsi.instance_supply(i).as_nanos(),
         })
         .collect();
-    let st = d.stats.clone();
+    let mut st = d.stats.clone();
+    st.rt_quota_ns = d.gov.budget.quota_ns;
+    st.rt_demotions = d.gov.demotions;
+    st.rt_forced = d.gov.forced;
+    st.rt_demoted_ns = d.gov.demoted_ns;
+    st.grace_ns = d.gov.budget.grace_ns;
+    st.deferred_freezes = d.gov.deferred;
     let mut lat = st.latency.clone();
     Report {
         duration_ns: duration,

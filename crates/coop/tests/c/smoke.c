@@ -1,6 +1,7 @@
 /* Exercises the C ABI: ordering, idempotence, callbacks that submit. */
 #include "hsched_coop.h"
 #include <stdio.h>
+#include <stdlib.h>
 
 static char order[16];
 static int n;
@@ -10,6 +11,33 @@ static int again_left = 2;
 static void rec(HschedCoopLoop *l, uint64_t ev, void *data) {
     (void)l; (void)ev;
     order[n++] = *(const char *)data;
+}
+
+static void stop_cb(HschedCoopLoop *l, uint64_t ev, void *data) {
+    (void)ev;
+    ++*(int *)data;
+    hsched_coop_stop(l);
+}
+
+/* Live entry points outside `hsched run`: no channel, so the live loop is
+ * non-cooperative and still runs; the raw poll refuses bad arguments. */
+static int live_fallback(void) {
+    if (getenv("HSCHED_COOP") != NULL) return 0;
+    if (hsched_coop_live_open() != NULL) return 30;
+    HschedCoopPollParam in = {0}, out = {0};
+    if (hsched_coop_live_poll(NULL, &in, &out) != -1) return 31;
+    if (hsched_coop_mono_now() == 0) return 32;
+    HschedCoopLoop *l = hsched_coop_new_live();
+    int hit = 0;
+    uint64_t e = hsched_coop_event(l, stop_cb, &hit);
+    uint64_t t0 = hsched_coop_now(l);
+    if (hsched_coop_submit_deadline(l, e, t0 + 1000000) != 1) return 33;
+    hsched_coop_run(l);
+    uint64_t t1 = hsched_coop_now(l);
+    hsched_coop_free(l);
+    if (hit != 1) return 34;
+    if (t1 - t0 < 1000000) return 35;
+    return 0;
 }
 
 static void again(HschedCoopLoop *l, uint64_t ev, void *data) {
@@ -66,5 +94,7 @@ int main(void) {
     if (!(order[0] == 'b' && order[1] == 'a' && order[2] == 'x' && order[3] == 'x' &&
           order[4] == 'd'))
         return 18;
+    int lf = live_fallback();
+    if (lf != 0) return lf;
     return cooperative();
 }

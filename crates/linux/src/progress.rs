@@ -1,0 +1,948 @@
+//! Progress metrics of unmodified programs: the fill levels of the pipes
+//! that connect managed processes, read from outside and fed to `realrate`
+//! (seed 001 §3.2, "symbiotic interfaces": the scheduler learns a job's
+//! progress from the bounded buffers it shares with its producers and
+//! consumers; §4.1: a monitor samples them periodically).
+//!
+//! Every `period` (10 ms by default, the controller's own rate, §3.3) the
+//! monitor, for the managed threads whose scheduler is a `realrate`
+//! instance:
+//!
+//! 1. **discovers** (every [`DISCOVER_TICKS`] periods, and at once when the
+//!    set of such processes changes) the pipes and FIFOs each process
+//!    holds: `/proc/PID/fd/N` stats as a FIFO (an anonymous `pipe:[ino]` or
+//!    a named FIFO; the key is the pipe's device and inode) and the access
+//!    mode in `/proc/PID/fdinfo/N` says which end. A pipe read by one
+//!    managed process and written by another is a **queue**: the processes
+//!    holding only its read end are its consumers, those holding only its
+//!    write end its producers. A process holding both ends (a shell between
+//!    `pipe` and `close`, a program talking to itself) is neither, and a
+//!    pipe with an end outside the managed set (the terminal, `hsched run`'s
+//!    own stdout piped somewhere) is no queue;
+//! 2. **samples** each queue: one descriptor of its *read end* is duplicated
+//!    from a consumer with `pidfd_open` + `pidfd_getfd`, `ioctl(FIONREAD)`
+//!    gives the bytes queued and `fcntl(F_GETPIPE_SZ)` the capacity;
+//! 3. **reports** `Msg::App { kind: "progress", params: { queue: "pipe:INO",
+//!    fill, size, role } }` through [`Hsi::thread_msg`] about every
+//!    `realrate` thread of each consumer (role `consumer`) and each producer
+//!    (role `producer`). A queue that disappears is reported once more with
+//!    `remove = true`, so the controller forgets it.
+//!
+//! **Sources.** A producer that consumes no monitored queue (a pipeline's
+//! first stage) is paced by something the monitor cannot see: a timer, a
+//! device, the network, a file. Its output's fill level says whether its
+//! consumer keeps up, not whether the source does: with the producer sign
+//! of Fig 3 a source that is behind its pace but whose consumer keeps the
+//! pipe half full feels no pressure, and the whole pipeline settles at
+//! whatever rate the source happens to get (measured: 89 of 200 KB/s with
+//! `filter = 0.2`, docs/real-rate.md "Live"). In §4.2 the producer has a
+//! reservation the controller does not touch. So by default a source is
+//! not told its queues and stays what `realrate` makes of a thread without
+//! a metric, a *miscellaneous* job (constant pressure until the too-generous
+//! test fires: it gets what it uses plus a margin, and more when it falls
+//! behind); interior stages get both roles (the paper's "pairwise
+//! comparison" along a pipeline). `HSCHED_PROGRESS_SOURCES=1` reports the
+//! producer role to sources too.
+//!
+//! # What a program can observe
+//! The daemon holds, for a moment or for the queue's life (see [`DupMode`]),
+//! an extra reference to the pipe's **read end**; never to the write end, so
+//! a consumer always sees end-of-file exactly when its producers close.
+//! What changes is the producer's side: after every consumer has exited, a
+//! write into the pipe fails with `EPIPE`/`SIGPIPE` only once the daemon has
+//! dropped its copy too. In the default [`DupMode::Cached`] the copy is
+//! dropped at the first tick after the consumer leaves the managed set (at
+//! most one period, 10 ms) or, if it merely closes the descriptor, at the
+//! next discovery (at most 100 ms); a producer blocked on a full pipe in
+//! that window waits that long before it gets `EPIPE`. In
+//! [`DupMode::Redup`] the copy lives only for the few microseconds of one
+//! sample. `/proc/PID/fdinfo` of the pipe and `F_GETPIPE_SZ` are read-only;
+//! nothing else is visible to the programs.
+//!
+//! # Errors
+//! Everything is per queue and quiet: a process that exits, a descriptor
+//! closed between discovery and sample, `EPERM` (a process that is not
+//! dumpable, a kernel without `pidfd_getfd`: Linux ≥ 5.6) drop that sample
+//! or that queue, are counted in [`ProgressStats::errors`] and warned once
+//! per kind; none stops the run.
+//!
+//! # Options (environment of `hsched run`)
+//! - `HSCHED_PROGRESS_PERIOD` (a duration such as `10ms`): sampling period;
+//!   default the smallest `control_period` of the file's `realrate`
+//!   schedulers, else 10 ms. `0` turns the monitor off.
+//! - `HSCHED_PROGRESS_REDUP=1`: [`DupMode::Redup`].
+//! - `HSCHED_PROGRESS_SOURCES=1`: tell sources their role too (above).
+//! - `HSCHED_PROGRESS_TRACE=FILE`: every sample as CSV lines, for
+//!   experiments (`docs/real-rate.md`, "Live").
+//!
+//! # Shared-memory queues
+//! Programs that link the `hsched-progress` library (`crates/progress`)
+//! register a queue by creating `/dev/shm/hsched-progress/<pid>.<queue>`;
+//! at each discovery the monitor opens the files of monitored producers,
+//! and at each tick reads the 64-byte header (one `pread`, never mapped)
+//! and reports `shm:<pid>.<queue>` with `fill = head − tail` to the
+//! consumer recorded in the header and, under the rule for sources above,
+//! to the producer. A file that disappears is a queue that went away.
+//!
+//! UNIX sockets are not monitored yet: pairing a socket with its peer needs
+//! `sock_diag` netlink (`UNIX_DIAG_PEER`), since `/proc` shows no peer.
+
+// The three system calls of a sample live here rather than in `sys`; each
+// block says why it is sound.
+#![allow(unsafe_code)]
+
+use crate::daemon::Managed;
+use hsched_config::Hierarchy;
+use hsched_core::{Duration, Hsi, InstanceId, Instant, Msg, ParamValue, Params, ThreadId};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+
+/// Default sampling period: the controller's rate (seed 001 §3.3, 100 Hz).
+pub const DEFAULT_PERIOD_NS: u64 = 10_000_000;
+/// Pipes are rediscovered every this many periods (and whenever the set of
+/// monitored processes changes).
+pub const DISCOVER_TICKS: u64 = 10;
+/// The policy whose threads are monitored.
+pub const POLICY: &str = "realrate";
+
+/// How the daemon holds its copy of a queue's read end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DupMode {
+    /// Duplicate once per queue and keep it until the queue disappears (one
+    /// system call per sample).
+    Cached,
+    /// Duplicate, check and close at every sample (four system calls per
+    /// sample; the copy lives for microseconds).
+    Redup,
+}
+
+/// Counters of the monitor.
+#[derive(Clone, Debug, Default)]
+pub struct ProgressStats {
+    /// Sampling ticks.
+    pub ticks: u64,
+    /// Discovery passes.
+    pub discoveries: u64,
+    /// Queue samples taken.
+    pub samples: u64,
+    /// Progress messages delivered to the HSI.
+    pub messages: u64,
+    /// Samples, duplications or messages that failed (quietly).
+    pub errors: u64,
+    /// Daemon CPU time spent discovering, in ns.
+    pub discover_ns: u64,
+    /// Daemon CPU time spent sampling and sending, in ns.
+    pub sample_ns: u64,
+}
+
+/// A pipe: its device and inode.
+type PipeKey = (u64, u64);
+/// Managed processes holding a pipe's read end (with one of their
+/// descriptors for it) and its write end.
+type Ends = (BTreeMap<i32, RawFd>, BTreeSet<i32>);
+/// A queue's consumers (with a descriptor) and producers.
+type Roles = (Vec<(i32, RawFd)>, Vec<i32>);
+
+/// A shared-memory queue of the `hsched-progress` library.
+struct ShmQueue {
+    name: String,
+    file: std::fs::File,
+    producer: i32,
+    told: BTreeSet<ThreadId>,
+}
+
+/// One pipe between managed processes.
+struct Queue {
+    name: String,
+    /// `(process, descriptor number in it)` holding only the read end.
+    consumers: Vec<(i32, RawFd)>,
+    /// Processes holding only the write end.
+    producers: Vec<i32>,
+    size: u64,
+    dup: Option<OwnedFd>,
+    /// Threads told about this queue (told to forget it when it goes).
+    told: BTreeSet<ThreadId>,
+}
+
+/// The pipe fill-level monitor of one live run.
+pub struct ProgressMonitor {
+    period_ns: u64,
+    mode: DupMode,
+    report_sources: bool,
+    next_at: u64,
+    ticks_since_discovery: u64,
+    procs: Vec<i32>,
+    queues: BTreeMap<(u64, u64), Queue>,
+    pidfds: BTreeMap<i32, OwnedFd>,
+    shm: BTreeMap<String, ShmQueue>,
+    /// Consumers of shared-memory queues at the last sample.
+    shm_consumers: BTreeSet<i32>,
+    warned: BTreeSet<&'static str>,
+    trace: Option<io::BufWriter<std::fs::File>>,
+    /// Counters.
+    pub stats: ProgressStats,
+}
+
+fn env_duration(key: &str) -> Option<Duration> {
+    let v = std::env::var(key).ok()?;
+    let v = v.trim();
+    if v == "0" {
+        return Some(Duration::ZERO);
+    }
+    let p = Params::new().with("d", ParamValue::Str(v.to_string()));
+    match p.duration("d") {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("hsched: warning: {key}={v}: {e}; using the default");
+            None
+        }
+    }
+}
+
+impl ProgressMonitor {
+    /// A monitor with an explicit period (0: off) and mode.
+    pub fn new(period: Duration, mode: DupMode) -> Self {
+        ProgressMonitor {
+            period_ns: period.as_nanos(),
+            mode,
+            report_sources: false,
+            next_at: 0,
+            ticks_since_discovery: 0,
+            procs: Vec::new(),
+            queues: BTreeMap::new(),
+            pidfds: BTreeMap::new(),
+            shm: BTreeMap::new(),
+            shm_consumers: BTreeSet::new(),
+            warned: BTreeSet::new(),
+            trace: None,
+            stats: ProgressStats::default(),
+        }
+    }
+
+    /// The monitor of a run of `h`, configured from the environment (see the
+    /// module documentation).
+    pub fn from_env(h: &Hierarchy) -> Self {
+        let from_file = h
+            .schedulers
+            .iter()
+            .filter(|s| s.policy == POLICY)
+            .filter_map(|s| s.params.duration("control_period").ok().flatten())
+            .min();
+        let period = env_duration("HSCHED_PROGRESS_PERIOD")
+            .or(from_file)
+            .unwrap_or(Duration(DEFAULT_PERIOD_NS));
+        let mode = match std::env::var("HSCHED_PROGRESS_REDUP").as_deref() {
+            Ok("1") => DupMode::Redup,
+            _ => DupMode::Cached,
+        };
+        let mut m = ProgressMonitor::new(period, mode);
+        m.report_sources = std::env::var("HSCHED_PROGRESS_SOURCES").as_deref() == Ok("1");
+        if let Some(path) = std::env::var_os("HSCHED_PROGRESS_TRACE") {
+            match std::fs::File::create(&path) {
+                Ok(f) => {
+                    let mut w = io::BufWriter::new(f);
+                    let _ = writeln!(
+                        w,
+                        "# q,t_s,queue,fill,size,consumers,producers | \
+                         p,t_s,thread,proportion,cpu_ns,rchar,wchar,pid"
+                    );
+                    m.trace = Some(w);
+                }
+                Err(e) => eprintln!(
+                    "hsched: warning: HSCHED_PROGRESS_TRACE {}: {e}",
+                    path.to_string_lossy()
+                ),
+            }
+        }
+        m
+    }
+
+    /// The sampling period.
+    pub fn period(&self) -> Duration {
+        Duration(self.period_ns)
+    }
+
+    /// When the next sample is due (daemon clock), if the monitor is on and
+    /// `hsi` has a `realrate` instance.
+    pub fn due(&self, hsi: &Hsi) -> Option<u64> {
+        (self.period_ns > 0 && !realrate_instances(hsi).is_empty()).then_some(self.next_at)
+    }
+
+    fn warn(&mut self, key: &'static str, msg: String) {
+        self.stats.errors += 1;
+        if self.warned.insert(key) {
+            eprintln!("hsched: warning: progress monitor: {msg} (further ones are counted)");
+        }
+    }
+
+    /// One monitor step at daemon time `now` (`epoch` is the HSI's time
+    /// zero): discovers when due, samples every queue and sends the progress
+    /// messages. Does nothing before the next due time.
+    pub(crate) fn tick(
+        &mut self,
+        now: u64,
+        epoch: u64,
+        hsi: &mut Hsi,
+        threads: &BTreeMap<i32, Managed>,
+    ) {
+        if self.period_ns == 0 || now < self.next_at {
+            return;
+        }
+        // Stay on the period grid; skip ticks missed while busy.
+        self.next_at = if self.next_at == 0 || now >= self.next_at + self.period_ns {
+            now + self.period_ns
+        } else {
+            self.next_at + self.period_ns
+        };
+        let insts = realrate_instances(hsi);
+        if insts.is_empty() {
+            return;
+        }
+        self.stats.ticks += 1;
+        let at = Instant(now.saturating_sub(epoch));
+        // Monitored threads per process, in tid order.
+        let mut by_proc: BTreeMap<i32, Vec<(ThreadId, i32)>> = BTreeMap::new();
+        for m in threads.values() {
+            if insts.contains(&hsi.thread_parent(m.hsi)) {
+                by_proc.entry(m.orig.tgid).or_default().push((m.hsi, m.tid));
+            }
+        }
+        let procs: Vec<i32> = by_proc.keys().copied().collect();
+        let t0 = crate::sys::thread_cpu_ns();
+        if procs != self.procs || self.ticks_since_discovery >= DISCOVER_TICKS {
+            self.discover(&procs, at, hsi);
+            self.procs = procs;
+            self.ticks_since_discovery = 0;
+            let t1 = crate::sys::thread_cpu_ns();
+            self.stats.discover_ns += t1 - t0;
+        }
+        self.ticks_since_discovery += 1;
+        let t1 = crate::sys::thread_cpu_ns();
+        let keys: Vec<(u64, u64)> = self.queues.keys().copied().collect();
+        let consumers: BTreeSet<i32> = self
+            .queues
+            .values()
+            .flat_map(|q| q.consumers.iter().map(|c| c.0))
+            .collect();
+        for key in keys {
+            let Some(fill) = self.sample(key) else {
+                continue;
+            };
+            self.stats.samples += 1;
+            let q = &self.queues[&key];
+            let (name, size) = (q.name.clone(), q.size);
+            let mut targets: Vec<(ThreadId, &'static str)> = Vec::new();
+            for &(pid, _) in &q.consumers {
+                for &(t, _) in by_proc.get(&pid).map_or(&[][..], |v| v) {
+                    targets.push((t, "consumer"));
+                }
+            }
+            for pid in &q.producers {
+                if !self.report_sources && !consumers.contains(pid) {
+                    continue; // a source: paced from outside, see above
+                }
+                for &(t, _) in by_proc.get(pid).map_or(&[][..], |v| v) {
+                    targets.push((t, "producer"));
+                }
+            }
+            for (t, role) in targets {
+                match send(hsi, at, t, &name, fill, size, role) {
+                    Ok(()) => {
+                        self.stats.messages += 1;
+                        if let Some(q) = self.queues.get_mut(&key) {
+                            q.told.insert(t);
+                        }
+                    }
+                    Err(e) => self.warn("msg", format!("the scheduler refused a message: {e}")),
+                }
+            }
+            if self.trace.is_some() {
+                let q = &self.queues[&key];
+                let cons: Vec<String> = q.consumers.iter().map(|c| c.0.to_string()).collect();
+                let prods: Vec<String> = q.producers.iter().map(|p| p.to_string()).collect();
+                let line = format!(
+                    "q,{:.4},{},{},{},{},{}",
+                    at.0 as f64 / 1e9,
+                    q.name,
+                    fill,
+                    q.size,
+                    cons.join(" "),
+                    prods.join(" ")
+                );
+                if let Some(w) = self.trace.as_mut() {
+                    let _ = writeln!(w, "{line}");
+                }
+            }
+        }
+        self.sample_shm(at, hsi, &by_proc);
+        self.stats.sample_ns += crate::sys::thread_cpu_ns() - t1;
+        if self.trace.is_some() {
+            self.trace_threads(at, hsi, &insts, &by_proc);
+        }
+    }
+
+    /// Rebuilds the queue table from `/proc` for processes `procs`.
+    fn discover(&mut self, procs: &[i32], at: Instant, hsi: &mut Hsi) {
+        self.stats.discoveries += 1;
+        // Pipe key -> (readers with one of their fds, writers).
+        let mut ends: BTreeMap<PipeKey, Ends> = BTreeMap::new();
+        for &pid in procs {
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+                continue; // exited since the last event
+            };
+            let mut fds: Vec<RawFd> = dir
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect();
+            fds.sort_unstable();
+            for fd in fds {
+                let Ok(md) = std::fs::metadata(format!("/proc/{pid}/fd/{fd}")) else {
+                    continue;
+                };
+                if !md.file_type().is_fifo() {
+                    continue;
+                }
+                let Some(acc) = fd_access_mode(pid, fd) else {
+                    continue;
+                };
+                let e = ends.entry((md.dev(), md.ino())).or_default();
+                if acc == libc::O_RDONLY || acc == libc::O_RDWR {
+                    e.0.entry(pid).or_insert(fd);
+                }
+                if acc == libc::O_WRONLY || acc == libc::O_RDWR {
+                    e.1.insert(pid);
+                }
+            }
+        }
+        let mut found: BTreeMap<PipeKey, Roles> = BTreeMap::new();
+        for (key, (readers, writers)) in ends {
+            let consumers: Vec<(i32, RawFd)> = readers
+                .iter()
+                .filter(|(p, _)| !writers.contains(p))
+                .map(|(&p, &fd)| (p, fd))
+                .collect();
+            let producers: Vec<i32> = writers
+                .iter()
+                .copied()
+                .filter(|p| !readers.contains_key(p))
+                .collect();
+            if !consumers.is_empty() && !producers.is_empty() {
+                found.insert(key, (consumers, producers));
+            }
+        }
+        // Queues that went away: tell their threads to forget them.
+        let gone: Vec<(u64, u64)> = self
+            .queues
+            .keys()
+            .filter(|k| !found.contains_key(k))
+            .copied()
+            .collect();
+        for k in gone {
+            if let Some(q) = self.queues.remove(&k) {
+                forget(hsi, at, &q.name, q.told);
+            }
+        }
+        for (key, (consumers, producers)) in found {
+            let q = self.queues.entry(key).or_insert_with(|| Queue {
+                name: format!("pipe:{}", key.1),
+                consumers: Vec::new(),
+                producers: Vec::new(),
+                size: 0,
+                dup: None,
+                told: BTreeSet::new(),
+            });
+            // A cached copy stays valid while the pipe is a queue (it is the
+            // pipe itself, whichever consumer it came from).
+            q.consumers = consumers;
+            q.producers = producers;
+        }
+        // Process handles of processes no longer monitored.
+        self.pidfds.retain(|p, _| procs.binary_search(p).is_ok());
+        self.discover_shm(procs, at, hsi);
+    }
+
+    /// Finds the `hsched-progress` queues of processes `procs`: files
+    /// `SHM_DIR/<pid>.<queue>` whose `pid` (the producer) is monitored.
+    fn discover_shm(&mut self, procs: &[i32], at: Instant, hsi: &mut Hsi) {
+        let mut found: BTreeMap<String, i32> = BTreeMap::new();
+        if let Ok(dir) = std::fs::read_dir(SHM_DIR) {
+            for e in dir.flatten() {
+                let Some(n) = e.file_name().to_str().map(str::to_string) else {
+                    continue;
+                };
+                let pid = n.split_once('.').and_then(|(p, _)| p.parse::<i32>().ok());
+                if let Some(pid) = pid.filter(|p| procs.binary_search(p).is_ok()) {
+                    found.insert(n, pid);
+                }
+            }
+        }
+        let gone: Vec<String> = self
+            .shm
+            .keys()
+            .filter(|k| !found.contains_key(*k))
+            .cloned()
+            .collect();
+        for k in gone {
+            if let Some(q) = self.shm.remove(&k) {
+                forget(hsi, at, &q.name, q.told);
+            }
+        }
+        for (n, pid) in found {
+            if self.shm.contains_key(&n) {
+                continue;
+            }
+            match std::fs::File::open(format!("{SHM_DIR}/{n}")) {
+                Ok(file) => {
+                    self.shm.insert(
+                        n.clone(),
+                        ShmQueue {
+                            name: format!("shm:{n}"),
+                            file,
+                            producer: pid,
+                            told: BTreeSet::new(),
+                        },
+                    );
+                }
+                Err(e) => self.warn("shm-open", format!("{SHM_DIR}/{n}: {e}")),
+            }
+        }
+    }
+
+    /// Samples every shared-memory queue's header and tells its consumer
+    /// and its producer (a source only with `HSCHED_PROGRESS_SOURCES=1`).
+    fn sample_shm(
+        &mut self,
+        at: Instant,
+        hsi: &mut Hsi,
+        by_proc: &BTreeMap<i32, Vec<(ThreadId, i32)>>,
+    ) {
+        let keys: Vec<String> = self.shm.keys().cloned().collect();
+        // Producers that consume nothing monitored are sources, as for pipes.
+        let mut consumers: BTreeSet<i32> = self
+            .queues
+            .values()
+            .flat_map(|q| q.consumers.iter().map(|c| c.0))
+            .collect();
+        consumers.extend(self.shm_consumers.iter().copied());
+        let mut seen = BTreeSet::new();
+        for k in keys {
+            let Some(q) = self.shm.get_mut(&k) else {
+                continue;
+            };
+            let mut b = [0u8; SHM_HEADER];
+            let h = std::os::unix::fs::FileExt::read_exact_at(&q.file, &mut b, 0)
+                .ok()
+                .and_then(|()| ShmHeader::decode(&b));
+            let Some(h) = h else {
+                self.warn("shm-header", format!("{SHM_DIR}/{k} is not a queue"));
+                continue;
+            };
+            self.stats.samples += 1;
+            let fill = h.head.wrapping_sub(h.tail).min(h.size);
+            let mut targets: Vec<(ThreadId, &'static str)> = Vec::new();
+            seen.insert(h.consumer);
+            for (pid, role) in [(q.producer, "producer"), (h.consumer, "consumer")] {
+                if role == "producer" && !self.report_sources && !consumers.contains(&pid) {
+                    continue;
+                }
+                for &(t, _) in by_proc.get(&pid).map_or(&[][..], |v| v) {
+                    targets.push((t, role));
+                }
+            }
+            let name = q.name.clone();
+            for (t, role) in targets {
+                match send(hsi, at, t, &name, fill, h.size, role) {
+                    Ok(()) => {
+                        self.stats.messages += 1;
+                        if let Some(q) = self.shm.get_mut(&k) {
+                            q.told.insert(t);
+                        }
+                    }
+                    Err(e) => self.warn("msg", format!("the scheduler refused a message: {e}")),
+                }
+            }
+            if let Some(w) = self.trace.as_mut() {
+                let _ = writeln!(
+                    w,
+                    "q,{:.4},{name},{fill},{},{},{}",
+                    at.0 as f64 / 1e9,
+                    h.size,
+                    h.consumer,
+                    h.producer
+                );
+            }
+        }
+        self.shm_consumers = seen;
+    }
+
+    /// Bytes queued in pipe `key`, or `None` (quietly) when it cannot be read.
+    fn sample(&mut self, key: (u64, u64)) -> Option<u64> {
+        let mode = self.mode;
+        if mode == DupMode::Cached {
+            if let Some(fd) = self.queues.get(&key).and_then(|q| q.dup.as_ref()) {
+                match fionread(fd.as_raw_fd()) {
+                    Ok(n) => return Some(n),
+                    Err(e) => {
+                        self.warn("fionread", format!("FIONREAD: {e}"));
+                        return None;
+                    }
+                }
+            }
+        }
+        let consumers = self.queues.get(&key)?.consumers.clone();
+        let mut last_err = None;
+        for (pid, fd) in consumers {
+            match self.dup_read_end(pid, fd, key) {
+                Ok(dup) => {
+                    let n = match fionread(dup.as_raw_fd()) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            last_err = Some(("fionread", format!("FIONREAD: {e}")));
+                            continue;
+                        }
+                    };
+                    let q = self.queues.get_mut(&key)?;
+                    if q.size == 0 || mode == DupMode::Redup {
+                        q.size = pipe_size(dup.as_raw_fd()).unwrap_or(65536);
+                    }
+                    if mode == DupMode::Cached {
+                        q.dup = Some(dup);
+                    }
+                    return Some(n);
+                }
+                Err(e) => last_err = Some(e),
+            }
+        }
+        if let Some((k, m)) = last_err {
+            self.warn(k, m);
+        }
+        None
+    }
+
+    /// A copy of descriptor `fd` of process `pid`, checked to be pipe `key`
+    /// (the number may have been reused since discovery).
+    fn dup_read_end(
+        &mut self,
+        pid: i32,
+        fd: RawFd,
+        key: (u64, u64),
+    ) -> Result<OwnedFd, (&'static str, String)> {
+        let pidfd = match self.pidfds.entry(pid) {
+            std::collections::btree_map::Entry::Occupied(e) => e.get().as_raw_fd(),
+            std::collections::btree_map::Entry::Vacant(e) => e
+                .insert(
+                    crate::sys::pidfd_open(pid)
+                        .map_err(|e| ("pidfd_open", format!("pidfd_open({pid}): {e}")))?,
+                )
+                .as_raw_fd(),
+        };
+        let dup = pidfd_getfd(pidfd, fd)
+            .map_err(|e| ("pidfd_getfd", format!("pidfd_getfd({pid}, {fd}): {e}")))?;
+        let f = std::fs::File::from(dup);
+        let md = f
+            .metadata()
+            .map_err(|e| ("fstat", format!("fstat of a copied descriptor: {e}")))?;
+        if (md.dev(), md.ino()) != key {
+            return Err((
+                "reused",
+                format!("descriptor {fd} of {pid} is no longer the pipe"),
+            ));
+        }
+        Ok(OwnedFd::from(f))
+    }
+
+    /// Trace lines: each monitored thread's proportion (from the instance's
+    /// `describe`), CPU time and its process's bytes read and written.
+    fn trace_threads(
+        &mut self,
+        at: Instant,
+        hsi: &Hsi,
+        insts: &[InstanceId],
+        by_proc: &BTreeMap<i32, Vec<(ThreadId, i32)>>,
+    ) {
+        let mut props: BTreeMap<String, f64> = BTreeMap::new();
+        for &i in insts {
+            if let Some(p) = hsi.instance_policy(i) {
+                for part in p.describe().split('[').skip(1) {
+                    let mut w = part.split_whitespace();
+                    let (Some(vp), Some(_class), Some(pp)) = (w.next(), w.next(), w.next()) else {
+                        continue;
+                    };
+                    if let Some(v) = pp.split('%').next().and_then(|s| s.parse::<f64>().ok()) {
+                        props.insert(vp.to_string(), v / 100.0);
+                    }
+                }
+            }
+        }
+        let Some(w) = self.trace.as_mut() else {
+            return;
+        };
+        for (pid, ts) in by_proc {
+            let (rchar, wchar) = proc_io(*pid).unwrap_or((0, 0));
+            for &(t, tid) in ts {
+                let vp = hsi.thread_vp(t).to_string();
+                let _ = writeln!(
+                    w,
+                    "p,{:.4},{},{},{},{},{},{}",
+                    at.0 as f64 / 1e9,
+                    hsi.thread_name(t),
+                    props.get(&vp).copied().unwrap_or(f64::NAN),
+                    crate::enforce::proc_cpu_ns(tid).unwrap_or(0),
+                    rchar,
+                    wchar,
+                    pid
+                );
+            }
+        }
+        let _ = w.flush();
+    }
+}
+
+impl Drop for ProgressMonitor {
+    /// Ends the trace with the monitor's counters.
+    fn drop(&mut self) {
+        let s = self.stats.clone();
+        if let Some(w) = self.trace.as_mut() {
+            let _ = writeln!(
+                w,
+                "# stats,mode={:?},period_ns={},ticks={},discoveries={},samples={},messages={},\
+                 errors={},discover_ns={},sample_ns={}",
+                self.mode,
+                self.period_ns,
+                s.ticks,
+                s.discoveries,
+                s.samples,
+                s.messages,
+                s.errors,
+                s.discover_ns,
+                s.sample_ns
+            );
+            let _ = w.flush();
+        }
+    }
+}
+
+/// Directory of the `hsched-progress` shared-memory queues
+/// (`crates/progress`; the layout below must match it).
+pub const SHM_DIR: &str = "/dev/shm/hsched-progress";
+const SHM_HEADER: usize = 64;
+const SHM_MAGIC: u64 = u64::from_le_bytes(*b"hschedPQ");
+
+/// The fields of a queue header the monitor uses (layout: `hsched-progress`
+/// crate documentation).
+struct ShmHeader {
+    size: u64,
+    head: u64,
+    tail: u64,
+    producer: i32,
+    consumer: i32,
+}
+
+impl ShmHeader {
+    fn decode(b: &[u8; SHM_HEADER]) -> Option<ShmHeader> {
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
+        let i32_at = |o: usize| i32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]));
+        (u64_at(0) == SHM_MAGIC && i32_at(8) == 1 && u64_at(16) > 0).then(|| ShmHeader {
+            size: u64_at(16),
+            head: u64_at(24),
+            tail: u64_at(32),
+            producer: i32_at(40),
+            consumer: i32_at(44),
+        })
+    }
+}
+
+/// Sends one progress message about thread `t`.
+fn send(
+    hsi: &mut Hsi,
+    at: Instant,
+    t: ThreadId,
+    queue: &str,
+    fill: u64,
+    size: u64,
+    role: &str,
+) -> Result<(), hsched_core::HsiError> {
+    let msg = Msg::App {
+        kind: "progress".into(),
+        params: Params::new()
+            .with("queue", ParamValue::Str(queue.to_string()))
+            .with("fill", ParamValue::Float(fill as f64))
+            .with("size", ParamValue::Float(size as f64))
+            .with("role", ParamValue::Str(role.into())),
+    };
+    hsi.thread_msg(at, t, &msg)
+}
+
+/// Tells threads `told` that queue `name` is gone (`remove = true`).
+fn forget(hsi: &mut Hsi, at: Instant, name: &str, told: BTreeSet<ThreadId>) {
+    let msg = Msg::App {
+        kind: "progress".into(),
+        params: Params::new()
+            .with("queue", ParamValue::Str(name.to_string()))
+            .with("remove", ParamValue::Bool(true)),
+    };
+    for t in told {
+        // A thread that exited is no longer live: nothing to tell.
+        if hsi.thread_live(t) {
+            let _ = hsi.thread_msg(at, t, &msg);
+        }
+    }
+}
+
+/// The live `realrate` instances of `hsi`.
+fn realrate_instances(hsi: &Hsi) -> Vec<InstanceId> {
+    hsi.instances()
+        .filter(|&i| {
+            hsi.instance_policy(i)
+                .is_some_and(|p| p.policy_name() == POLICY)
+        })
+        .collect()
+}
+
+/// `O_ACCMODE` bits of descriptor `fd` of `pid`, from `/proc/PID/fdinfo`.
+fn fd_access_mode(pid: i32, fd: RawFd) -> Option<i32> {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
+    let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?.trim();
+    i32::from_str_radix(flags, 8)
+        .ok()
+        .map(|f| f & libc::O_ACCMODE)
+}
+
+/// `rchar` and `wchar` of process `pid` (`/proc/PID/io`): bytes it passed
+/// to `read` and `write`, the pipeline's throughput seen from outside.
+pub fn proc_io(pid: i32) -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let field = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some((field("rchar:")?, field("wchar:")?))
+}
+
+/// `pidfd_getfd(2)`: a copy of descriptor `fd` of the process behind `pidfd`.
+fn pidfd_getfd(pidfd: RawFd, fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: plain system call with integer arguments; on success the
+    // kernel returns a new descriptor that nothing else owns (it is opened
+    // close-on-exec).
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0u32) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `r` is a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
+}
+
+/// Bytes queued in a pipe (`ioctl(FIONREAD)`).
+fn fionread(fd: RawFd) -> io::Result<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is valid
+    // and writable for the call.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD as _, &mut n as *mut libc::c_int) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n.max(0) as u64)
+}
+
+/// A pipe's capacity in bytes (`fcntl(F_GETPIPE_SZ)`).
+fn pipe_size(fd: RawFd) -> io::Result<u64> {
+    // SAFETY: F_GETPIPE_SZ takes no pointer; no memory effects.
+    let r = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        crate::sys::pipe().unwrap()
+    }
+
+    #[test]
+    fn fionread_and_pipe_size_read_a_pipe() {
+        let (r, w) = pipe();
+        assert_eq!(fionread(r.as_raw_fd()).unwrap(), 0);
+        crate::sys::write_all(w.as_raw_fd(), &[7u8; 1000]).unwrap();
+        assert_eq!(fionread(r.as_raw_fd()).unwrap(), 1000);
+        let sz = pipe_size(r.as_raw_fd()).unwrap();
+        assert!(sz >= 4096, "pipe size {sz}");
+    }
+
+    #[test]
+    fn fdinfo_tells_the_read_end_from_the_write_end() {
+        let (r, w) = pipe();
+        let me = std::process::id() as i32;
+        assert_eq!(fd_access_mode(me, r.as_raw_fd()), Some(libc::O_RDONLY));
+        assert_eq!(fd_access_mode(me, w.as_raw_fd()), Some(libc::O_WRONLY));
+        assert_eq!(fd_access_mode(me, 1_000_000), None);
+    }
+
+    #[test]
+    fn a_copied_read_end_sees_the_same_bytes_and_keeps_eof() {
+        let (r, w) = pipe();
+        let me = std::process::id() as i32;
+        let key = {
+            let md = std::fs::metadata(format!("/proc/{me}/fd/{}", r.as_raw_fd())).unwrap();
+            assert!(md.file_type().is_fifo());
+            (md.dev(), md.ino())
+        };
+        let mut m = ProgressMonitor::new(Duration(DEFAULT_PERIOD_NS), DupMode::Cached);
+        let dup = match m.dup_read_end(me, r.as_raw_fd(), key) {
+            Ok(d) => d,
+            // pidfd_getfd needs Linux >= 5.6 and ptrace rights over oneself.
+            Err((_, e)) => {
+                eprintln!("SKIPPED: {e}");
+                return;
+            }
+        };
+        crate::sys::write_all(w.as_raw_fd(), b"hello").unwrap();
+        assert_eq!(fionread(dup.as_raw_fd()).unwrap(), 5);
+        // A copy of the read end does not hold the pipe open for writing:
+        // the reader still sees end-of-file once the writer closes.
+        drop(w);
+        let mut b = [0u8; 16];
+        assert_eq!(crate::sys::read(r.as_raw_fd(), &mut b).unwrap(), 5);
+        assert_eq!(crate::sys::read(r.as_raw_fd(), &mut b).unwrap(), 0);
+        // A descriptor number that is another file is refused.
+        let other = m.dup_read_end(me, 0, key);
+        assert!(other.is_err());
+    }
+
+    #[test]
+    fn a_shared_memory_header_decodes_and_a_bad_one_is_refused() {
+        let mut b = [0u8; SHM_HEADER];
+        b[0..8].copy_from_slice(b"hschedPQ");
+        b[8..12].copy_from_slice(&1u32.to_le_bytes());
+        b[16..24].copy_from_slice(&4096u64.to_le_bytes());
+        b[24..32].copy_from_slice(&10_000u64.to_le_bytes());
+        b[32..40].copy_from_slice(&9_000u64.to_le_bytes());
+        b[40..44].copy_from_slice(&123i32.to_le_bytes());
+        b[44..48].copy_from_slice(&456i32.to_le_bytes());
+        let h = ShmHeader::decode(&b).unwrap();
+        assert_eq!(
+            (h.size, h.head - h.tail, h.producer, h.consumer),
+            (4096, 1000, 123, 456)
+        );
+        b[8] = 2; // another version
+        assert!(ShmHeader::decode(&b).is_none());
+        b[8] = 1;
+        b[0] = b'X'; // not a queue
+        assert!(ShmHeader::decode(&b).is_none());
+    }
+
+    #[test]
+    fn proc_io_counts_bytes_written() {
+        let me = std::process::id() as i32;
+        let (_, w0) = proc_io(me).unwrap();
+        let (_r, w) = pipe();
+        crate::sys::write_all(w.as_raw_fd(), &[1u8; 3000]).unwrap();
+        let (_, w1) = proc_io(me).unwrap();
+        assert!(w1 >= w0 + 3000, "{w0} -> {w1}");
+    }
+}
