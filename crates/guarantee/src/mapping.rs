@@ -16,7 +16,7 @@
 //! | `best`, `best-rate` | [`BestEffort`] | anything (as NULL) | NULL | — |
 //! | `linux24` | [`BestEffort`] | anything (as NULL) | NULL | Table 5.1 "Linux" |
 //! | `realrate` | [`RealRate`] | ALL | RESBH per real-time or aperiodic child (admission against `overload`, rate-monotonic test); NULL to real-rate and misc children | seed 001 §3.1, §3.3 |
-//! | `coop` | [`Coop`] | anything (as NULL) | NULL | seed 004 §2.2.2, §2.3–2.5 |
+//! | `coop` | [`coop()`] | anything (as NULL) | NULL | seed 004 §2.2.2, §2.3–2.5 |
 //!
 //! A mapping is data plus two questions: [`Mapping::accepts`] (is this
 //! received guarantee usable, and as what?) and
@@ -329,6 +329,7 @@ impl Mapping for FixedPriority {
 pub struct BestEffort {
     policy: String,
     title: String,
+    rule: &'static str,
 }
 
 impl BestEffort {
@@ -338,7 +339,14 @@ impl BestEffort {
         BestEffort {
             policy: policy.to_string(),
             title: title.to_string(),
+            rule: "Table 5.1: TS NULL ↦ NULL⁺",
         }
+    }
+
+    /// The same, citing `rule` for what each child gets.
+    pub fn with_rule(mut self, rule: &'static str) -> BestEffort {
+        self.rule = rule;
+        self
     }
 
     /// The time-sharing scheduler `ts`: `NULL ↦ NULL⁺`.
@@ -368,13 +376,7 @@ impl Mapping for BestEffort {
         _received: &[Guarantee],
         children: &[ChildRequest<'_>],
     ) -> Vec<Result<Provision, String>> {
-        vec![
-            Ok(Provision::one(
-                Guarantee::Null,
-                "Table 5.1: TS NULL ↦ NULL⁺"
-            ));
-            children.len()
-        ]
+        vec![Ok(Provision::one(Guarantee::Null, self.rule)); children.len()]
     }
 }
 
@@ -1163,38 +1165,10 @@ impl Mapping for RealRate {
 /// blocks outside `coop_poll` is policed (§2.3). Since which children are
 /// members is decided at run time by their `coop_poll` calls, every child
 /// is declared best effort.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Coop;
-
-impl Mapping for Coop {
-    fn policy(&self) -> &str {
-        "coop"
-    }
-    fn title(&self) -> &str {
-        "Coop"
-    }
-    fn needs(&self) -> String {
-        "NULL (any guarantee)".into()
-    }
-    fn max_parents(&self) -> Option<usize> {
-        None
-    }
-    fn accepts(&self, _g: &Guarantee) -> Result<Guarantee, String> {
-        Ok(Guarantee::Null)
-    }
-    fn child_guarantees(
-        &self,
-        _received: &[Guarantee],
-        children: &[ChildRequest<'_>],
-    ) -> Vec<Result<Provision, String>> {
-        vec![
-            Ok(Provision::one(
-                Guarantee::Null,
-                "seed 004 §2.3–2.5: Coop any ↦ NULL⁺ (fair share and cooperative domains, no reservation)"
-            ));
-            children.len()
-        ]
-    }
+pub fn coop() -> BestEffort {
+    BestEffort::new("coop", "Coop").with_rule(
+        "seed 004 §2.3–2.5: Coop any ↦ NULL⁺ (fair share and cooperative domains, no reservation)",
+    )
 }
 
 fn build_realrate(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>, String> {
@@ -1223,7 +1197,7 @@ fn build_realrate(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapp
 
 fn build_coop(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>, String> {
     p.only("coop", &[])?;
-    Ok(Box::new(Coop))
+    Ok(Box::new(coop()))
 }
 
 impl Registry {
