@@ -51,8 +51,12 @@ uint64_t hsched_coop_now(HschedCoopLoop *loop);
 
 /* Live coop_poll under `hsched run` (a `coop` scheduler): shared memory
  * and a futex to the daemon, named by the HSCHED_COOP environment
- * variable. Without it these fall back to non-cooperative mode and say so
- * once on stderr. */
+ * variable, which the daemon sets for every program it launches (also
+ * when its hierarchy has no `coop` scheduler yet: one may be created at
+ * run time). Without it these fall back to non-cooperative mode and say
+ * so once on stderr; so does a call the daemon refuses (the thread is not
+ * under a `coop` scheduler at that moment). Example:
+ * crates/coop/tests/c/live.c. */
 
 /* A loop that yields through the live channel when there is one, and is
  * non-cooperative otherwise. Free with hsched_coop_free. */
@@ -67,7 +71,10 @@ HschedCoopLive *hsched_coop_live_open(void);
  * the daemon refused or is gone (stop cooperating). */
 int32_t hsched_coop_live_poll(HschedCoopLive *h, const HschedCoopPollParam *in,
                               HschedCoopPollParam *out);
-/* Times the scheduler policed (demoted) this thread. */
+/* Times the scheduler policed (demoted) this thread since the handle was
+ * opened: a spin past the yield-by time (plus the scheduler's grace) or a
+ * block outside coop_poll. Updated with each reply, so a demotion shows
+ * once the next hsched_coop_live_poll (which re-admits it) returns. */
 uint64_t hsched_coop_live_policed(const HschedCoopLive *h);
 void hsched_coop_live_close(HschedCoopLive *h);
 uint64_t hsched_coop_mono_now(void);

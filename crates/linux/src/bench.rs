@@ -1,7 +1,7 @@
 //! The live measurements of docs/live-mode.md, one command each:
 //!
 //! ```text
-//! hsched-live bench frames     [--duration 3s]   Table 10.5 live
+//! hsched-live bench frames     [--duration 3s] [--only RESBS]  Table 10.5 live
 //! hsched-live bench isolation  [--duration 2s]   Table 10.4 live
 //! hsched-live bench switch     [--duration 2s]   Table 10.2 / Fig 10.3 live
 //! hsched-live bench ctl        [--reps 200]      Table 10.1 live
@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Every run manages only the last online CPU and is bounded by its
-//! duration; everything is restored after each run.
+//! duration; everything is restored after each run. The bench holds every
+//! CPU's lock ([`crate::cpulock`]) throughout, so no other daemon shares the
+//! machine with a measurement (exit status 3 when one manages a CPU).
 
 use crate::{run, RunOptions};
 use hsched_core::Duration;
@@ -57,6 +59,8 @@ fn hogs(n: usize, sched: &str, principal: Option<&str>) -> String {
 /// and no reservation, with 0, 1 and 10 CPU-bound background threads.
 fn frames(args: &[String]) -> Result<String, String> {
     let d = secs(args, 3.0);
+    // `--only TEXT`: just the rows whose label contains TEXT (e.g. RESBS).
+    let only = flag(args, "--only").map(|o| o.to_lowercase());
     let base = "[machine]\ncpus = 1\n[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\n[[scheduler]]\nname = \"rez\"\npolicy = \"rez\"\nparent = \"root\"\nparams = { priority = 10 }\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\nparent = \"root\"\nparams = { priority = 1 }\n";
     let mut out = String::from("| renderer under | background hogs | CPU % | frames/s | misses (gap > 33 ms) |\n|---|---|---|---|---|\n");
     for (label, extra, sched, params) in [
@@ -70,6 +74,12 @@ fn frames(args: &[String]) -> Result<String, String> {
         ),
         ("no reservation (TS)", "", "ts", ""),
     ] {
+        if only
+            .as_ref()
+            .is_some_and(|o| !label.to_lowercase().contains(o))
+        {
+            continue;
+        }
         for n in [0usize, 1, 10] {
             let text = format!(
                 "{base}{extra}[[thread]]\nname = \"renderer\"\nscheduler = \"{sched}\"\n{params}workload = {{ kind = \"frame-renderer\", work = \"10ms\", miss_gap = \"33ms\" }}\n{}",
@@ -524,6 +534,21 @@ pub fn bench_main(args: &[String]) -> i32 {
         eprintln!("hsched-live bench: {e}");
         return 3;
     }
+    // Every CPU is this process's for the whole bench (cpulock.rs): its runs
+    // (in this process) and `bench ctl`'s daemon (a child) use the locks, no
+    // other daemon can. All of them, not only the measured one: a daemon
+    // managing another CPU runs its own loop (SCHED_FIFO 80) on the CPUs it
+    // does not manage, the measured one included (seen with ftrace).
+    let _cpus = match crate::cpulock::CpuLocks::try_acquire(
+        &crate::sys::online_cpus(),
+        crate::cpulock::Sharing::WithChildren,
+    ) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("hsched-live bench: {e}");
+            return 3;
+        }
+    };
     let rest = args.get(1..).unwrap_or(&[]);
     let r = match args.first().map(String::as_str) {
         Some("frames") => frames(rest),

@@ -10,6 +10,11 @@
 //! hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...
 //! ```
 //!
+//! `run` exits with 0, 1 (an error during the run), 2 (bad arguments or
+//! file) or 3 (live mode impossible here: a missing kernel feature, not
+//! root, or a requested CPU managed by another daemon, see
+//! [`crate::cpulock`]; nothing was changed).
+//!
 //! In `ctl`, `KEY=VALUE` pairs become the request's fields; a value is
 //! read as JSON when it parses (numbers, `true`, arrays) and as a string
 //! otherwise, and dotted keys nest (`params.amount=10ms`).
@@ -151,7 +156,12 @@ pub fn run_main(args: &[String]) -> i32 {
         }
         Err(e) => {
             eprintln!("hsched run: {e}");
-            if matches!(e, crate::LiveError::Unsupported(_)) {
+            // 3: live mode impossible here (a missing feature, or another
+            // daemon manages a requested CPU); nothing was changed.
+            if matches!(
+                e,
+                crate::LiveError::Unsupported(_) | crate::LiveError::CpuBusy { .. }
+            ) {
                 3
             } else {
                 1

@@ -2,11 +2,18 @@
 //! shared-memory channel through which programs using `hsched-coop` reach
 //! the `coop` policy. No new system call exists, so:
 //!
-//! - at start, when the hierarchy has a `coop` instance, the daemon creates
-//!   `/dev/shm/hsched-coop-<pid>` (a 64-byte header and [`NSLOTS`] slots of
-//!   128 bytes; layout in `hsched_coop::live`, which this module mirrors)
-//!   and an eventfd doorbell in its epoll set, and exports the path in
-//!   `HSCHED_COOP` to the programs it launches;
+//! - at start the daemon creates `/dev/shm/hsched-coop-<pid>` (a 64-byte
+//!   header and [`NSLOTS`] slots of 128 bytes; layout in
+//!   `hsched_coop::live`, which this module mirrors) and an eventfd
+//!   doorbell in its epoll set, and exports the path in `HSCHED_COOP` to
+//!   the programs it launches. It does so for every hierarchy, not only
+//!   one that starts with a `coop` instance: a control operation
+//!   (`create-scheduler`, from the file's timeline or the socket) can add
+//!   one later, and the programs launched before it must already know the
+//!   path (decision: always, rather than lazily). Until a client first
+//!   rings the doorbell (or a request is found behind a block) the daemon
+//!   does not scan the slots, so a hierarchy without cooperating programs
+//!   pays nothing per pump;
 //! - a client writes IN into its slot, bumps `req_seq`, rings the doorbell
 //!   and waits with `FUTEX_WAIT` on `reply_seq`;
 //! - [`collect`] picks requests up at the start of every pump; [`serve`]
@@ -34,9 +41,11 @@
 //!   the HSI at its deadline ([`next_wake`], [`wake_sleepers`]), the
 //!   thesis's one-shot timer.
 //!
-//! Policing is reported back in the slot (`policed`): the HSI records
-//! policy events while a channel exists, and the `coop` policy's
-//! "policed" notes are counted per thread.
+//! Policing is reported back in the slot (`policed`, `policed_blocked`)
+//! with each reply: the `coop` policy writes its demotion counts into the
+//! caller's VP parameters (`policed_count`, `policed_blocked`), and the
+//! daemon adds what is new since the last reply. No policy trace is
+//! recorded, so inputs cost nothing extra.
 //!
 //! Times in the file are `CLOCK_MONOTONIC` ns; the HSI's are ns since the
 //! daemon's epoch (`Daemon::inst`).
@@ -45,7 +54,8 @@
 #![allow(unsafe_code)]
 
 use crate::daemon::Daemon;
-use hsched_core::{Msg, ParamValue, Params, TraceEvent, TraceKind};
+use hsched_core::{Msg, ParamValue, Params};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -146,12 +156,15 @@ pub(crate) struct Channel {
     queue: Vec<Req>,
     /// Slot index per parked tid.
     parked: BTreeMap<i32, (usize, Parked)>,
-    /// Slot per tid last seen polling (for policing counts).
-    slot_of: BTreeMap<i32, usize>,
+    /// Demotion counts (all, blocked) last reported per tid, from its VP
+    /// parameters.
+    policed_seen: BTreeMap<i32, (u64, u64)>,
+    /// Whether any client has shown up: the slots are scanned at every
+    /// pump only from then on.
+    active: Cell<bool>,
     /// When each tid was last answered: a block of it up to then is its
     /// `FUTEX_WAIT` for that answer, read from the ring after the reply.
     replied: BTreeMap<i32, u64>,
-    trace: Vec<TraceEvent>,
     pub stats: CoopStats,
 }
 
@@ -159,18 +172,23 @@ pub(crate) struct Channel {
 // atomics; the daemon is single-threaded and `Drop` unmaps it once.
 unsafe impl Send for Channel {}
 
+/// The channel file of the daemon `pid` (also removed by its watchdog).
+pub(crate) fn channel_path(pid: u32) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/dev/shm/hsched-coop-{pid}"))
+}
+
 impl Channel {
-    /// Creates the channel when some scheduler of `h` is a `coop`
-    /// instance; `None` otherwise.
+    /// Creates the channel, for every hierarchy (a `coop` instance may be
+    /// created later by a control operation); always `Some`. The slots are
+    /// scanned from the start when `h` has a `coop` instance, otherwise
+    /// once a client rings the doorbell.
     ///
     /// # Errors
     /// The file, the mapping or the eventfd could not be made.
     pub fn new(h: &hsched_config::Hierarchy, epoch: u64) -> io::Result<Option<Channel>> {
-        if !h.schedulers.iter().any(|s| s.policy == "coop") {
-            return Ok(None);
-        }
+        let has_coop = h.schedulers.iter().any(|s| s.policy == "coop");
         let pid = std::process::id();
-        let path = std::path::PathBuf::from(format!("/dev/shm/hsched-coop-{pid}"));
+        let path = channel_path(pid);
         let len = slot_offset(NSLOTS);
         let f = {
             use std::os::unix::fs::OpenOptionsExt;
@@ -220,9 +238,9 @@ impl Channel {
             seen: vec![0; NSLOTS],
             queue: Vec::new(),
             parked: BTreeMap::new(),
-            slot_of: BTreeMap::new(),
+            policed_seen: BTreeMap::new(),
+            active: Cell::new(has_coop),
             replied: BTreeMap::new(),
-            trace: Vec::new(),
             stats: CoopStats::default(),
         };
         let hd = ch.header();
@@ -256,8 +274,10 @@ impl Channel {
         unsafe { &*(self.base.add(slot_offset(i)) as *const Slot) }
     }
 
-    /// Empties the doorbell (level-triggered epoll would fire again).
+    /// Empties the doorbell (level-triggered epoll would fire again); a
+    /// client exists from now on, so the slots are scanned at every pump.
     pub fn clear_doorbell(&self) {
+        self.active.set(true);
         let mut b = [0u8; 8];
         // SAFETY: reads at most 8 bytes into a live local buffer from a
         // non-blocking eventfd; EAGAIN is fine.
@@ -291,6 +311,9 @@ impl Channel {
             self.seen[i] = seq;
             self.queue.push(r);
             added = true;
+        }
+        if added {
+            self.active.set(true);
         }
         if added {
             self.queue.sort_by_key(|r| (r.time, r.slot));
@@ -344,7 +367,9 @@ impl Drop for Channel {
 /// request is then never newer than the events read after it).
 pub(crate) fn collect(d: &mut Daemon) {
     if let Some(ch) = d.coop.as_mut() {
-        ch.read_requests();
+        if ch.active.get() {
+            ch.read_requests();
+        }
     }
 }
 
@@ -488,7 +513,6 @@ fn apply(d: &mut Daemon, r: Req) {
         return;
     }
     ch.stats.polls += 1;
-    ch.slot_of.insert(r.tid, r.slot);
     let wake_at = if sleep {
         ch.stats.sleeps += 1;
         r.deadline
@@ -513,10 +537,21 @@ fn apply(d: &mut Daemon, r: Req) {
 }
 
 /// After the dispatch is enforced: answers every parked caller that holds
-/// a processor again (OUT from its VP parameters), and counts policing.
+/// a processor again (OUT and the policing counts from its VP parameters).
 pub(crate) fn reply(d: &mut Daemon) {
     let Some(mut ch) = d.coop.take() else { return };
-    count_policing(d, &mut ch);
+    if d.debug {
+        // The HSI records its trace only for HSCHED_LIVE_DEBUG: print it.
+        let mut t = Vec::new();
+        d.hsi.drain_trace(&mut t);
+        for e in &t {
+            eprintln!("[{}] trace {:?}", e.at.0, e.kind);
+        }
+    }
+    if ch.parked.is_empty() {
+        d.coop = Some(ch);
+        return;
+    }
     let done: Vec<(i32, usize, Parked)> = ch
         .parked
         .iter()
@@ -526,6 +561,7 @@ pub(crate) fn reply(d: &mut Daemon) {
     for (tid, slot, p) in done {
         ch.parked.remove(&tid);
         let Some(m) = d.threads.get(&tid) else {
+            ch.policed_seen.remove(&tid);
             continue;
         };
         let params = d.hsi.vp_info(d.hsi.thread_vp(m.hsi)).params;
@@ -556,53 +592,35 @@ pub(crate) fn reply(d: &mut Daemon) {
                 out[0].saturating_sub(d.epoch)
             );
         }
+        let count = |k: &str| match params.get(k) {
+            Some(ParamValue::Int(x)) => u64::try_from(*x).unwrap_or(0),
+            _ => 0,
+        };
+        let now = (count("policed_count"), count("policed_blocked"));
+        let was = ch.policed_seen.insert(tid, now).unwrap_or((0, 0));
+        // A new VP (the thread moved) starts its counts again.
+        let new = if now.0 >= was.0 {
+            (now.0 - was.0, now.1.saturating_sub(was.1))
+        } else {
+            now
+        };
+        if new.0 > 0 {
+            if d.debug {
+                eprintln!(
+                    "[coop] {tid} policed {:?} x{}",
+                    params.get("policed"),
+                    new.0
+                );
+            }
+            ch.stats.policed += new.0;
+            let s = ch.slot(slot);
+            if s.tid.load(Ordering::Relaxed) == tid {
+                s.policed_blocked.fetch_add(new.1, Ordering::AcqRel);
+                s.policed.fetch_add(new.0, Ordering::AcqRel);
+            }
+        }
         let at = ch.answer(slot, p.seq, flags, out);
         ch.replied.insert(tid, at);
     }
     d.coop = Some(ch);
-}
-
-/// Counts the `coop` policy's policing notes into the slots.
-fn count_policing(d: &mut Daemon, ch: &mut Channel) {
-    ch.trace.clear();
-    d.hsi.drain_trace(&mut ch.trace);
-    if ch.trace.is_empty() {
-        return;
-    }
-    let mut hit: Vec<(String, bool)> = Vec::new();
-    for e in &ch.trace {
-        if let TraceKind::Policy {
-            event: hsched_core::PolicyEvent::Note(n),
-            ..
-        } = &e.kind
-        {
-            if let Some(rest) = n.strip_prefix("coop: policed ") {
-                if d.debug {
-                    eprintln!("[{}] {n}", e.at.0);
-                }
-                let vp = rest.split(' ').next().unwrap_or("").to_string();
-                hit.push((vp, rest.ends_with("(Blocked)")));
-            }
-        }
-    }
-    ch.trace.clear();
-    if hit.is_empty() {
-        return;
-    }
-    for (&tid, &slot) in &ch.slot_of {
-        let Some(m) = d.threads.get(&tid) else {
-            continue;
-        };
-        let vp = d.hsi.thread_vp(m.hsi).to_string();
-        let n = hit.iter().filter(|h| h.0 == vp).count() as u64;
-        let blocked = hit.iter().filter(|h| h.0 == vp && h.1).count() as u64;
-        if n > 0 {
-            ch.stats.policed += n;
-            let s = ch.slot(slot);
-            if s.tid.load(Ordering::Relaxed) == tid {
-                s.policed_blocked.fetch_add(blocked, Ordering::AcqRel);
-                s.policed.fetch_add(n, Ordering::AcqRel);
-            }
-        }
-    }
 }

@@ -151,6 +151,9 @@ pub(crate) struct Daemon {
     pub coop: Option<crate::coop::Channel>,
     /// Pipe fill levels fed to `realrate` instances (seed 001 §3.2).
     pub progress: crate::progress::ProgressMonitor,
+    /// The managed CPUs' locks, held for the daemon's life (dropped after
+    /// `Drop::drop` has restored every thread).
+    pub _cpu_lock: crate::cpulock::CpuLocks,
 }
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> LiveError + '_ {
@@ -176,9 +179,14 @@ impl Daemon {
         if cpus.is_empty() {
             return Err(LiveError::Setup("no CPU to manage".into()));
         }
+        // One daemon per CPU (cpulock.rs), before anything changes.
+        let cpu_lock =
+            crate::cpulock::CpuLocks::try_acquire(&cpus, crate::cpulock::Sharing::Exclusive)?;
         let mut hsi = hierarchy::build_hsi(h, cpus.len())?;
-        // Policing notes of `coop` reach live clients (crate::coop).
-        hsi.set_tracing(h.schedulers.iter().any(|s| s.policy == "coop"));
+        // No policy trace (`coop` writes policing into VP parameters, which
+        // crate::coop reads when it replies), except to print it for
+        // HSCHED_LIVE_DEBUG (crate::coop::reply drains it).
+        hsi.set_tracing(std::env::var_os("HSCHED_LIVE_DEBUG").is_some());
         let self_attr = sys::sched_getattr(0).map_err(io_err("sched_getattr"))?;
         let self_mask = sys::get_affinity(0).map_err(io_err("sched_getaffinity"))?;
         sys::raise_nofile_limit();
@@ -314,6 +322,7 @@ impl Daemon {
             gov: crate::enforce::RtGovernor::new(opts_rt_budget, ncpu),
             coop,
             progress: crate::progress::ProgressMonitor::from_env(h),
+            _cpu_lock: cpu_lock,
         })
     }
 

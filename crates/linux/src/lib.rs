@@ -37,6 +37,7 @@ pub mod bench;
 pub mod cli_glue;
 pub mod control;
 mod coop;
+pub mod cpulock;
 pub mod ctl;
 mod daemon;
 pub mod enforce;
@@ -68,6 +69,13 @@ pub enum LiveError {
     Setup(String),
     /// A system call failed.
     Io(String),
+    /// Another hsched daemon manages `cpu` ([`cpulock`]): one daemon per CPU.
+    CpuBusy {
+        /// The Linux CPU.
+        cpu: usize,
+        /// The other daemon's pid, if it could be read.
+        holder: Option<i32>,
+    },
 }
 
 impl std::fmt::Display for LiveError {
@@ -78,10 +86,25 @@ impl std::fmt::Display for LiveError {
             LiveError::Refused(m) => write!(f, "refused: {m}"),
             LiveError::Setup(m) => write!(f, "{m}"),
             LiveError::Io(m) => write!(f, "{m}"),
+            LiveError::CpuBusy { cpu, holder } => cpulock::LockError::Busy {
+                cpu: *cpu,
+                holder: *holder,
+                path: cpulock::lock_path(*cpu),
+            }
+            .fmt(f),
         }
     }
 }
 impl std::error::Error for LiveError {}
+
+impl From<cpulock::LockError> for LiveError {
+    fn from(e: cpulock::LockError) -> Self {
+        match e {
+            cpulock::LockError::Busy { cpu, holder, .. } => LiveError::CpuBusy { cpu, holder },
+            e @ cpulock::LockError::Io(_) => LiveError::Io(e.to_string()),
+        }
+    }
+}
 
 /// Options of a live run (`hsched run`).
 #[derive(Clone, Debug)]

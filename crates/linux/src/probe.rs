@@ -251,7 +251,9 @@ pub fn switch_gaps(logs: &[Vec<(u64, u64)>], cap: u64) -> Vec<u64> {
     let mut j = 0;
     let mut last_stop: Option<(u64, usize)> = None;
     for &(t, who) in &starts {
-        while j < stops.len() && stops[j].0 <= t {
+        // Strictly before: a thread that stops again at the very instant
+        // it restarts must not hide the switch that restarted it.
+        while j < stops.len() && stops[j].0 < t {
             last_stop = Some(stops[j]);
             j += 1;
         }
@@ -364,6 +366,16 @@ mod tests {
         let mut g = switch_gaps(&logs, 1_000);
         g.sort_unstable();
         assert_eq!(g, vec![7, 10]);
+    }
+
+    #[test]
+    fn a_stop_at_the_restart_instant_does_not_hide_the_switch() {
+        // Thread 1 restarts at 110 and its next gap starts at that same
+        // clock read; the switch 100 -> 110 still counts.
+        let logs = vec![vec![(100, 207)], vec![(0, 110), (110, 300)]];
+        let mut g = switch_gaps(&logs, 1_000);
+        g.sort_unstable();
+        assert_eq!(g, vec![10, 97]);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Progress metrics of unmodified programs: the fill levels of the pipes
-//! that connect managed processes, read from outside and fed to `realrate`
-//! (seed 001 §3.2, "symbiotic interfaces": the scheduler learns a job's
-//! progress from the bounded buffers it shares with its producers and
-//! consumers; §4.1: a monitor samples them periodically).
+//! and UNIX sockets that connect managed processes, read from outside and
+//! fed to `realrate` (seed 001 §3.2, "symbiotic interfaces": the scheduler
+//! learns a job's progress from the bounded buffers it shares with its
+//! producers and consumers; §4.1: a monitor samples them periodically).
 //!
 //! Every `period` (10 ms by default, the controller's own rate, §3.3) the
 //! monitor, for the managed threads whose scheduler is a `realrate`
@@ -10,7 +10,7 @@
 //!
 //! 1. **discovers** (every [`DISCOVER_TICKS`] periods, and at once when the
 //!    set of such processes changes) the pipes and FIFOs each process
-//!    holds: `/proc/PID/fd/N` stats as a FIFO (an anonymous `pipe:[ino]` or
+//!    holds (UNIX sockets: below): `/proc/PID/fd/N` stats as a FIFO (an anonymous `pipe:[ino]` or
 //!    a named FIFO; the key is the pipe's device and inode) and the access
 //!    mode in `/proc/PID/fdinfo/N` says which end. A pipe read by one
 //!    managed process and written by another is a **queue**: the processes
@@ -84,8 +84,53 @@
 //! consumer recorded in the header and, under the rule for sources above,
 //! to the producer. A file that disappears is a queue that went away.
 //!
-//! UNIX sockets are not monitored yet: pairing a socket with its peer needs
-//! `sock_diag` netlink (`UNIX_DIAG_PEER`), since `/proc` shows no peer.
+//! # UNIX stream sockets
+//! A connected `SOCK_STREAM` UNIX socket (a `socketpair`, or a listening
+//! socket's accepted connection) between managed processes carries two
+//! queues, one per direction: the data in socket S's receive queue was
+//! written by the owners of its peer P and will be read by S's owners.
+//! `/proc` shows a socket's inode but not its peer, so at each discovery
+//! the socket inodes found in `/proc/PID/fd` are looked up through
+//! `NETLINK_SOCK_DIAG` (`unix_diag_req` by inode with `UDIAG_SHOW_PEER |
+//! UDIAG_SHOW_RQLEN | UDIAG_SHOW_MEMINFO`): S is a queue `unix:<S's inode>`
+//! when its peer P is held by other managed processes (consumers: holding S
+//! and not P; producers: holding P and not S); a socket whose peer is
+//! outside the managed set, a listening socket and datagram sockets are
+//! ignored. At each tick one batch of requests asks about every sender P.
+//!
+//! **Size.** A stream writer blocks when the memory charged for its unread
+//! data (`sk_wmem_alloc`: each chunk's `truesize`, payload plus buffer
+//! overhead) reaches its `SO_SNDBUF`; the receiver's buffer plays no part.
+//! The payload queued at that point depends on the write size (measured,
+//! default `SO_SNDBUF` 212992: 278 bytes with 1-byte writes, 180224 with
+//! 4 KiB writes, 233152 with 64 KiB writes; test
+//! `a_socket_writer_blocks_when_its_unread_memory_reaches_sndbuf`), so a
+//! payload fraction says little. The monitor reports `fill` = the sender's
+//! unread memory (`UNIX_DIAG_RQLEN`'s `wqueue`, what `SIOCOUTQ` says) and
+//! `size` = the sender's `SO_SNDBUF` (`UNIX_DIAG_MEMINFO`), both in memory
+//! bytes: `fill / size` = 1 means exactly "the writer blocks" (the last
+//! write may overshoot; `fill` is capped at `size`).
+//!
+//! **Which direction.** Most connections carry data one way; the other
+//! direction is always empty, and reporting it would tell the consumer it
+//! is a producer of an empty queue (pressure to grow) and the producer the
+//! opposite. So a direction is reported from the first sample that finds
+//! unread data in it until the connection goes; while it is silent, its
+//! processes are what they are without it (a consumer that keeps up is a
+//! miscellaneous job). A direction shut down (`shutdown`, or the receiver
+//! closed: the sender then shows `SEND_SHUTDOWN`) is no longer sampled.
+//! Limitation: a direction that carried data once (a greeting, an
+//! acknowledgement) stays reported, mostly empty, for the connection's
+//! life.
+//!
+//! **No descriptor is taken**: the sockets are read through netlink, so
+//! end-of-file and `EPIPE` are exactly as without the monitor. The price is
+//! the kernel's lookup by inode, which scans its table of UNIX sockets:
+//! about 50 µs per direction and tick on an idle host, more with many UNIX
+//! sockets (docs/performance.md, "Live progress monitor"). `sock_diag`
+//! sees the daemon's network namespace only. Netlink failures are counted
+//! and warned once (`sock_diag`); a socket closed since the last discovery
+//! is simply not sampled.
 
 // The three system calls of a sample live here rather than in `sys`; each
 // block says why it is sound.
@@ -135,6 +180,9 @@ pub struct ProgressStats {
     pub discover_ns: u64,
     /// Daemon CPU time spent sampling and sending, in ns.
     pub sample_ns: u64,
+    /// Part of `sample_ns` spent on UNIX sockets (`sock_diag` and their
+    /// messages), in ns.
+    pub socket_ns: u64,
 }
 
 /// A pipe: its device and inode.
@@ -166,6 +214,24 @@ struct Queue {
     told: BTreeSet<ThreadId>,
 }
 
+/// One direction of a connected UNIX stream socket between managed
+/// processes: the data waiting in socket `ino`'s receive queue, sent by its
+/// peer.
+struct SockQueue {
+    name: String,
+    /// The sending socket.
+    peer: u32,
+    /// Processes holding the receiving socket and not the sender.
+    consumers: Vec<i32>,
+    /// Processes holding the sending socket and not the receiver.
+    producers: Vec<i32>,
+    /// Data has been seen in this direction (and it is not shut down):
+    /// only then is it reported, so the unused reverse direction of a
+    /// one-way connection is no (always empty) queue.
+    active: bool,
+    told: BTreeSet<ThreadId>,
+}
+
 /// The pipe fill-level monitor of one live run.
 pub struct ProgressMonitor {
     period_ns: u64,
@@ -177,6 +243,10 @@ pub struct ProgressMonitor {
     queues: BTreeMap<(u64, u64), Queue>,
     pidfds: BTreeMap<i32, OwnedFd>,
     shm: BTreeMap<String, ShmQueue>,
+    /// UNIX stream socket directions, by receiving inode.
+    socks: BTreeMap<u32, SockQueue>,
+    /// The `sock_diag` socket, opened on first use.
+    diag: Option<SockDiag>,
     /// Consumers of shared-memory queues at the last sample.
     shm_consumers: BTreeSet<i32>,
     warned: BTreeSet<&'static str>,
@@ -214,6 +284,8 @@ impl ProgressMonitor {
             queues: BTreeMap::new(),
             pidfds: BTreeMap::new(),
             shm: BTreeMap::new(),
+            socks: BTreeMap::new(),
+            diag: None,
             shm_consumers: BTreeSet::new(),
             warned: BTreeSet::new(),
             trace: None,
@@ -321,11 +393,7 @@ impl ProgressMonitor {
         self.ticks_since_discovery += 1;
         let t1 = crate::sys::thread_cpu_ns();
         let keys: Vec<(u64, u64)> = self.queues.keys().copied().collect();
-        let consumers: BTreeSet<i32> = self
-            .queues
-            .values()
-            .flat_map(|q| q.consumers.iter().map(|c| c.0))
-            .collect();
+        let consumers = self.consuming();
         for key in keys {
             let Some(fill) = self.sample(key) else {
                 continue;
@@ -376,6 +444,9 @@ impl ProgressMonitor {
                 }
             }
         }
+        let t2 = crate::sys::thread_cpu_ns();
+        self.sample_socks(at, hsi, &by_proc, &consumers);
+        self.stats.socket_ns += crate::sys::thread_cpu_ns() - t2;
         self.sample_shm(at, hsi, &by_proc);
         self.stats.sample_ns += crate::sys::thread_cpu_ns() - t1;
         if self.trace.is_some() {
@@ -388,6 +459,8 @@ impl ProgressMonitor {
         self.stats.discoveries += 1;
         // Pipe key -> (readers with one of their fds, writers).
         let mut ends: BTreeMap<PipeKey, Ends> = BTreeMap::new();
+        // Socket inode -> processes holding it.
+        let mut sockets: BTreeMap<u32, BTreeSet<i32>> = BTreeMap::new();
         for &pid in procs {
             let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
                 continue; // exited since the last event
@@ -400,6 +473,12 @@ impl ProgressMonitor {
                 let Ok(md) = std::fs::metadata(format!("/proc/{pid}/fd/{fd}")) else {
                     continue;
                 };
+                if md.file_type().is_socket() {
+                    if let Ok(ino) = u32::try_from(md.ino()) {
+                        sockets.entry(ino).or_default().insert(pid);
+                    }
+                    continue;
+                }
                 if !md.file_type().is_fifo() {
                     continue;
                 }
@@ -459,7 +538,192 @@ impl ProgressMonitor {
         }
         // Process handles of processes no longer monitored.
         self.pidfds.retain(|p, _| procs.binary_search(p).is_ok());
+        self.discover_sockets(&sockets, at, hsi);
         self.discover_shm(procs, at, hsi);
+    }
+
+    /// Processes that consume a monitored queue (pipe, active socket
+    /// direction, shared memory): the others are sources.
+    fn consuming(&self) -> BTreeSet<i32> {
+        let mut c: BTreeSet<i32> = self
+            .queues
+            .values()
+            .flat_map(|q| q.consumers.iter().map(|c| c.0))
+            .collect();
+        c.extend(
+            self.socks
+                .values()
+                .filter(|q| q.active)
+                .flat_map(|q| q.consumers.iter().copied()),
+        );
+        c.extend(self.shm_consumers.iter().copied());
+        c
+    }
+
+    /// `sock_diag` about inodes `inos`, or `None` (counted, warned once)
+    /// when netlink fails.
+    fn diag_query(&mut self, inos: &[u32]) -> Option<BTreeMap<u32, UnixSock>> {
+        if self.diag.is_none() {
+            match SockDiag::open() {
+                Ok(d) => self.diag = Some(d),
+                Err(e) => {
+                    self.warn("sock_diag", format!("NETLINK_SOCK_DIAG: {e}"));
+                    return None;
+                }
+            }
+        }
+        let r = self.diag.as_mut()?.query(inos);
+        match r {
+            Ok(m) => Some(m),
+            Err(e) => {
+                // Start afresh next time (replies may be pending).
+                self.diag = None;
+                self.warn("sock_diag", format!("sock_diag: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Rebuilds the socket queue table: each connected UNIX stream socket
+    /// held by managed processes whose peer is held by other managed
+    /// processes is one direction of a queue (`sockets`: inode -> holders).
+    fn discover_sockets(
+        &mut self,
+        sockets: &BTreeMap<u32, BTreeSet<i32>>,
+        at: Instant,
+        hsi: &mut Hsi,
+    ) {
+        let mut found: BTreeMap<u32, (u32, Vec<i32>, Vec<i32>)> = BTreeMap::new();
+        if !sockets.is_empty() {
+            let inos: Vec<u32> = sockets.keys().copied().collect();
+            let Some(diag) = self.diag_query(&inos) else {
+                return; // keep the table until netlink answers again
+            };
+            for (ino, s) in &diag {
+                if s.kind != libc::SOCK_STREAM as u8 || s.peer == 0 {
+                    continue;
+                }
+                let (Some(mine), Some(theirs)) = (sockets.get(ino), sockets.get(&s.peer)) else {
+                    continue; // peer outside the managed set
+                };
+                let consumers: Vec<i32> = mine.difference(theirs).copied().collect();
+                let producers: Vec<i32> = theirs.difference(mine).copied().collect();
+                if !consumers.is_empty() && !producers.is_empty() {
+                    found.insert(*ino, (s.peer, consumers, producers));
+                }
+            }
+        }
+        let gone: Vec<u32> = self
+            .socks
+            .keys()
+            .filter(|k| !found.contains_key(k))
+            .copied()
+            .collect();
+        for k in gone {
+            if let Some(q) = self.socks.remove(&k) {
+                forget(hsi, at, &q.name, q.told);
+            }
+        }
+        for (ino, (peer, consumers, producers)) in found {
+            let q = self.socks.entry(ino).or_insert_with(|| SockQueue {
+                name: format!("unix:{ino}"),
+                peer,
+                consumers: Vec::new(),
+                producers: Vec::new(),
+                active: false,
+                told: BTreeSet::new(),
+            });
+            q.peer = peer;
+            q.consumers = consumers;
+            q.producers = producers;
+        }
+    }
+
+    /// Samples every socket direction with one batch of `sock_diag`
+    /// requests and tells its consumers and producers (`consuming`: the
+    /// processes that are no sources). Fill and size are in the kernel's
+    /// memory units (`truesize`), see the module documentation.
+    fn sample_socks(
+        &mut self,
+        at: Instant,
+        hsi: &mut Hsi,
+        by_proc: &BTreeMap<i32, Vec<(ThreadId, i32)>>,
+        consuming: &BTreeSet<i32>,
+    ) {
+        if self.socks.is_empty() {
+            return;
+        }
+        // The sending side says it all: its unread data, its `SO_SNDBUF`,
+        // and `SEND_SHUTDOWN` once either side shut the direction down or
+        // the receiver closed (one lookup per direction: each scans the
+        // kernel's table of UNIX sockets, docs/performance.md).
+        let inos: BTreeSet<u32> = self.socks.values().map(|q| q.peer).collect();
+        let inos: Vec<u32> = inos.into_iter().collect();
+        let Some(diag) = self.diag_query(&inos) else {
+            return;
+        };
+        let keys: Vec<u32> = self.socks.keys().copied().collect();
+        for key in keys {
+            let Some(q) = self.socks.get_mut(&key) else {
+                continue;
+            };
+            // A socket closed since discovery is absent: no sample, and the
+            // next discovery drops the queue.
+            let Some(tx) = diag.get(&q.peer) else {
+                continue;
+            };
+            if tx.peer != key || tx.sndbuf == 0 || tx.shutdown & SEND_SHUTDOWN != 0 {
+                continue;
+            }
+            if !q.active {
+                if tx.wqueue == 0 {
+                    continue;
+                }
+                q.active = true;
+            }
+            let size = u64::from(tx.sndbuf);
+            let fill = u64::from(tx.wqueue).min(size);
+            self.stats.samples += 1;
+            let mut targets: Vec<(ThreadId, &'static str)> = Vec::new();
+            for pid in &q.consumers {
+                for &(t, _) in by_proc.get(pid).map_or(&[][..], |v| v) {
+                    targets.push((t, "consumer"));
+                }
+            }
+            for pid in &q.producers {
+                if !self.report_sources && !consuming.contains(pid) {
+                    continue; // a source, as for pipes
+                }
+                for &(t, _) in by_proc.get(pid).map_or(&[][..], |v| v) {
+                    targets.push((t, "producer"));
+                }
+            }
+            let name = q.name.clone();
+            let line = self.trace.is_some().then(|| {
+                let cons: Vec<String> = q.consumers.iter().map(|c| c.to_string()).collect();
+                let prods: Vec<String> = q.producers.iter().map(|p| p.to_string()).collect();
+                format!(
+                    "q,{:.4},{name},{fill},{size},{},{}",
+                    at.0 as f64 / 1e9,
+                    cons.join(" "),
+                    prods.join(" ")
+                )
+            });
+            for (t, role) in targets {
+                match send(hsi, at, t, &name, fill, size, role) {
+                    Ok(()) => {
+                        self.stats.messages += 1;
+                        if let Some(q) = self.socks.get_mut(&key) {
+                            q.told.insert(t);
+                        }
+                    }
+                    Err(e) => self.warn("msg", format!("the scheduler refused a message: {e}")),
+                }
+            }
+            if let (Some(w), Some(l)) = (self.trace.as_mut(), line) {
+                let _ = writeln!(w, "{l}");
+            }
+        }
     }
 
     /// Finds the `hsched-progress` queues of processes `procs`: files
@@ -519,12 +783,7 @@ impl ProgressMonitor {
     ) {
         let keys: Vec<String> = self.shm.keys().cloned().collect();
         // Producers that consume nothing monitored are sources, as for pipes.
-        let mut consumers: BTreeSet<i32> = self
-            .queues
-            .values()
-            .flat_map(|q| q.consumers.iter().map(|c| c.0))
-            .collect();
-        consumers.extend(self.shm_consumers.iter().copied());
+        let consumers = self.consuming();
         let mut seen = BTreeSet::new();
         for k in keys {
             let Some(q) = self.shm.get_mut(&k) else {
@@ -707,7 +966,7 @@ impl Drop for ProgressMonitor {
             let _ = writeln!(
                 w,
                 "# stats,mode={:?},period_ns={},ticks={},discoveries={},samples={},messages={},\
-                 errors={},discover_ns={},sample_ns={}",
+                 errors={},discover_ns={},sample_ns={},socket_ns={}",
                 self.mode,
                 self.period_ns,
                 s.ticks,
@@ -716,7 +975,8 @@ impl Drop for ProgressMonitor {
                 s.messages,
                 s.errors,
                 s.discover_ns,
-                s.sample_ns
+                s.sample_ns,
+                s.socket_ns
             );
             let _ = w.flush();
         }
@@ -856,6 +1116,236 @@ fn pipe_size(fd: RawFd) -> io::Result<u64> {
     Ok(r as u64)
 }
 
+/// One UNIX-domain socket as `sock_diag` describes it (`linux/unix_diag.h`:
+/// `unix_diag_msg` with the `UNIX_DIAG_PEER`, `_RQLEN`, `_MEMINFO` and
+/// `_SHUTDOWN` attributes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct UnixSock {
+    /// `SOCK_STREAM`, `SOCK_DGRAM` or `SOCK_SEQPACKET`.
+    kind: u8,
+    /// The peer's inode (0: none).
+    peer: u32,
+    /// Payload bytes in the receive queue (`unix_inq_len`, what `FIONREAD`
+    /// says).
+    rqueue: u32,
+    /// Memory (`truesize`) of the data this socket sent that its peer has
+    /// not read yet (`sk_wmem_alloc`, what `SIOCOUTQ` says).
+    wqueue: u32,
+    /// `SO_SNDBUF`: a writer blocks while `wqueue` is at least this.
+    sndbuf: u32,
+    /// `RCV_SHUTDOWN` (1) and `SEND_SHUTDOWN` (2) bits.
+    shutdown: u8,
+}
+
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLM_F_REQUEST: u16 = 1;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLMSG_HDR: usize = 16;
+const UDIAG_SHOW_PEER: u32 = 0x04;
+const UDIAG_SHOW_RQLEN: u32 = 0x10;
+const UDIAG_SHOW_MEMINFO: u32 = 0x20;
+const UNIX_DIAG_PEER: u16 = 2;
+const UNIX_DIAG_RQLEN: u16 = 4;
+const UNIX_DIAG_MEMINFO: u16 = 5;
+const UNIX_DIAG_SHUTDOWN: u16 = 6;
+/// Index of `SK_MEMINFO_SNDBUF` in the `UNIX_DIAG_MEMINFO` array.
+const SK_MEMINFO_SNDBUF: usize = 3;
+#[cfg(test)]
+const RCV_SHUTDOWN: u8 = 1;
+const SEND_SHUTDOWN: u8 = 2;
+/// `sock_diag` requests sent in one `send` (each reply is one message of
+/// about 100 bytes, so the replies of a batch fit the receive buffer).
+const DIAG_BATCH: usize = 64;
+
+/// A `NETLINK_SOCK_DIAG` socket asking the kernel about UNIX sockets by
+/// inode: no descriptor of the programs is touched or held.
+struct SockDiag {
+    fd: OwnedFd,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+impl SockDiag {
+    fn open() -> io::Result<SockDiag> {
+        // SAFETY: plain system call with integer arguments; on success the
+        // descriptor is new and owned by nobody else.
+        let r = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                4, // NETLINK_SOCK_DIAG
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `r` is a fresh descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(r) };
+        // The kernel answers within the `send`; the timeout only bounds a
+        // daemon tick should it ever not.
+        let tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 100_000,
+        };
+        // SAFETY: the option value points to a valid `timeval` of the
+        // length given, read during the call only.
+        let r = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                &tv as *const libc::timeval as *const libc::c_void,
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SockDiag {
+            fd,
+            seq: 0,
+            buf: vec![0; 64 * 1024],
+        })
+    }
+
+    /// The UNIX sockets among inodes `inos` (one exact request each,
+    /// batched): inodes that are no UNIX socket of this network namespace,
+    /// or no longer exist, are simply absent from the answer.
+    fn query(&mut self, inos: &[u32]) -> io::Result<BTreeMap<u32, UnixSock>> {
+        let mut out = BTreeMap::new();
+        for batch in inos.chunks(DIAG_BATCH) {
+            self.query_batch(batch, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn query_batch(&mut self, inos: &[u32], out: &mut BTreeMap<u32, UnixSock>) -> io::Result<()> {
+        let base = self.seq;
+        self.seq = self.seq.wrapping_add(inos.len() as u32);
+        let mut req = Vec::with_capacity(inos.len() * 40);
+        for (i, &ino) in inos.iter().enumerate() {
+            req.extend_from_slice(&diag_request(ino, base.wrapping_add(i as u32)));
+        }
+        // SAFETY: the buffer is valid for reads of its length during the
+        // call; with no address a netlink socket sends to the kernel.
+        let r = unsafe {
+            libc::send(
+                self.fd.as_raw_fd(),
+                req.as_ptr() as *const libc::c_void,
+                req.len(),
+                0,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Every request gets exactly one message: the socket, or an error
+        // (ENOENT: no such UNIX socket).
+        let mut answered = 0;
+        while answered < inos.len() {
+            // SAFETY: the buffer is valid for writes of its length during
+            // the call.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr() as *mut libc::c_void,
+                    self.buf.len(),
+                    0,
+                )
+            };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            for (seq, m) in parse_diag(&self.buf[..n as usize])? {
+                // Replies to an earlier, abandoned batch are dropped.
+                if seq.wrapping_sub(base) < inos.len() as u32 {
+                    answered += 1;
+                    if let Some((ino, s)) = m {
+                        out.insert(ino, s);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An exact `unix_diag_req` for inode `ino` (cookie ignored).
+fn diag_request(ino: u32, seq: u32) -> [u8; 40] {
+    let mut b = [0u8; 40];
+    b[0..4].copy_from_slice(&40u32.to_ne_bytes());
+    b[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    b[6..8].copy_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    b[8..12].copy_from_slice(&seq.to_ne_bytes());
+    // unix_diag_req: family, protocol, pad, states, ino, show, cookie[2].
+    b[16] = libc::AF_UNIX as u8;
+    b[20..24].copy_from_slice(&u32::MAX.to_ne_bytes());
+    b[24..28].copy_from_slice(&ino.to_ne_bytes());
+    let show = UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN | UDIAG_SHOW_MEMINFO;
+    b[28..32].copy_from_slice(&show.to_ne_bytes());
+    b[32..40].copy_from_slice(&[0xff; 8]);
+    b
+}
+
+/// The messages of one netlink datagram: `(seq, Some((inode, socket)))` for
+/// a socket, `(seq, None)` for an error reply or the end of a dump.
+#[allow(clippy::type_complexity)]
+fn parse_diag(b: &[u8]) -> io::Result<Vec<(u32, Option<(u32, UnixSock)>)>> {
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("sock_diag: {what}"));
+    let u16_at = |o: usize| u16::from_ne_bytes([b[o], b[o + 1]]);
+    let u32_at = |o: usize| u32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off + NLMSG_HDR <= b.len() {
+        let len = u32_at(off) as usize;
+        if len < NLMSG_HDR || off + len > b.len() {
+            return Err(bad("truncated message"));
+        }
+        let (kind, seq) = (u16_at(off + 4), u32_at(off + 8));
+        match kind {
+            NLMSG_ERROR | NLMSG_DONE => out.push((seq, None)),
+            SOCK_DIAG_BY_FAMILY => {
+                // unix_diag_msg: family, type, state, pad, ino, cookie[2].
+                let p = off + NLMSG_HDR;
+                if len < NLMSG_HDR + 16 {
+                    return Err(bad("short unix_diag_msg"));
+                }
+                let mut s = UnixSock {
+                    kind: b[p + 1],
+                    ..UnixSock::default()
+                };
+                let ino = u32_at(p + 4);
+                let mut a = p + 16;
+                while a + 4 <= off + len {
+                    let alen = u16_at(a) as usize;
+                    if alen < 4 || a + alen > off + len {
+                        return Err(bad("bad attribute"));
+                    }
+                    let (d, dlen) = (a + 4, alen - 4);
+                    match (u16_at(a + 2) & 0x3fff, dlen) {
+                        (UNIX_DIAG_PEER, 4..) => s.peer = u32_at(d),
+                        (UNIX_DIAG_RQLEN, 8..) => {
+                            s.rqueue = u32_at(d);
+                            s.wqueue = u32_at(d + 4);
+                        }
+                        (UNIX_DIAG_MEMINFO, l) if l >= 4 * (SK_MEMINFO_SNDBUF + 1) => {
+                            s.sndbuf = u32_at(d + 4 * SK_MEMINFO_SNDBUF)
+                        }
+                        (UNIX_DIAG_SHUTDOWN, 1..) => s.shutdown = b[d],
+                        _ => {}
+                    }
+                    a += (alen + 3) & !3;
+                }
+                out.push((seq, Some((ino, s))));
+            }
+            _ => {}
+        }
+        off += (len + 3) & !3;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -934,6 +1424,253 @@ mod tests {
         b[8] = 1;
         b[0] = b'X'; // not a queue
         assert!(ShmHeader::decode(&b).is_none());
+    }
+
+    fn sock_ino(fd: &impl AsRawFd) -> u32 {
+        let md = std::fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+        assert!(md.file_type().is_socket());
+        u32::try_from(md.ino()).unwrap()
+    }
+
+    fn so_sndbuf(fd: &impl AsRawFd) -> u32 {
+        let mut v: libc::c_int = 0;
+        let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: value and length point to valid, writable locals.
+        let r = unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                &mut v as *mut libc::c_int as *mut libc::c_void,
+                &mut l,
+            )
+        };
+        assert_eq!(r, 0);
+        v as u32
+    }
+
+    /// `sock_diag`, or `None` with a message where the kernel has no
+    /// `unix_diag` (CONFIG_UNIX_DIAG).
+    fn diag() -> Option<SockDiag> {
+        let mut d = match SockDiag::open() {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("SKIPPED: no NETLINK_SOCK_DIAG: {e}");
+                return None;
+            }
+        };
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        match d.query(&[sock_ino(&a)]) {
+            Ok(m) if !m.is_empty() => Some(d),
+            r => {
+                eprintln!("SKIPPED: no unix_diag: {r:?}");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn sock_diag_pairs_a_socketpair_and_reads_its_queues() {
+        let Some(mut d) = diag() else { return };
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ia, ib) = (sock_ino(&a), sock_ino(&b));
+        std::io::Write::write_all(&mut a, &[5u8; 1000]).unwrap();
+        // An inode that is no UNIX socket (a pipe's) is absent, not an error.
+        let (r, _w) = pipe();
+        let ip = u32::try_from(
+            std::fs::metadata(format!("/proc/self/fd/{}", r.as_raw_fd()))
+                .unwrap()
+                .ino(),
+        )
+        .unwrap();
+        let m = d.query(&[ia, ib, ip]).unwrap();
+        assert_eq!(m.len(), 2, "{m:?}");
+        let (sa, sb) = (m[&ia], m[&ib]);
+        assert_eq!((sa.peer, sb.peer), (ib, ia));
+        assert_eq!(sa.kind, libc::SOCK_STREAM as u8);
+        // b has the 1000 bytes to read (what FIONREAD says); a's memory
+        // charge for them is larger (skb truesize).
+        assert_eq!(fionread(b.as_raw_fd()).unwrap(), 1000);
+        assert_eq!((sb.rqueue, sa.rqueue), (1000, 0));
+        assert!(sa.wqueue > 1000 && sb.wqueue == 0, "{sa:?} {sb:?}");
+        assert_eq!(sa.sndbuf, so_sndbuf(&a));
+        assert_eq!(sa.shutdown, 0);
+        // The receiver shutting down reading shows on the sender too, which
+        // is all a sample asks about.
+        b.shutdown(std::net::Shutdown::Read).unwrap();
+        let m = d.query(&[ia, ib]).unwrap();
+        assert_eq!(m[&ib].shutdown & RCV_SHUTDOWN, RCV_SHUTDOWN);
+        assert_eq!(m[&ia].shutdown & SEND_SHUTDOWN, SEND_SHUTDOWN);
+        // So does its closing.
+        let (c, e) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ic = sock_ino(&c);
+        drop(e);
+        assert_eq!(
+            d.query(&[ic]).unwrap()[&ic].shutdown & SEND_SHUTDOWN,
+            SEND_SHUTDOWN
+        );
+        // A listening socket's accepted connection pairs with its client.
+        let path = std::env::temp_dir().join(format!("hsched-diag-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let client = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        let (server, _) = l.accept().unwrap();
+        let _ = std::fs::remove_file(&path);
+        let (ic, is, il) = (sock_ino(&client), sock_ino(&server), sock_ino(&l));
+        let m = d.query(&[ic, is, il]).unwrap();
+        assert_eq!((m[&ic].peer, m[&is].peer, m[&il].peer), (is, ic, 0));
+        // Many batches in one query.
+        let pairs: Vec<_> = (0..70)
+            .map(|_| std::os::unix::net::UnixStream::pair().unwrap())
+            .collect();
+        let inos: Vec<u32> = pairs.iter().map(|p| sock_ino(&p.0)).collect();
+        assert_eq!(d.query(&inos).unwrap().len(), 70);
+    }
+
+    /// What "full" means: a stream writer blocks when the memory of its
+    /// unread data (`wqueue`, truesize) reaches its `SO_SNDBUF`; the payload
+    /// queued at that moment (FIONREAD) depends on the write size.
+    #[test]
+    fn a_socket_writer_blocks_when_its_unread_memory_reaches_sndbuf() {
+        let Some(mut d) = diag() else { return };
+        let mut seen = Vec::new();
+        for w in [1usize, 100, 4096, 65536] {
+            let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+            a.set_nonblocking(true).unwrap();
+            let chunk = vec![0u8; w];
+            let mut sent = 0u64;
+            loop {
+                match std::io::Write::write(&mut a, &chunk) {
+                    Ok(n) => sent += n as u64,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            let (ia, ib) = (sock_ino(&a), sock_ino(&b));
+            let m = d.query(&[ia, ib]).unwrap();
+            let (tx, rx) = (m[&ia], m[&ib]);
+            let queued = fionread(b.as_raw_fd()).unwrap();
+            eprintln!(
+                "write {w}: FIONREAD {queued}, rqueue {}, wqueue {}, sndbuf {}, payload/sndbuf {:.3}",
+                rx.rqueue,
+                tx.wqueue,
+                tx.sndbuf,
+                queued as f64 / f64::from(tx.sndbuf)
+            );
+            assert_eq!((u64::from(rx.rqueue), queued), (sent, sent));
+            // Blocked: the memory charge reached SO_SNDBUF, overshooting
+            // by at most the last write's charge.
+            assert!(tx.wqueue >= tx.sndbuf, "write {w}: {tx:?}");
+            assert!(
+                u64::from(tx.wqueue) < u64::from(tx.sndbuf) + 2 * w as u64 + 4096,
+                "write {w}: {tx:?}"
+            );
+            seen.push(queued as f64 / f64::from(tx.sndbuf));
+        }
+        // Payload is no measure of fullness: one-byte writes block the
+        // writer with well under 1 % of SO_SNDBUF queued, 4 KiB writes
+        // with most of it.
+        assert!(seen[0] < 0.01 && seen[2] > 0.5, "{seen:?}");
+    }
+
+    #[test]
+    fn discovery_pairs_sockets_between_processes_and_ignores_outsiders() {
+        if diag().is_none() {
+            return;
+        }
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ia, ib) = (sock_ino(&a), sock_ino(&b));
+        let (c, _d) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ic = sock_ino(&c);
+        // Two fake processes 1 and 2 (holders come from /proc in a run).
+        let holders: BTreeMap<u32, BTreeSet<i32>> = [
+            (ia, BTreeSet::from([1])),
+            (ib, BTreeSet::from([2])),
+            // c's peer is held by nobody managed: no queue.
+            (ic, BTreeSet::from([1])),
+        ]
+        .into_iter()
+        .collect();
+        let mut m = ProgressMonitor::new(Duration(DEFAULT_PERIOD_NS), DupMode::Cached);
+        let mut hsi = Hsi::new(1);
+        m.discover_sockets(&holders, Instant(0), &mut hsi);
+        let got: Vec<(u32, u32, Vec<i32>, Vec<i32>)> = m
+            .socks
+            .iter()
+            .map(|(&k, q)| (k, q.peer, q.consumers.clone(), q.producers.clone()))
+            .collect();
+        let mut want = vec![(ia, ib, vec![1], vec![2]), (ib, ia, vec![2], vec![1])];
+        want.sort();
+        assert_eq!(got, want);
+        assert!(m.socks.values().all(|q| !q.active));
+        // Only a direction that carried data makes its reader a consumer
+        // (who is then no source for the sources rule).
+        assert!(m.consuming().is_empty());
+        if let Some(q) = m.socks.get_mut(&ib) {
+            q.active = true;
+        }
+        assert_eq!(m.consuming(), BTreeSet::from([2]));
+        // A process holding both ends is neither consumer nor producer.
+        let both: BTreeMap<u32, BTreeSet<i32>> =
+            [(ia, BTreeSet::from([1, 2])), (ib, BTreeSet::from([2]))]
+                .into_iter()
+                .collect();
+        m.discover_sockets(&both, Instant(0), &mut hsi);
+        assert!(
+            m.socks.is_empty(),
+            "{:?}",
+            m.socks.keys().collect::<Vec<_>>()
+        );
+        assert_eq!(m.stats.errors, 0);
+    }
+
+    #[test]
+    fn a_diag_reply_parses_and_a_truncated_one_is_refused() {
+        let mut b = Vec::new();
+        let mut msg = Vec::new();
+        msg.extend_from_slice(&[libc::AF_UNIX as u8, libc::SOCK_STREAM as u8, 1, 0]);
+        msg.extend_from_slice(&77u32.to_ne_bytes());
+        msg.extend_from_slice(&[0; 8]);
+        let attr = |t: u16, d: &[u8], m: &mut Vec<u8>| {
+            m.extend_from_slice(&(4 + d.len() as u16).to_ne_bytes());
+            m.extend_from_slice(&t.to_ne_bytes());
+            m.extend_from_slice(d);
+            while !m.len().is_multiple_of(4) {
+                m.push(0);
+            }
+        };
+        attr(UNIX_DIAG_PEER, &78u32.to_ne_bytes(), &mut msg);
+        let rq: Vec<u8> = [10u32, 20].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        attr(UNIX_DIAG_RQLEN, &rq, &mut msg);
+        let mi: Vec<u8> = [0u32, 1, 2, 3000, 4, 5, 6, 7, 8]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        attr(UNIX_DIAG_MEMINFO, &mi, &mut msg);
+        attr(UNIX_DIAG_SHUTDOWN, &[2], &mut msg);
+        attr(99, &[1, 2, 3], &mut msg); // unknown: skipped
+        b.extend_from_slice(&((16 + msg.len()) as u32).to_ne_bytes());
+        b.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        b.extend_from_slice(&[0; 2]);
+        b.extend_from_slice(&9u32.to_ne_bytes());
+        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&msg);
+        let got = parse_diag(&b).unwrap();
+        let want = UnixSock {
+            kind: libc::SOCK_STREAM as u8,
+            peer: 78,
+            rqueue: 10,
+            wqueue: 20,
+            sndbuf: 3000,
+            shutdown: 2,
+        };
+        assert_eq!(got, vec![(9, Some((77, want)))]);
+        assert!(parse_diag(&b[..b.len() - 4]).is_err());
+        let mut err = b[..16].to_vec();
+        err[0..4].copy_from_slice(&20u32.to_ne_bytes());
+        err[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        err.extend_from_slice(&(-2i32).to_ne_bytes());
+        assert_eq!(parse_diag(&err).unwrap(), vec![(9, None)]);
     }
 
     #[test]

@@ -1176,3 +1176,22 @@ pub fn set_nonblocking(fd: RawFd) {
         }
     }
 }
+
+/// `flock(fd, LOCK_EX | LOCK_NB)`: `Ok(true)` when the lock is taken (or
+/// was already held through this open file description), `Ok(false)` when
+/// another open file description holds it. The lock lasts until every
+/// descriptor sharing the description is closed, so it dies with its
+/// holder (see [`crate::cpulock`]).
+pub fn flock_exclusive_nb(fd: RawFd) -> io::Result<bool> {
+    // SAFETY: flock on a descriptor the caller owns; no memory effects.
+    let r = unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}

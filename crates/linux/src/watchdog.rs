@@ -8,7 +8,8 @@
 //! every write end is closed (the daemon exited, crashed or was killed,
 //! since nothing else inherits the close-on-exec write end), `poll` reports
 //! the hang-up and the watchdog restores whatever is still recorded, thaws
-//! and removes hsched's freezer cgroups, and exits. It runs at a real-time
+//! and removes hsched's freezer cgroups, removes the daemon's `coop_poll`
+//! channel file, and exits. It runs at a real-time
 //! priority above the managed threads and in its own session, so neither a
 //! managed CPU hog nor a terminal's Ctrl-C gets in its way.
 
@@ -153,7 +154,8 @@ impl Drop for Watchdog {
 fn watchdog_main(r: OwnedFd, freezer: Option<(PathBuf, PathBuf)>, priority: u32) -> i32 {
     // The daemon is our parent: a pidfd on it tells us it died even if some
     // process wrongly inherited the pipe's write end.
-    let daemon = sys::pidfd_open(sys::getppid()).ok();
+    let daemon_pid = sys::getppid();
+    let daemon = sys::pidfd_open(daemon_pid).ok();
     sys::setsid();
     for s in [
         libc::SIGINT,
@@ -227,6 +229,8 @@ fn watchdog_main(r: OwnedFd, freezer: Option<(PathBuf, PathBuf)>, priority: u32)
     if let (Some(m), Some(r)) = (mount, root) {
         enforce::cleanup_root(m, r, std::time::Duration::from_secs(2));
     }
+    // A daemon killed before its Drop leaves its coop_poll channel file.
+    let _ = std::fs::remove_file(crate::coop::channel_path(daemon_pid as u32));
     if !done && !held.is_empty() {
         let msg = format!("hsched-watchdog: the daemon ended without restoring; restored {} thread(s), {failed} failed\n", held.len());
         let _ = sys::write_all(2, msg.as_bytes());

@@ -65,6 +65,16 @@
 //! granularity, §2.1.1) exists because an event loop can only yield at an
 //! event boundary, after the OUT deadline has passed.
 //!
+//! Each demotion is also written into the child's VP parameters, beside
+//! OUT and kept across later OUT updates: `policed` (`"overrun"` or
+//! `"blocked"`, the latest reason), `policed_count` (demotions so far) and
+//! `policed_blocked` (those for blocking). A driver that answers
+//! `coop_poll` for a real program (the live daemon) reads them when it
+//! replies, so it needs no policy trace: the notes (`coop: policed ...`)
+//! are only recorded when tracing is on. A child registered with any of
+//! the written keys (OUT or policing, e.g. copied from the thread that
+//! created it) starts without them.
+//!
 //! # Several domains (§2.5) and several processors
 //! Each `domain` number is a separate entity with its own virtual time and
 //! event queues; OUT reports only the caller's domain. On several
@@ -150,6 +160,24 @@ pub const INFO: PolicyInfo = PolicyInfo {
             default: "written",
             doc: "OUT: its timestamp (ns)",
         },
+        ParamSpec {
+            key: "policed",
+            kind: "\"overrun\" or \"blocked\"",
+            default: "written",
+            doc: "written: the latest demotion's reason (absent until policed)",
+        },
+        ParamSpec {
+            key: "policed_count",
+            kind: "integer",
+            default: "written",
+            doc: "demotions so far",
+        },
+        ParamSpec {
+            key: "policed_blocked",
+            kind: "integer",
+            default: "written",
+            doc: "demotions for blocking outside coop_poll so far",
+        },
     ],
     min_parents: 1,
     max_parents: 1,
@@ -164,6 +192,8 @@ fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
 const VT_SCALE: u128 = 1 << 16;
 /// The OUT keys.
 const OUT_KEYS: [&str; 3] = ["out_deadline", "out_be_priority", "out_be_timestamp"];
+/// The policing keys (written on demotion, kept by OUT updates).
+const POLICED_KEYS: [&str; 3] = ["policed", "policed_count", "policed_blocked"];
 
 fn param_err(key: &str, message: impl Into<String>) -> PolicyError {
     PolicyError::Param(ParamError {
@@ -240,6 +270,8 @@ struct Child {
     queued: Option<u64>,
     /// Times policed.
     policed: u32,
+    /// Times policed for blocking outside coop_poll.
+    policed_blocked: u32,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -541,8 +573,12 @@ impl Coop {
         }
         c.member = false;
         c.policed += 1;
+        if why == Policing::Blocked {
+            c.policed_blocked += 1;
+        }
         c.deadline = None;
         c.asap = None;
+        let (count, blocked) = (c.policed, c.policed_blocked);
         let dom = c.domain;
         let d = self.domains.entry(dom).or_default();
         d.members = d.members.saturating_sub(1);
@@ -551,6 +587,17 @@ impl Coop {
             c.vt = dvt;
         }
         self.log.push((vp, why));
+        // The cheap signal for drivers (no trace needed); demotions are
+        // rare, so copying the parameters here costs nothing per input.
+        let mut p = ctx.vp_params(vp).clone();
+        let reason = match why {
+            Policing::Overrun => "overrun",
+            Policing::Blocked => "blocked",
+        };
+        p.insert("policed", ParamValue::Str(reason.into()));
+        p.insert("policed_count", ParamValue::Int(i64::from(count)));
+        p.insert("policed_blocked", ParamValue::Int(i64::from(blocked)));
+        ctx.set_vp_params(vp, p);
         if ctx.tracing() {
             ctx.event(PolicyEvent::Note(format!("coop: policed {vp} ({why:?})")));
         }
@@ -789,6 +836,21 @@ impl Policy for Coop {
         params: &Params,
     ) -> Result<(), PolicyError> {
         let domain = domain_param(params)?;
+        // The keys this policy writes describe one VP: a new child that
+        // arrives with them (a thread created by a member inherits its
+        // creator's parameters, in live mode) starts without them.
+        if params
+            .iter()
+            .any(|(k, _)| OUT_KEYS.contains(&k) || POLICED_KEYS.contains(&k))
+        {
+            let mut clean = Params::new();
+            for (k, v) in params.iter() {
+                if !OUT_KEYS.contains(&k) && !POLICED_KEYS.contains(&k) {
+                    clean.insert(k, v.clone());
+                }
+            }
+            ctx.set_vp_params(vp, clean);
+        }
         let vt = self.vsys(ctx);
         self.children.insert(
             ctx,
@@ -802,6 +864,7 @@ impl Policy for Coop {
                 asap: None,
                 queued: None,
                 policed: 0,
+                policed_blocked: 0,
             },
         );
         Ok(())
@@ -894,7 +957,7 @@ impl Policy for Coop {
             Msg::SetParams(change) => {
                 let keys = ["domain"];
                 if let Some(k) = change.unknown_keys(&keys).next() {
-                    if !OUT_KEYS.contains(&k) {
+                    if !OUT_KEYS.contains(&k) && !POLICED_KEYS.contains(&k) {
                         return Err(PolicyError::Unsupported(format!(
                             "a coop child has no settable parameter `{k}`; it accepts: domain"
                         )));

@@ -372,6 +372,97 @@ fn a_policed_spinner_returns_on_its_next_call() {
     assert_eq!(readmitted, 1, "{notes:?}");
 }
 
+fn param(hsi: &Hsi, t: ThreadId, key: &str) -> Option<ParamValue> {
+    hsi.vp_info(hsi.thread_vp(t)).params.get(key).cloned()
+}
+
+#[test]
+fn policing_is_written_into_the_vp_parameters_without_tracing() {
+    // A blocker (policed for blocking), a spinner (policed for overrun,
+    // re-admitted at 150 ms) and a well-behaved member; no trace at all.
+    let behs = [
+        (member(), 0),
+        (Beh::Blocker, 0),
+        (Beh::Spinner { readmit: 150 * MS }, 0),
+    ];
+    let mut w = World::new(1, Params::new(), &behs);
+    w.hsi.set_tracing(false);
+    w.run(200 * MS);
+    assert!(w.trace.is_empty());
+    let (m, b, s) = (w.ts[0].id, w.ts[1].id, w.ts[2].id);
+    // Never policed: no key at all.
+    for k in ["policed", "policed_count", "policed_blocked"] {
+        assert_eq!(param(&w.hsi, m, k), None, "{k}");
+    }
+    assert_eq!(
+        param(&w.hsi, b, "policed"),
+        Some(ParamValue::Str("blocked".into()))
+    );
+    let Some(ParamValue::Int(n)) = param(&w.hsi, b, "policed_count") else {
+        panic!("no policed_count");
+    };
+    // The same run with tracing on: as many demotions as notes (the
+    // spinner holds a share until 150 ms, so the blocker bursts less often
+    // than every 4 ms).
+    let mut traced = World::new(1, Params::new(), &behs);
+    traced.run(200 * MS);
+    let bvp = traced.hsi.thread_vp(traced.ts[1].id);
+    let notes = traced
+        .notes()
+        .iter()
+        .filter(|(_, t)| t == &format!("coop: policed {bvp} (Blocked)"))
+        .count() as i64;
+    assert_eq!(n, notes);
+    assert!(n >= 10, "{n}");
+    assert_eq!(
+        param(&w.hsi, b, "policed_blocked"),
+        Some(ParamValue::Int(n))
+    );
+    // The keys survive the OUT written at each re-admitted dispatch.
+    assert!(out_deadline(&w.hsi, b).is_some());
+    assert_eq!(
+        param(&w.hsi, s, "policed"),
+        Some(ParamValue::Str("overrun".into()))
+    );
+    // Policed once, re-admitted by its call at 150 ms, spinning on and
+    // policed again: the count goes on from where it was.
+    let svp = traced.hsi.thread_vp(traced.ts[2].id);
+    let notes: Vec<u64> = traced
+        .notes()
+        .iter()
+        .filter(|(_, t)| t == &format!("coop: policed {svp} (Overrun)"))
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0] < 150 * MS && notes[1] > 150 * MS, "{notes:?}");
+    assert_eq!(param(&w.hsi, s, "policed_count"), Some(ParamValue::Int(2)));
+    assert_eq!(
+        param(&w.hsi, s, "policed_blocked"),
+        Some(ParamValue::Int(0))
+    );
+}
+
+#[test]
+fn a_new_child_does_not_inherit_written_keys() {
+    // Live mode creates a program's new thread with its creator's
+    // parameters: OUT and the policing counts must not come along.
+    let mut w = World::new(1, Params::new(), &[(member(), 3)]);
+    let root = w.hsi.instance("coop").unwrap();
+    let p = Params::new()
+        .with("domain", ParamValue::Int(3))
+        .with("out_deadline", ParamValue::Int(5))
+        .with("policed", ParamValue::Str("overrun".into()))
+        .with("policed_count", ParamValue::Int(4))
+        .with("policed_blocked", ParamValue::Int(1));
+    let t = w.hsi.create_thread(Instant(0), "child", root, p).unwrap();
+    let got = w.hsi.vp_info(w.hsi.thread_vp(t)).params;
+    assert_eq!(
+        got.iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>(),
+        ["domain"]
+    );
+    assert_eq!(got.get("domain"), Some(&ParamValue::Int(3)));
+}
+
 #[test]
 fn out_reports_the_other_members_best_effort_event() {
     let behs = [
