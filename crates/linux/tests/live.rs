@@ -98,6 +98,33 @@ fn run_json(file: &Path, args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("bad report: {e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// Runs `file` live on the test CPU for `duration` with the progress
+/// monitor's trace written to a fresh temporary file named `trace_name`;
+/// returns the JSON report (checked free of protocol errors) and the trace
+/// file.
+fn run_with_progress_trace(file: &Path, trace_name: &str, duration: &str) -> (Value, PathBuf) {
+    let trace = write_file(trace_name, "");
+    let cpu = test_cpu().to_string();
+    let child = Command::new(bin())
+        .arg("run")
+        .arg(file)
+        .args(["--cpus", &cpu, "--json", "--duration", duration])
+        .env("HSCHED_PROGRESS_TRACE", &trace)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let out = wait_bounded(child, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "hsched-live run failed: {:?}",
+        out.status
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["live"]["protocol_errors"], 0);
+    (r, trace)
+}
+
 fn wait_bounded(mut child: Child, limit: Duration) -> std::process::Output {
     let t0 = Instant::now();
     loop {
@@ -591,25 +618,7 @@ fn pipe_fill_levels_size_a_shell_pipeline_beside_a_hog() {
         return;
     }
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/pipeline-live.toml");
-    let trace = write_file("progress.csv", "");
-    let cpu = test_cpu().to_string();
-    let child = Command::new(bin())
-        .arg("run")
-        .arg(&file)
-        .args(["--cpus", &cpu, "--json", "--duration", "10s"])
-        .env("HSCHED_PROGRESS_TRACE", &trace)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let out = wait_bounded(child, Duration::from_secs(60));
-    assert!(
-        out.status.success(),
-        "hsched-live run failed: {:?}",
-        out.status
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(r["live"]["protocol_errors"], 0);
+    let (r, trace) = run_with_progress_trace(&file, "progress.csv", "10s");
     // The trace: queues with their consumer and producer processes, and
     // every monitored thread's proportion, CPU time and bytes moved.
     let text = std::fs::read_to_string(&trace).unwrap();
@@ -1077,25 +1086,7 @@ workload = {{ kind = "cpu-bound" }}
             prog.display()
         ),
     );
-    let trace = write_file("socket_progress.csv", "");
-    let cpu = test_cpu().to_string();
-    let child = Command::new(bin())
-        .arg("run")
-        .arg(&file)
-        .args(["--cpus", &cpu, "--json", "--duration", "8s"])
-        .env("HSCHED_PROGRESS_TRACE", &trace)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let out = wait_bounded(child, Duration::from_secs(60));
-    assert!(
-        out.status.success(),
-        "hsched-live run failed: {:?}",
-        out.status
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(r["live"]["protocol_errors"], 0);
+    let (r, trace) = run_with_progress_trace(&file, "socket_progress.csv", "8s");
     let text = std::fs::read_to_string(&trace).unwrap();
     // Socket queue samples (t, fill fraction) with their consumer and
     // producer; monitored threads by pid.
