@@ -703,6 +703,23 @@ impl Hsi {
             .fold(Duration::ZERO, |a, &vp| a + self.st.vp_received(vp))
     }
 
+    /// A VP's state (cheaper than [`Hsi::vp_info`], which copies the
+    /// parameters).
+    pub fn vp_state(&self, vp: VpId) -> VpState {
+        self.st.vps[vp.index()].state
+    }
+
+    /// A VP's parent side.
+    pub fn vp_parent(&self, vp: VpId) -> Node {
+        self.st.vps[vp.index()].parent
+    }
+
+    /// A VP's parent-side parameters, borrowed (policies also write their
+    /// outputs there, e.g. `coop`'s OUT).
+    pub fn vp_params(&self, vp: VpId) -> &Params {
+        &self.st.vps[vp.index()].params
+    }
+
     /// A VP's sides, state, received time and parameters.
     pub fn vp_info(&self, vp: VpId) -> VpInfo {
         let s = &self.st.vps[vp.index()];

@@ -179,13 +179,13 @@ pub(crate) fn channel_path(pid: u32) -> std::path::PathBuf {
 
 impl Channel {
     /// Creates the channel, for every hierarchy (a `coop` instance may be
-    /// created later by a control operation); always `Some`. The slots are
+    /// created later by a control operation). The slots are
     /// scanned from the start when `h` has a `coop` instance, otherwise
     /// once a client rings the doorbell.
     ///
     /// # Errors
     /// The file, the mapping or the eventfd could not be made.
-    pub fn new(h: &hsched_config::Hierarchy, epoch: u64) -> io::Result<Option<Channel>> {
+    pub fn new(h: &hsched_config::Hierarchy, epoch: u64) -> io::Result<Channel> {
         let has_coop = h.schedulers.iter().any(|s| s.policy == "coop");
         let pid = std::process::id();
         let path = channel_path(pid);
@@ -253,7 +253,7 @@ impl Channel {
         // Launched programs inherit it (`sys::Exec` captures the
         // environment when the program is started).
         std::env::set_var(ENV, &ch.path);
-        Ok(Some(ch))
+        Ok(ch)
     }
 
     /// The doorbell descriptor (for the epoll set).
@@ -564,7 +564,7 @@ pub(crate) fn reply(d: &mut Daemon) {
             ch.policed_seen.remove(&tid);
             continue;
         };
-        let params = d.hsi.vp_info(d.hsi.thread_vp(m.hsi)).params;
+        let params = d.hsi.vp_params(d.hsi.thread_vp(m.hsi));
         let mono = |k: &str| {
             params
                 .get(k)

@@ -147,7 +147,9 @@ pub(crate) struct Daemon {
     pub steals: Vec<Steal>,
     /// Real-time throttling governor and deferred freezes (enforce.rs).
     pub gov: crate::enforce::RtGovernor,
-    /// The live `coop_poll` channel, when a `coop` instance exists.
+    /// The live `coop_poll` channel; always made (a `coop` instance may be
+    /// created at run time), `None` only while crate::coop has taken it out
+    /// to work on it beside the rest of the daemon.
     pub coop: Option<crate::coop::Channel>,
     /// Pipe fill levels fed to `realrate` instances (seed 001 §3.2).
     pub progress: crate::progress::ProgressMonitor,
@@ -243,11 +245,10 @@ impl Daemon {
         }
         let epoch = sys::now_ns();
         let coop = crate::coop::Channel::new(h, epoch).map_err(io_err("coop_poll channel"))?;
-        if let Some(c) = &coop {
-            epoll
-                .add(c.doorbell_fd(), libc::EPOLLIN as u32, TOK_COOP)
-                .map_err(io_err("epoll"))?;
-        }
+        epoll
+            .add(coop.doorbell_fd(), libc::EPOLLIN as u32, TOK_COOP)
+            .map_err(io_err("epoll"))?;
+        let coop = Some(coop);
         let nthreads = h.threads.len() + 1;
         let slots = Slots::new(nthreads).map_err(io_err("shared memory"))?;
         let mut launches: Vec<(u64, usize)> = Vec::new();

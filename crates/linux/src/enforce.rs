@@ -643,11 +643,10 @@ impl crate::daemon::Daemon {
         let mut vp = self.hsi.thread_vp(m.hsi);
         // Bounded: a hierarchy is a DAG of instances, each step goes up.
         for _ in 0..64 {
-            let info = self.hsi.vp_info(vp);
-            if info.params.get("amount").is_some() {
+            if self.hsi.vp_params(vp).get("amount").is_some() {
                 return true;
             }
-            let hsched_core::Node::Instance(i) = info.parent else {
+            let hsched_core::Node::Instance(i) = self.hsi.vp_parent(vp) else {
                 return false;
             };
             if self
@@ -657,10 +656,12 @@ impl crate::daemon::Daemon {
             {
                 return true;
             }
-            let up =
-                self.hsi.instance_parents(i).iter().copied().find(|&p| {
-                    matches!(self.hsi.vp_info(p).state, hsched_core::VpState::Running(_))
-                });
+            let up = self
+                .hsi
+                .instance_parents(i)
+                .iter()
+                .copied()
+                .find(|&p| matches!(self.hsi.vp_state(p), hsched_core::VpState::Running(_)));
             match up {
                 Some(p) => vp = p,
                 None => return false,

@@ -50,7 +50,7 @@
 //! (cooperative sleep); its deadline keeps cutting other slices.
 //!
 //! **OUT** is written into the child's VP parameters (read with
-//! `hsi.vp_info(hsi.thread_vp(t)).params`) each time a member is
+//! `hsi.vp_params(hsi.thread_vp(t))`) each time a member is
 //! dispatched: `out_deadline` (integer ns), the end of the slice just
 //! granted, by which it must call `coop_poll` again; `out_be_priority` and
 //! `out_be_timestamp`, the most important best-effort event of the *other*

@@ -75,7 +75,7 @@ fn poll(hsi: &mut Hsi, now: u64, t: ThreadId, deadline: Option<u64>, be: Option<
 }
 
 fn out_deadline(hsi: &Hsi, t: ThreadId) -> Option<u64> {
-    match hsi.vp_info(hsi.thread_vp(t)).params.get("out_deadline") {
+    match hsi.vp_params(hsi.thread_vp(t)).get("out_deadline") {
         Some(ParamValue::Int(v)) => Some(*v as u64),
         _ => None,
     }
@@ -373,7 +373,7 @@ fn a_policed_spinner_returns_on_its_next_call() {
 }
 
 fn param(hsi: &Hsi, t: ThreadId, key: &str) -> Option<ParamValue> {
-    hsi.vp_info(hsi.thread_vp(t)).params.get(key).cloned()
+    hsi.vp_params(hsi.thread_vp(t)).get(key).cloned()
 }
 
 #[test]

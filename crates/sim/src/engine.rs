@@ -837,9 +837,7 @@ impl<'h> Engine<'h> {
             ..
         } = &mut self.threads[i];
         let params = match id {
-            Some(t) if workload.reads_params() => {
-                Some(self.hsi.vp_info(self.hsi.thread_vp(*t)).params)
-            }
+            Some(t) if workload.reads_params() => Some(self.hsi.vp_params(self.hsi.thread_vp(*t))),
             _ => None,
         };
         let mut cx = WCtx {
@@ -907,24 +905,21 @@ impl<'h> Engine<'h> {
     /// its scheduler, in order. A refusal is counted; a protocol violation
     /// ends the run.
     fn send_messages(&mut self, i: usize) -> Result<(), SimError> {
-        let msgs = std::mem::take(&mut self.shared.msgs);
-        for m in &msgs {
-            let Some(id) = self.threads[i].id else { break };
-            self.counts.thread_msg += 1;
-            match self.hsi.thread_msg(Instant(self.now), id, m) {
-                Ok(()) => {
-                    self.shared.sent[i].0 += 1;
-                    self.after_input(Ok(()), Input::Thread(i, "message"))?;
+        let mut msgs = std::mem::take(&mut self.shared.msgs);
+        if let Some(id) = self.threads[i].id {
+            for m in &msgs {
+                self.counts.thread_msg += 1;
+                match self.hsi.thread_msg(Instant(self.now), id, m) {
+                    Ok(()) => self.shared.sent[i].0 += 1,
+                    Err(HsiError::Op(_)) => self.shared.sent[i].1 += 1,
+                    Err(e) => return Err(self.hsi_error(e, Input::Thread(i, "message"))),
                 }
-                Err(HsiError::Op(_)) => {
-                    self.shared.sent[i].1 += 1;
-                    self.after_input(Ok(()), Input::Thread(i, "message"))?;
-                }
-                Err(e) => return Err(self.hsi_error(e, Input::Thread(i, "message"))),
+                self.after_input(Ok(()), Input::Thread(i, "message"))?;
             }
         }
+        // Keep the allocation for the next callback.
+        msgs.clear();
         self.shared.msgs = msgs;
-        self.shared.msgs.clear();
         Ok(())
     }
 

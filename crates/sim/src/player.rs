@@ -383,7 +383,7 @@ fn coop_poll(
 
 /// OUT of the last `coop_poll`: (yield-by time, others' best event).
 fn read_out(hsi: &Hsi, t: ThreadId) -> (u64, Option<(i64, u64)>) {
-    read_params(&hsi.vp_info(hsi.thread_vp(t)).params)
+    read_params(hsi.vp_params(hsi.thread_vp(t)))
 }
 
 /// Runs one experiment.
@@ -739,7 +739,7 @@ impl PlayerWorkload {
         let next = self.p.pick(now, &spec);
         if self.cooperative {
             let polled = std::mem::take(&mut self.just_polled);
-            let (out_deadline, out_be) = cx.params.as_ref().map_or((u64::MAX, None), read_params);
+            let (out_deadline, out_be) = cx.params.map_or((u64::MAX, None), read_params);
             let own_be = self.p.head_be(now).map(|b| (b.0, b.1));
             let must = !polled
                 && (self.woke

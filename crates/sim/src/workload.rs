@@ -63,7 +63,7 @@ pub struct WCtx<'a> {
     pub shared: &'a mut Shared,
     /// The thread's VP parameters as its scheduler last wrote them (given
     /// only to models that ask, [`Workload::reads_params`]).
-    pub params: Option<Params>,
+    pub params: Option<&'a Params>,
 }
 
 /// A bounded queue of items between pipeline stages, with its statistics.
