@@ -11,14 +11,67 @@
 //! ```
 //!
 //! Arguments: the depth (1 = threads directly under the root), the number
-//! of switches, and optionally `checker` to run the protocol checker after
-//! every input. Only `run` does the switches, so `--toggle-collect` counts
+//! of switches, then optionally `checker` to run the protocol checker after
+//! every input and `pass` to put a do-nothing pass-through policy in place
+//! of the single-child TS instances, which leaves the HSI's own cost of a
+//! level. Only `run` does the switches, so `--toggle-collect` counts
 //! them alone; divide the total by the number of switches. Run natively, it
 //! also prints the time per switch, by the wall clock and by the time the
 //! thread spent on a processor (the kernel updates the latter only at
 //! scheduling events: give it 100 000 switches or more).
 
-use hsched_core::{CpuId, Hsi, InstanceId, Instant, ParamValue, Params, ParentLink, ParentRef};
+use hsched_core::{
+    CpuId, Ctx, Hsi, InstanceId, Instant, ParamValue, Params, ParentLink, ParentRef, Policy,
+    PolicyError, RevokeReason, VpId, VpState,
+};
+
+/// The least a single-child, single-parent scheduler can do: pass its
+/// parent's processor to its child and take it back, ask while the child
+/// asks. Not a policy to use (it has no checks and no invariants); it
+/// measures what the HSI costs without a policy's own work.
+#[derive(Default)]
+struct Pass {
+    child: Option<VpId>,
+}
+
+impl Policy for Pass {
+    fn policy_name(&self) -> &'static str {
+        "pass"
+    }
+
+    fn register_vp(&mut self, _: &mut Ctx<'_>, vp: VpId, _: &Params) -> Result<(), PolicyError> {
+        self.child = Some(vp);
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, _: &mut Ctx<'_>, _: VpId) {
+        self.child = None;
+    }
+
+    fn request(&mut self, ctx: &mut Ctx<'_>, _: VpId) {
+        let parent = ctx.parent_vps()[0];
+        if ctx.vp_state(parent) == VpState::Waiting {
+            ctx.request(parent);
+        }
+    }
+
+    fn release(&mut self, ctx: &mut Ctx<'_>, _: VpId) {
+        let parent = ctx.parent_vps()[0];
+        ctx.release(parent);
+    }
+
+    fn grant(&mut self, ctx: &mut Ctx<'_>, _: VpId, cpu: CpuId) {
+        if let Some(child) = self.child.filter(|&c| ctx.vp_state(c) == VpState::Ready) {
+            ctx.grant(child, cpu);
+        }
+    }
+
+    fn revoke(&mut self, ctx: &mut Ctx<'_>, _: VpId, reason: RevokeReason) {
+        if let Some(child) = self.child.filter(|&c| ctx.vp_cpu(c).is_some()) {
+            ctx.revoke(child, reason);
+        }
+    }
+}
 
 fn ts(quantum: &str) -> Box<dyn hsched_core::Policy> {
     let p = Params::new().with("quantum", ParamValue::Str(quantum.into()));
@@ -32,8 +85,9 @@ fn under(p: InstanceId) -> Vec<ParentLink> {
     }]
 }
 
-/// The Fig 10.2 hierarchy of the given depth with both threads awake.
-fn build(depth: usize, checking: bool) -> Hsi {
+/// The Fig 10.2 hierarchy of the given depth with both threads awake;
+/// `pass`: [`Pass`] instances below the root instead of TS.
+fn build(depth: usize, checking: bool, pass: bool) -> Hsi {
     let mut hsi = Hsi::new(1);
     hsi.set_checking(checking);
     let t0 = Instant(0);
@@ -47,8 +101,13 @@ fn build(depth: usize, checking: bool) -> Hsi {
     for chain in 0..2 {
         let mut parent = root;
         for level in 1..depth {
+            let policy = if pass {
+                Box::<Pass>::default()
+            } else {
+                ts("3600s")
+            };
             parent = hsi
-                .create_instance(t0, &format!("c{chain}-{level}"), ts("3600s"), under(parent))
+                .create_instance(t0, &format!("c{chain}-{level}"), policy, under(parent))
                 .unwrap();
         }
         let t = hsi
@@ -88,11 +147,16 @@ fn main() {
     let depth: Option<usize> = args.get(1).and_then(|a| a.parse().ok());
     let n: Option<u64> = args.get(2).and_then(|a| a.parse().ok());
     let (Some(depth @ 1..), Some(n @ 1..)) = (depth, n) else {
-        eprintln!("usage: switch_cost DEPTH SWITCHES [checker]   (DEPTH, SWITCHES >= 1)");
+        eprintln!("usage: switch_cost DEPTH SWITCHES [checker] [pass]   (DEPTH, SWITCHES >= 1)");
         std::process::exit(2);
     };
-    let checking = args.get(3).is_some_and(|a| a == "checker");
-    let mut hsi = build(depth, checking);
+    let checking = args[3..].iter().any(|a| a == "checker");
+    let pass = args[3..].iter().any(|a| a == "pass");
+    if let Some(bad) = args[3..].iter().find(|a| *a != "checker" && *a != "pass") {
+        eprintln!("switch_cost: unknown option '{bad}' (expected checker or pass)");
+        std::process::exit(2);
+    }
+    let mut hsi = build(depth, checking, pass);
     // Warm up: the first expiry also sizes the HSI's internal queues.
     run(&mut hsi, 2);
     let cpu0 = cpu_time();
@@ -109,5 +173,11 @@ fn main() {
     if let Some(cpu) = cpu {
         print!(", {:.1} ns each (on-CPU time)", per(cpu.into()));
     }
-    println!("{}", if checking { ", checker on" } else { "" });
+    let checker = if checking { ", checker on" } else { "" };
+    let below = if pass {
+        ", pass-through below the root"
+    } else {
+        ""
+    };
+    println!("{checker}{below}");
 }
