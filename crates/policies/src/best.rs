@@ -95,7 +95,7 @@
 //! its subtree as best effort.
 //!
 //! ## Shared machinery
-//! This file also holds the EDF dispatch core ([`Edf`]) that `best-rate`
+//! This file also holds the EDF dispatch core (`Edf`) that `best-rate`
 //! reuses with its own deadline rule.
 
 use crate::registry::{check_child_params, PolicyInfo};

@@ -87,9 +87,10 @@
 //!
 //! Notifications reach an instance only after its own actions are
 //! applied, so every hook first reconciles with what already happened (a
-//! processor taken back, a running child released), as `ps` does; a hook
-//! that revokes a VP of a child instance never grants that instance
-//! another VP in the same hook.
+//! processor taken back, a running child released), as `ps` does (the
+//! crate's `sfq` module holds what the two share); a hook that revokes a
+//! VP of a child instance never grants that instance another VP in the
+//! same hook.
 //!
 //! # Parameters
 //! Instance: `period` (default 20 ms), `min_slice` (default 100 µs),
@@ -104,6 +105,7 @@
 //! carries no guarantee (the thesis's goal (c): no reservations).
 
 use crate::registry::PolicyInfo;
+use crate::sfq::{arm_timer, Held, Holder};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, Node, ParamError, ParamSpec, ParamValue, Params, Policy,
     PolicyError, PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
@@ -280,17 +282,13 @@ struct Domain {
     members: u32,
 }
 
+/// A dispatch: the slice a child was given.
 #[derive(Clone, Copy, Debug)]
-struct Held {
-    parent: VpId,
-    cpu: CpuId,
-    vp: VpId,
+pub(crate) struct Slice {
     /// Slice end.
     end: Instant,
     /// Dispatched as a domain member (policed at `end + grace`).
     member: bool,
-    /// Net received time when last charged.
-    mark: Duration,
 }
 
 /// Why a member was demoted (see [`Coop::policed`]).
@@ -308,7 +306,7 @@ pub struct Coop {
     cfg: CoopConfig,
     children: VpTable<Child>,
     domains: BTreeMap<u32, Domain>,
-    held: Vec<Held>,
+    held: Vec<Held<Slice>>,
     avoid: Vec<Node>,
     next_seq: u64,
     vmax: u128,
@@ -380,44 +378,6 @@ impl Coop {
             (Some(d), _) if d <= now => (vt, 0, i128::from(d.as_nanos()), 0, seq),
             (_, Some((p, ts))) => (vt, 1, -i128::from(p), ts, seq),
             _ => (vt, 2, 0, 0, seq),
-        }
-    }
-
-    fn charge(&mut self, ctx: &Ctx<'_>, i: usize) {
-        let h = &mut self.held[i];
-        let recv = ctx.vp_received(h.vp);
-        let used = recv.saturating_sub(h.mark);
-        h.mark = recv;
-        let vp = h.vp;
-        if used == Duration::ZERO {
-            return;
-        }
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        let units = u128::from(used.as_nanos()) * VT_SCALE;
-        let v = if c.member {
-            let d = self.domains.entry(c.domain).or_default();
-            d.vt += units / u128::from(d.members.max(1));
-            d.vt
-        } else {
-            c.vt += units;
-            c.vt
-        };
-        self.vmax = self.vmax.max(v);
-    }
-
-    fn charge_all(&mut self, ctx: &Ctx<'_>) {
-        for i in 0..self.held.len() {
-            self.charge(ctx, i);
-        }
-    }
-
-    fn enqueue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            c.queued = Some(seq);
         }
     }
 
@@ -511,14 +471,7 @@ impl Coop {
         if let Some(c) = self.children.get_mut(ctx, vp) {
             c.in_poll = false;
         }
-        self.held.push(Held {
-            parent,
-            cpu,
-            vp,
-            end,
-            member,
-            mark: ctx.vp_received(vp),
-        });
+        self.hold(ctx, parent, cpu, vp, Slice { end, member });
         if grant {
             ctx.grant(vp, cpu);
         }
@@ -549,18 +502,6 @@ impl Coop {
             p.insert("out_be_timestamp", ParamValue::Int(ns_i64(ts)));
         }
         ctx.set_vp_params(vp, p);
-    }
-
-    fn dispatch(&mut self, ctx: &mut Ctx<'_>, parent: VpId, cpu: CpuId) {
-        match self.best(ctx) {
-            Some((vp, _)) => self.start(ctx, parent, cpu, vp, true),
-            None => ctx.release(parent),
-        }
-    }
-
-    fn revoke_child(&mut self, ctx: &mut Ctx<'_>, vp: VpId, reason: RevokeReason) {
-        self.avoid.push(ctx.vp_child(vp));
-        ctx.revoke(vp, reason);
     }
 
     /// Demotes a member to best effort (§2.3 decision 6).
@@ -639,36 +580,6 @@ impl Coop {
         }
     }
 
-    /// As `ps`: catch up with processors taken back and children that
-    /// released while this instance was busy.
-    fn sync(&mut self, ctx: &mut Ctx<'_>) {
-        let mut freed = Vec::new();
-        let mut i = 0;
-        while i < self.held.len() {
-            let h = self.held[i];
-            let parent_ok = ctx.vp_cpu(h.parent) == Some(h.cpu);
-            let child_ok = ctx.vp_cpu(h.vp) == Some(h.cpu);
-            if parent_ok && child_ok {
-                i += 1;
-                continue;
-            }
-            self.charge(ctx, i);
-            self.held.remove(i);
-            if child_ok {
-                self.revoke_child(ctx, h.vp, RevokeReason::Preempted);
-                self.enqueue(ctx, h.vp);
-            } else {
-                self.on_block(ctx, h.vp);
-                if parent_ok {
-                    freed.push((h.parent, h.cpu));
-                }
-            }
-        }
-        for (parent, cpu) in freed {
-            self.dispatch(ctx, parent, cpu);
-        }
-    }
-
     /// A child stopped being runnable: a member that did so outside
     /// coop_poll is policed; one inside is in cooperative sleep.
     fn on_block(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
@@ -701,16 +612,10 @@ impl Coop {
         let at = self
             .held
             .iter()
-            .map(|h| if h.member { h.end + grace } else { h.end })
+            .map(|h| h.run.due(grace))
             .min()
             .unwrap_or(Instant::NEVER);
-        if ctx.timer() != Some(at) {
-            if at == Instant::NEVER {
-                ctx.cancel_timer();
-            } else {
-                ctx.set_timer(at);
-            }
-        }
+        arm_timer(ctx, at);
     }
 
     /// Re-decides processor `i` now: the running child keeps it (with a
@@ -786,8 +691,7 @@ impl Coop {
         if p.get("be_timestamp").is_some() && prio.is_none() {
             return Err(param_err("be_timestamp", "needs be_priority"));
         }
-        self.avoid.clear();
-        self.sync(ctx);
+        self.begin(ctx);
         self.charge_all(ctx);
         let asap = prio.map(|p| (p, ts));
         let cooperative = deadline.is_some() || asap.is_some();
@@ -822,6 +726,71 @@ fn ns_i64(ns: u64) -> i64 {
 fn domain_param(params: &Params) -> Result<u32, PolicyError> {
     let d = params.u64("domain")?.unwrap_or(0);
     u32::try_from(d).map_err(|_| param_err("domain", format!("must be below 2^32, found {d}")))
+}
+
+impl Slice {
+    /// When the slice's processor is re-decided: its end, plus `grace`
+    /// for a member.
+    fn due(self, grace: Duration) -> Instant {
+        if self.member {
+            self.end + grace
+        } else {
+            self.end
+        }
+    }
+}
+
+impl Holder for Coop {
+    type Run = Slice;
+
+    fn held(&self) -> &[Held<Slice>] {
+        &self.held
+    }
+
+    fn held_mut(&mut self) -> &mut Vec<Held<Slice>> {
+        &mut self.held
+    }
+
+    fn avoid_mut(&mut self) -> &mut Vec<Node> {
+        &mut self.avoid
+    }
+
+    /// A best-effort child's own virtual time, or its domain's, advanced
+    /// by `used` divided by the member count (Fig 2.14).
+    fn advance(&mut self, ctx: &Ctx<'_>, vp: VpId, used: Duration) {
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        let units = u128::from(used.as_nanos()) * VT_SCALE;
+        let v = if c.member {
+            let d = self.domains.entry(c.domain).or_default();
+            d.vt += units / u128::from(d.members.max(1));
+            d.vt
+        } else {
+            c.vt += units;
+            c.vt
+        };
+        self.vmax = self.vmax.max(v);
+    }
+
+    fn enqueue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            c.queued = Some(seq);
+        }
+    }
+
+    fn stopped(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.on_block(ctx, vp);
+    }
+
+    fn dispatch(&mut self, ctx: &mut Ctx<'_>, parent: VpId, cpu: CpuId) {
+        match self.best(ctx) {
+            Some((vp, _)) => self.start(ctx, parent, cpu, vp, true),
+            None => ctx.release(parent),
+        }
+    }
 }
 
 impl Policy for Coop {
@@ -877,8 +846,7 @@ impl Policy for Coop {
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.avoid.clear();
-        self.sync(ctx);
+        self.begin(ctx);
         let queued = self
             .children
             .get(ctx, vp)
@@ -909,8 +877,7 @@ impl Policy for Coop {
     }
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.avoid.clear();
-        self.sync(ctx);
+        self.begin(ctx);
         let queued = self
             .children
             .get(ctx, vp)
@@ -922,27 +889,12 @@ impl Policy for Coop {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        self.avoid.clear();
-        self.sync(ctx);
-        let held = self.held.iter().any(|h| h.parent == parent_vp);
-        if ctx.vp_cpu(parent_vp) == Some(cpu) && !held {
-            self.dispatch(ctx, parent_vp, cpu);
-        }
+        self.on_grant(ctx, parent_vp, cpu);
         self.settle(ctx);
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
-        self.avoid.clear();
-        if let Some(i) = self.held.iter().position(|h| h.parent == parent_vp) {
-            let h = self.held[i];
-            if ctx.vp_cpu(h.vp) == Some(h.cpu) {
-                self.charge(ctx, i);
-                self.held.remove(i);
-                self.revoke_child(ctx, h.vp, reason);
-                self.enqueue(ctx, h.vp);
-            }
-        }
-        self.sync(ctx);
+        self.on_revoke(ctx, parent_vp, reason);
         self.settle(ctx);
     }
 
@@ -992,8 +944,7 @@ impl Policy for Coop {
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
-        self.avoid.clear();
-        self.sync(ctx);
+        self.begin(ctx);
         let now = ctx.now();
         let grace = self.cfg.grace;
         // Decide every expired processor; indices shift as `reconsider`
@@ -1001,17 +952,14 @@ impl Policy for Coop {
         let due: Vec<VpId> = self
             .held
             .iter()
-            .filter(|h| {
-                let limit = if h.member { h.end + grace } else { h.end };
-                limit <= now && ctx.vp_cpu(h.vp) == Some(h.cpu)
-            })
+            .filter(|h| h.run.due(grace) <= now && ctx.vp_cpu(h.vp) == Some(h.cpu))
             .map(|h| h.vp)
             .collect();
         for vp in due {
             let Some(i) = self.held.iter().position(|h| h.vp == vp) else {
                 continue;
             };
-            if self.held[i].member {
+            if self.held[i].run.member {
                 self.charge(ctx, i);
                 self.police(ctx, vp, Policing::Overrun);
             }
@@ -1024,18 +972,8 @@ impl Policy for Coop {
     }
 
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        self.check_held(ctx)?;
         for h in &self.held {
-            if ctx.vp_cpu(h.vp) != Some(h.cpu) {
-                return Err(format!(
-                    "thinks {} runs on {} but it is {:?}",
-                    h.vp,
-                    h.cpu,
-                    ctx.vp_state(h.vp)
-                ));
-            }
-            if ctx.vp_cpu(h.parent) != Some(h.cpu) {
-                return Err(format!("thinks it holds {} through {}", h.cpu, h.parent));
-            }
             if self
                 .children
                 .get(ctx, h.vp)

@@ -1,13 +1,14 @@
 //! hsched's scheduling policies. Each file implements one policy of the
 //! dissertation (or of a later seed) as a [`hsched_core::Policy`] and opens
 //! with its algorithm, parameters, guarantee mapping and seed section.
-//! [`registry`] lists them all; [`build`] makes one from its name and
+//! [`registry()`] lists them all; [`build`] makes one from its name and
 //! parameters.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod best;
 pub mod best_rate;
+mod budget;
 pub mod coop;
 pub mod fp;
 pub mod join;
@@ -17,6 +18,7 @@ pub mod ps;
 pub mod realrate;
 pub mod registry;
 pub mod rez;
+mod sfq;
 pub mod ts;
 
 pub use registry::{build, lookup, registry, PolicyInfo};

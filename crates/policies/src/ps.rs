@@ -44,7 +44,8 @@
 //! consequence of the revocation, before the grant would be applied.
 //! Hierarchies with Join can still invalidate a queued grant in ways a
 //! policy cannot see: a Join below one child may release its VP under
-//! another child when the first is revoked.
+//! another child when the first is revoked. This processor-holding part
+//! is shared with `coop` (the crate's `sfq` module).
 //!
 //! Virtual time is exact integer arithmetic: `v` counts 2¹⁶ units per
 //! nanosecond at share 1 in a `u128`, shares are fixed-point with three
@@ -83,6 +84,7 @@
 //! charged at its old share.
 
 use crate::registry::PolicyInfo;
+use crate::sfq::{arm_timer, Held, Holder};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, Node, ParamError, ParamSpec, Params, Policy, PolicyError,
     RevokeReason, Side, VpId, VpState, VpTable,
@@ -232,18 +234,6 @@ impl Child {
     }
 }
 
-/// A processor this instance holds and the child running on it.
-#[derive(Clone, Copy, Debug)]
-struct Held {
-    parent: VpId,
-    cpu: CpuId,
-    vp: VpId,
-    /// When the child was dispatched (its quantum runs from here).
-    since: Instant,
-    /// The child's net received time when last charged.
-    mark: Duration,
-}
-
 /// A PS instance. See the module documentation.
 #[derive(Debug)]
 pub struct Ps {
@@ -253,7 +243,9 @@ pub struct Ps {
     ready: BTreeMap<(i128, u64), VpId>,
     /// Ready and running children by (v, order): the minimum is `V`.
     active: BTreeMap<(u128, u64), VpId>,
-    held: Vec<Held>,
+    /// Processors held; `run` is when the child was dispatched (its
+    /// quantum runs from there).
+    held: Vec<Held<Instant>>,
     /// Instances revoked in the current hook: none of their VPs is granted
     /// in it (see `take_ready`).
     avoid: Vec<Node>,
@@ -300,52 +292,6 @@ impl Ps {
         self.active
             .first_key_value()
             .map_or(self.vmax, |(k, _)| k.0)
-    }
-
-    /// Charges the child running on `held[i]` for the CPU time it received
-    /// since its last charge.
-    fn charge(&mut self, ctx: &Ctx<'_>, i: usize) {
-        let h = &mut self.held[i];
-        let recv = ctx.vp_received(h.vp);
-        let used = recv - h.mark;
-        h.mark = recv;
-        let vp = h.vp;
-        if used == Duration::ZERO {
-            return;
-        }
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        let total = used.as_nanos() as u128 * VT_SCALE + c.rem;
-        c.vt += total / c.weight as u128;
-        c.rem = total % c.weight as u128;
-        self.vmax = self.vmax.max(c.vt);
-        if let Some(k) = c.active_key {
-            self.active.remove(&k);
-            let k = (c.vt, k.1);
-            c.active_key = Some(k);
-            self.active.insert(k, vp);
-        }
-    }
-
-    fn charge_all(&mut self, ctx: &Ctx<'_>) {
-        for i in 0..self.held.len() {
-            self.charge(ctx, i);
-        }
-    }
-
-    fn enqueue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        if let Some(k) = c.ready_key.take() {
-            self.ready.remove(&k);
-        }
-        let k = (c.key(), seq);
-        c.ready_key = Some(k);
-        self.ready.insert(k, vp);
     }
 
     fn dequeue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
@@ -422,67 +368,6 @@ impl Ps {
         Some(vp)
     }
 
-    /// Revokes running child `vp`, remembering its instance for `take_ready`.
-    fn revoke_child(&mut self, ctx: &mut Ctx<'_>, vp: VpId, reason: RevokeReason) {
-        self.avoid.push(ctx.vp_child(vp));
-        ctx.revoke(vp, reason);
-    }
-
-    /// Gives `cpu` (held through `parent`) to the smallest-key ready child,
-    /// or releases `parent`.
-    fn dispatch(&mut self, ctx: &mut Ctx<'_>, parent: VpId, cpu: CpuId) {
-        match self.take_ready(ctx, i128::MAX) {
-            Some(vp) => {
-                let held = Held {
-                    parent,
-                    cpu,
-                    vp,
-                    since: ctx.now(),
-                    mark: ctx.vp_received(vp),
-                };
-                self.held.push(held);
-                ctx.grant(vp, cpu);
-            }
-            None => ctx.release(parent),
-        }
-    }
-
-    /// Catches up with what happened while this instance was busy: a
-    /// notification for a busy instance is delivered only once its own
-    /// actions are applied, so a parent may already have taken a processor
-    /// back (revocation not yet delivered) or a running child may already
-    /// have released. Run at the start of every hook, after clearing `avoid`.
-    fn sync(&mut self, ctx: &mut Ctx<'_>) {
-        let mut freed = Vec::new();
-        let mut i = 0;
-        while i < self.held.len() {
-            let h = self.held[i];
-            let parent_ok = ctx.vp_cpu(h.parent) == Some(h.cpu);
-            let child_ok = ctx.vp_cpu(h.vp) == Some(h.cpu);
-            if parent_ok && child_ok {
-                i += 1;
-                continue;
-            }
-            self.charge(ctx, i);
-            self.held.remove(i);
-            if child_ok {
-                // The parent took the processor back.
-                self.revoke_child(ctx, h.vp, RevokeReason::Preempted);
-                self.enqueue(ctx, h.vp);
-            } else {
-                // The child released it (or released and asked again: its
-                // request, still on its way, queues it).
-                self.deactivate(ctx, h.vp);
-                if parent_ok {
-                    freed.push((h.parent, h.cpu));
-                }
-            }
-        }
-        for (parent, cpu) in freed {
-            self.dispatch(ctx, parent, cpu);
-        }
-    }
-
     /// A ready child `vp` with a non-zero warp preempts the running child
     /// with the largest current key when every processor the instance could
     /// hold is busy and its own key is strictly smaller (BVT's rule with no
@@ -501,7 +386,8 @@ impl Ps {
         if warp == 0 {
             return;
         }
-        let current = |h: &Held| self.children.get(ctx, h.vp).map_or(i128::MIN, Child::key);
+        let current =
+            |h: &Held<Instant>| self.children.get(ctx, h.vp).map_or(i128::MIN, Child::key);
         // The largest current key (the last one on ties), never another VP
         // of the same child instance (see `take_ready`) nor a child
         // granted in this hook (not running yet).
@@ -527,14 +413,7 @@ impl Ps {
             return;
         };
         ctx.revoke(h.vp, RevokeReason::Preempted);
-        let held = Held {
-            parent: h.parent,
-            cpu: h.cpu,
-            vp: next,
-            since: ctx.now(),
-            mark: ctx.vp_received(next),
-        };
-        self.held.push(held);
+        self.hold(ctx, h.parent, h.cpu, next, ctx.now());
         ctx.grant(next, h.cpu);
         self.enqueue(ctx, h.vp);
     }
@@ -548,17 +427,11 @@ impl Ps {
         } else {
             self.held
                 .iter()
-                .map(|h| h.since + self.cfg.quantum)
+                .map(|h| h.run + self.cfg.quantum)
                 .min()
                 .unwrap_or(Instant::NEVER)
         };
-        if ctx.timer() != Some(at) {
-            if at == Instant::NEVER {
-                ctx.cancel_timer();
-            } else {
-                ctx.set_timer(at);
-            }
-        }
+        arm_timer(ctx, at);
     }
 
     fn parse_change(
@@ -577,6 +450,69 @@ impl Ps {
         }
         let p = ShareParams::from_params(&merged)?;
         Ok((merged, p))
+    }
+}
+
+impl Holder for Ps {
+    type Run = Instant;
+
+    fn held(&self) -> &[Held<Instant>] {
+        &self.held
+    }
+
+    fn held_mut(&mut self) -> &mut Vec<Held<Instant>> {
+        &mut self.held
+    }
+
+    fn avoid_mut(&mut self) -> &mut Vec<Node> {
+        &mut self.avoid
+    }
+
+    /// `v += used / share`, remainder carried; `V`'s map follows.
+    fn advance(&mut self, ctx: &Ctx<'_>, vp: VpId, used: Duration) {
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        let total = used.as_nanos() as u128 * VT_SCALE + c.rem;
+        c.vt += total / c.weight as u128;
+        c.rem = total % c.weight as u128;
+        self.vmax = self.vmax.max(c.vt);
+        if let Some(k) = c.active_key {
+            self.active.remove(&k);
+            let k = (c.vt, k.1);
+            c.active_key = Some(k);
+            self.active.insert(k, vp);
+        }
+    }
+
+    fn enqueue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        if let Some(k) = c.ready_key.take() {
+            self.ready.remove(&k);
+        }
+        let k = (c.key(), seq);
+        c.ready_key = Some(k);
+        self.ready.insert(k, vp);
+    }
+
+    fn stopped(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.deactivate(ctx, vp);
+    }
+
+    /// Gives `cpu` (held through `parent`) to the smallest-key ready child,
+    /// or releases `parent`.
+    fn dispatch(&mut self, ctx: &mut Ctx<'_>, parent: VpId, cpu: CpuId) {
+        match self.take_ready(ctx, i128::MAX) {
+            Some(vp) => {
+                self.hold(ctx, parent, cpu, vp, ctx.now());
+                ctx.grant(vp, cpu);
+            }
+            None => ctx.release(parent),
+        }
     }
 }
 
@@ -618,8 +554,7 @@ impl Policy for Ps {
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.avoid.clear();
-        self.sync(ctx);
+        self.begin(ctx);
         // Stale when the child has released again since.
         let queued = self
             .children
@@ -639,9 +574,8 @@ impl Policy for Ps {
     }
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.avoid.clear();
         // A running child that released is found by `sync`.
-        self.sync(ctx);
+        self.begin(ctx);
         if ctx.vp_state(vp) == VpState::Waiting {
             self.dequeue(ctx, vp);
             self.deactivate(ctx, vp);
@@ -650,29 +584,12 @@ impl Policy for Ps {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        self.avoid.clear();
-        self.sync(ctx);
-        // Stale when the processor was taken back, or released, since.
-        let held = self.held.iter().any(|h| h.parent == parent_vp);
-        if ctx.vp_cpu(parent_vp) == Some(cpu) && !held {
-            self.dispatch(ctx, parent_vp, cpu);
-        }
+        self.on_grant(ctx, parent_vp, cpu);
         self.settle(ctx);
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
-        self.avoid.clear();
-        // Before `sync`, so the child learns the parent's reason.
-        if let Some(i) = self.held.iter().position(|h| h.parent == parent_vp) {
-            let h = self.held[i];
-            if ctx.vp_cpu(h.vp) == Some(h.cpu) {
-                self.charge(ctx, i);
-                self.held.remove(i);
-                self.revoke_child(ctx, h.vp, reason);
-                self.enqueue(ctx, h.vp);
-            }
-        }
-        self.sync(ctx);
+        self.on_revoke(ctx, parent_vp, reason);
         self.settle(ctx);
     }
 
@@ -688,8 +605,7 @@ impl Policy for Ps {
             )));
         }
         let (merged, p) = Self::parse_change(ctx, vp, change)?;
-        self.avoid.clear();
-        self.sync(ctx);
+        self.begin(ctx);
         self.charge_all(ctx);
         let queued = match self.children.get_mut(ctx, vp) {
             Some(c) => {
@@ -708,8 +624,7 @@ impl Policy for Ps {
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
-        self.avoid.clear();
-        self.sync(ctx);
+        self.begin(ctx);
         let now = ctx.now();
         // Children that lose their processor are queued only once every
         // processor has been decided, so that no child is revoked and
@@ -718,11 +633,11 @@ impl Policy for Ps {
         let mut out = std::mem::take(&mut self.scratch);
         for i in 0..self.held.len() {
             let h = self.held[i];
-            if h.since + self.cfg.quantum > now || ctx.vp_cpu(h.vp) != Some(h.cpu) {
+            if h.run + self.cfg.quantum > now || ctx.vp_cpu(h.vp) != Some(h.cpu) {
                 continue;
             }
             self.charge(ctx, i);
-            self.held[i].since = now;
+            self.held[i].run = now;
             let old = self.held[i].vp;
             let old_key = self.children.get(ctx, old).map_or(i128::MAX, Child::key);
             // Re-queued behind equal keys: a ready child with a key no
@@ -748,24 +663,7 @@ impl Policy for Ps {
     }
 
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
-        for h in &self.held {
-            if ctx.vp_cpu(h.vp) != Some(h.cpu) {
-                return Err(format!(
-                    "thinks {} runs on {} but it is {:?}",
-                    h.vp,
-                    h.cpu,
-                    ctx.vp_state(h.vp)
-                ));
-            }
-            if ctx.vp_cpu(h.parent) != Some(h.cpu) {
-                return Err(format!(
-                    "thinks it holds {} through {} but that VP is {:?}",
-                    h.cpu,
-                    h.parent,
-                    ctx.vp_state(h.parent)
-                ));
-            }
-        }
+        self.check_held(ctx)?;
         for (&k, &vp) in &self.ready {
             let c = self
                 .children

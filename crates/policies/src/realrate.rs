@@ -25,7 +25,8 @@
 //! per-period amounts. A period change takes effect at the next period
 //! start. A child's period grid starts at its first request; while a child
 //! waits no events are kept for it and its grid is advanced by arithmetic
-//! when it asks again (as `rez` does).
+//! when it asks again (as `rez` does). The dispatcher is the one `rez`
+//! uses (the crate's `budget` module) with rate-monotonic order.
 //!
 //! # Thread classes (§3.3, Fig 2) — child parameter `class`
 //! - `real-time`: `proportion` and `period` given. Admitted only if the sum
@@ -125,13 +126,12 @@
 //! `importance` changes a child at once (real-time changes pass admission
 //! control); `Msg::App` kind `"progress"` as above.
 
+use crate::budget::{Budgets, Charging, Rules, Slot};
 use crate::registry::PolicyInfo;
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamError, ParamSpec, ParamValue, Params, Policy,
-    PolicyError, PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
+    PolicyError, PolicyEvent, RevokeReason, VpId, VpState,
 };
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -528,7 +528,9 @@ fn read_spec(cfg: &RealRateConfig, p: &Params) -> Result<Spec, PolicyError> {
 /// Per-child state.
 #[derive(Clone, Debug)]
 struct Child {
-    order: u64,
+    /// Budget, period grid and queue state; `slot.amount` is the
+    /// per-period amount in force.
+    slot: Slot,
     class: Class,
     explicit: bool,
     importance: f64,
@@ -536,13 +538,6 @@ struct Child {
     proportion: f64,
     period: Duration,
     pending_period: Option<Duration>,
-    /// Per-period amount in force.
-    amount: Duration,
-    budget: Duration,
-    started: bool,
-    deadline: Instant,
-    event: u64,
-    eligible: bool,
     queues: Vec<Queue>,
     filtered: f64,
     integral: f64,
@@ -559,40 +554,88 @@ struct Child {
     misses: u64,
 }
 
-impl Child {
-    fn key(&self) -> (Duration, u64) {
-        (self.period, self.order)
-    }
-}
-
 fn amount_of(p: f64, period: Duration) -> Duration {
     Duration::from_nanos((period.as_nanos() as f64 * p).round() as u64)
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Running {
-    vp: VpId,
-    mark_at: Instant,
+/// Real-rate's side of the budget dispatcher: rate-monotonic order, and
+/// the unused budget and missed deadlines the controller learns from.
+#[derive(Debug)]
+struct RateMonotonic;
+
+impl Rules for RateMonotonic {
+    type Child = Child;
+    type Key = Duration;
+
+    fn slot(c: &Child) -> &Slot {
+        &c.slot
+    }
+
+    fn slot_mut(c: &mut Child) -> &mut Slot {
+        &mut c.slot
+    }
+
+    fn key(c: &Child) -> Duration {
+        c.period
+    }
+
+    fn first_period(&mut self, _ctx: &Ctx<'_>, _vp: VpId, c: &mut Child) -> Duration {
+        if let Some(p) = c.pending_period.take() {
+            c.period = p;
+        }
+        c.slot.amount = amount_of(c.proportion, c.period);
+        c.period
+    }
+
+    /// Unused budget of a blocked child feeds the too-generous test; of a
+    /// ready one, it is a missed deadline.
+    fn end_period(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        _vp: VpId,
+        c: &mut Child,
+        runnable: bool,
+        _notes: &mut Vec<PolicyEvent>,
+    ) -> Duration {
+        if c.slot.budget > Duration::ZERO {
+            if runnable {
+                c.misses += 1;
+            } else {
+                c.win_unused += c.slot.budget.as_secs_f64();
+            }
+        }
+        if let Some(p) = c.pending_period.take() {
+            c.period = p;
+        }
+        c.period
+    }
+
+    fn start_period(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        _vp: VpId,
+        c: &mut Child,
+        skipped: u64,
+        period: Duration,
+    ) {
+        if skipped > 0 {
+            // Whole periods spent waiting were unused allocation.
+            c.win_unused += skipped as f64 * c.proportion * period.as_secs_f64();
+        }
+        c.slot.amount = amount_of(c.proportion, period);
+    }
 }
 
 /// A real-rate scheduler instance. See the module documentation.
 #[derive(Debug)]
 pub struct RealRate {
     cfg: RealRateConfig,
-    children: VpTable<Child>,
-    /// Eligible children by (period, order): rate-monotonic order.
-    eligible: BTreeMap<(Duration, u64), VpId>,
-    /// Replenishments in expiry order (time, sequence, child).
-    events: BinaryHeap<Reverse<(Instant, u64, VpId)>>,
-    next_seq: u64,
-    next_order: u64,
-    cpu: Option<CpuId>,
-    running: Option<Running>,
+    /// The dispatcher; its `tick` is the next controller tick.
+    core: Budgets<RateMonotonic>,
     /// Sum of real-time and aperiodic proportions.
     rt_load: f64,
     /// Number of adaptive children.
     adaptive: usize,
-    next_control: Instant,
     last_control: Instant,
     qex_total: u64,
     ticks: u64,
@@ -603,16 +646,9 @@ impl RealRate {
     pub fn new(cfg: RealRateConfig) -> Self {
         RealRate {
             cfg,
-            children: VpTable::new(Side::Child),
-            eligible: BTreeMap::new(),
-            events: BinaryHeap::new(),
-            next_seq: 1,
-            next_order: 0,
-            cpu: None,
-            running: None,
+            core: Budgets::new(RateMonotonic, Charging::Granted),
             rt_load: 0.0,
             adaptive: 0,
-            next_control: Instant::NEVER,
             last_control: Instant::ZERO,
             qex_total: 0,
             ticks: 0,
@@ -636,7 +672,7 @@ impl RealRate {
 
     /// Sum of all current proportions.
     pub fn load(&self) -> f64 {
-        self.children.iter().map(|(_, c)| c.proportion).sum()
+        self.core.children.iter().map(|(_, c)| c.proportion).sum()
     }
 
     /// Capacity left to adaptive children.
@@ -644,293 +680,31 @@ impl RealRate {
         (self.cfg.overload - self.rt_load).max(0.0)
     }
 
-    fn charge(&mut self, ctx: &Ctx<'_>) {
-        let Some(r) = self.running.as_mut() else {
-            return;
-        };
-        let now = ctx.now();
-        let used = now.saturating_since(r.mark_at);
-        r.mark_at = now;
-        let vp = r.vp;
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            c.budget -= used;
-        }
-    }
-
-    fn push_event(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        c.event = seq;
-        self.events.push(Reverse((c.deadline, seq, vp)));
-        if self.events.len() > 2 * self.children.len() + 32 {
-            let children = &self.children;
-            self.events
-                .retain(|Reverse((_, s, v))| children.get(ctx, *v).is_some_and(|c| c.event == *s));
-        }
-    }
-
-    fn event_live(&self, ctx: &Ctx<'_>, seq: u64, vp: VpId) -> bool {
-        self.children.get(ctx, vp).is_some_and(|c| c.event == seq)
-    }
-
-    fn add_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if self.running.is_some_and(|r| r.vp == vp) {
-            return;
-        }
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if !c.eligible && c.budget > Duration::ZERO && ctx.vp_state(vp) == VpState::Ready {
-                c.eligible = true;
-                self.eligible.insert(c.key(), vp);
-            }
-        }
-    }
-
-    fn remove_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if c.eligible {
-                c.eligible = false;
-                self.eligible.remove(&c.key());
-            }
-        }
-    }
-
-    /// Ends the child's period (its deadline passed) and starts the one
-    /// containing now. Unused budget of a blocked child feeds the
-    /// too-generous test; of a ready one, it is a missed deadline.
-    fn roll_period(&mut self, ctx: &mut Ctx<'_>, vp: VpId, runnable: bool) {
-        let now = ctx.now();
-        let tracing = ctx.tracing();
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        if c.eligible {
-            c.eligible = false;
-            self.eligible.remove(&c.key());
-        }
-        let mut miss = false;
-        if c.budget > Duration::ZERO {
-            if runnable {
-                c.misses += 1;
-                miss = true;
-            } else {
-                c.win_unused += c.budget.as_secs_f64();
-            }
-        }
-        if let Some(p) = c.pending_period.take() {
-            c.period = p;
-        }
-        let period = c.period;
-        let mut start = c.deadline;
-        if now >= start + period {
-            let k = now.saturating_since(start).as_nanos() / period.as_nanos();
-            start += Duration::from_nanos(k * period.as_nanos());
-            // Whole periods spent waiting were unused allocation.
-            c.win_unused += k as f64 * c.proportion * period.as_secs_f64();
-        }
-        c.deadline = start + period;
-        c.amount = amount_of(c.proportion, period);
-        c.budget = c.amount;
-        let budget = c.amount;
-        if tracing {
-            if miss {
-                ctx.event(PolicyEvent::DeadlineMiss { vp });
-            }
-            ctx.event(PolicyEvent::Replenish { vp, budget });
-        }
-    }
-
-    fn wake_child(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        let now = ctx.now();
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        if !c.started {
-            c.started = true;
-            if let Some(p) = c.pending_period.take() {
-                c.period = p;
-            }
-            c.deadline = now + c.period;
-            c.amount = amount_of(c.proportion, c.period);
-            c.budget = c.amount;
-            if ctx.tracing() {
-                let budget = c.amount;
-                ctx.event(PolicyEvent::Replenish { vp, budget });
-            }
-        } else if now >= c.deadline {
-            self.roll_period(ctx, vp, false);
-        }
-        self.push_event(ctx, vp);
-        self.add_eligible(ctx, vp);
-    }
-
-    fn due_events(&mut self, ctx: &mut Ctx<'_>) {
-        let now = ctx.now();
-        while let Some(&Reverse((at, seq, vp))) = self.events.peek() {
-            if at > now {
-                break;
-            }
-            self.events.pop();
-            if !self.event_live(ctx, seq, vp) {
-                continue;
-            }
-            let runnable = ctx.vp_state(vp) != VpState::Waiting;
-            self.roll_period(ctx, vp, runnable);
-            self.push_event(ctx, vp);
-            if runnable {
-                self.add_eligible(ctx, vp);
-            }
-        }
-    }
-
-    fn pop_eligible(&mut self, ctx: &Ctx<'_>) -> Option<VpId> {
-        loop {
-            let (_, vp) = self.eligible.pop_first()?;
-            if let Some(c) = self.children.get_mut(ctx, vp) {
-                c.eligible = false;
-            }
-            if ctx.vp_state(vp) == VpState::Ready {
-                return Some(vp);
-            }
-        }
-    }
-
-    fn sync(&mut self, ctx: &mut Ctx<'_>) {
-        let Some(cpu) = self.cpu else { return };
-        if let Some(r) = self.running {
-            if ctx.vp_cpu(r.vp) != Some(cpu) {
-                self.running = None;
-            }
-        }
-        let parent_ok = ctx
-            .parent_vps()
-            .first()
-            .is_some_and(|&p| ctx.vp_cpu(p) == Some(cpu));
-        if !parent_ok {
-            self.lose_cpu(ctx, RevokeReason::Preempted);
-        }
-    }
-
-    fn lose_cpu(&mut self, ctx: &mut Ctx<'_>, reason: RevokeReason) {
-        self.cpu = None;
-        if let Some(r) = self.running.take() {
-            if ctx.vp_cpu(r.vp).is_some() {
-                ctx.revoke(r.vp, reason);
-                self.add_eligible_after_revoke(ctx, r.vp);
-            }
-        }
-    }
-
-    /// A child just revoked is still `Running` in the VP table until the
-    /// action applies; it will be ready then.
-    fn add_eligible_after_revoke(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if !c.eligible && c.budget > Duration::ZERO {
-                c.eligible = true;
-                self.eligible.insert(c.key(), vp);
-            }
-        }
-    }
-
-    fn settle(&mut self, ctx: &mut Ctx<'_>) {
-        if let Some(r) = self.running {
-            let (budget, key) = match self.children.get(ctx, r.vp) {
-                Some(c) => (c.budget, c.key()),
-                None => (Duration::ZERO, (Duration::MAX, u64::MAX)),
-            };
-            if budget == Duration::ZERO {
-                self.running = None;
-                ctx.revoke(r.vp, RevokeReason::BudgetExhausted);
-                if ctx.tracing() {
-                    ctx.event(PolicyEvent::BudgetExhausted { vp: r.vp });
-                }
-            } else if self
-                .eligible
-                .first_key_value()
-                .is_some_and(|(k, _)| *k < key)
-            {
-                self.running = None;
-                ctx.revoke(r.vp, RevokeReason::Preempted);
-                self.add_eligible_after_revoke(ctx, r.vp);
-            }
-        }
-        if self.running.is_none() {
-            if let Some(cpu) = self.cpu {
-                match self.pop_eligible(ctx) {
-                    Some(vp) => {
-                        self.running = Some(Running {
-                            vp,
-                            mark_at: ctx.now(),
-                        });
-                        ctx.grant(vp, cpu);
-                    }
-                    None => {
-                        self.cpu = None;
-                        if let Some(&p) = ctx.parent_vps().first() {
-                            ctx.release(p);
-                        }
-                    }
-                }
-            }
-        }
-        let want = usize::from(self.running.is_some() || !self.eligible.is_empty());
-        ctx.set_parent_demand(want);
-        self.arm(ctx);
-    }
-
-    fn arm(&mut self, ctx: &mut Ctx<'_>) {
-        let mut at = self.next_control;
-        while let Some(&Reverse((t, seq, vp))) = self.events.peek() {
-            if self.event_live(ctx, seq, vp) {
-                at = at.min(t);
-                break;
-            }
-            self.events.pop();
-        }
-        if let Some(r) = self.running {
-            if let Some(c) = self.children.get(ctx, r.vp) {
-                at = at.min(r.mark_at + c.budget);
-            }
-        }
-        if ctx.timer() != Some(at) {
-            if at == Instant::NEVER {
-                ctx.cancel_timer();
-            } else {
-                ctx.set_timer(at);
-            }
-        }
-    }
-
     /// Sets a child's proportion now: the budget left in this period moves
     /// by the change of the per-period amount (§3.1: cheap changes).
     fn set_proportion(&mut self, ctx: &Ctx<'_>, vp: VpId, p: f64) {
-        let Some(c) = self.children.get_mut(ctx, vp) else {
+        let Some(c) = self.core.children.get_mut(ctx, vp) else {
             return;
         };
         c.proportion = p;
-        if !c.started {
+        if !c.slot.started {
             return;
         }
         let new = amount_of(p, c.period);
-        if new >= c.amount {
-            c.budget += new - c.amount;
+        let s = &mut c.slot;
+        if new >= s.amount {
+            s.budget += new - s.amount;
         } else {
-            c.budget -= c.amount - new;
+            s.budget -= s.amount - new;
         }
-        c.amount = new;
-        if c.budget == Duration::ZERO {
-            self.remove_eligible(ctx, vp);
-        } else {
-            self.add_eligible(ctx, vp);
-        }
+        s.amount = new;
+        self.core.requeue(ctx, vp);
     }
 
     fn start_controller(&mut self, now: Instant) {
-        if self.adaptive > 0 && self.next_control == Instant::NEVER {
+        if self.adaptive > 0 && self.core.tick == Instant::NEVER {
             self.last_control = now;
-            self.next_control = now + self.cfg.control_period;
+            self.core.tick = now + self.cfg.control_period;
         }
     }
 
@@ -938,13 +712,13 @@ impl RealRate {
     /// quality exceptions, actuation.
     fn control(&mut self, ctx: &mut Ctx<'_>) {
         let now = ctx.now();
-        if now < self.next_control {
+        if now < self.core.tick {
             return;
         }
         self.ticks += 1;
         let dt = now.saturating_since(self.last_control).as_secs_f64();
         self.last_control = now;
-        self.next_control = if self.adaptive == 0 {
+        self.core.tick = if self.adaptive == 0 {
             Instant::NEVER
         } else {
             now + self.cfg.control_period
@@ -953,20 +727,20 @@ impl RealRate {
         // A waiting child's unused allocation must reach the too-generous
         // test now, not when it next asks: one that never asks again would
         // otherwise keep growing under constant pressure.
-        for i in 0..self.children.len() {
-            let (vp, c) = self.children.at_mut(i);
+        for i in 0..self.core.children.len() {
+            let (vp, c) = self.core.children.at_mut(i);
             if !c.class.adaptive() || ctx.vp_state(vp) != VpState::Waiting {
                 continue;
             }
-            if !c.started {
+            if !c.slot.started {
                 c.win_unused += c.proportion * dt;
-            } else if now >= c.deadline {
-                self.roll_period(ctx, vp, false);
+            } else if now >= c.slot.deadline {
+                self.core.roll_period(ctx, vp, false);
             }
         }
         let mut notes = Vec::new();
-        for i in 0..self.children.len() {
-            let (_, c) = self.children.at_mut(i);
+        for i in 0..self.core.children.len() {
+            let (_, c) = self.core.children.at_mut(i);
             if !c.class.adaptive() {
                 continue;
             }
@@ -1026,7 +800,7 @@ impl RealRate {
         let room = self.adaptive_room();
         let granted = self.squish(room);
         for (i, g) in granted {
-            let (vp, c) = self.children.at_mut(i);
+            let (vp, c) = self.core.children.at_mut(i);
             // Quality exceptions: a real-rate child far behind and held
             // below what it asked for.
             if c.class == Class::RealRate {
@@ -1064,8 +838,8 @@ impl RealRate {
     fn squish(&self, room: f64) -> Vec<(usize, f64)> {
         let floor = self.cfg.floor;
         let mut out: Vec<(usize, f64, f64)> = Vec::new();
-        for i in 0..self.children.len() {
-            let (_, c) = self.children.at(i);
+        for i in 0..self.core.children.len() {
+            let (_, c) = self.core.children.at(i);
             if c.class.adaptive() {
                 out.push((i, c.wanted.min(room.max(floor)), c.importance));
             }
@@ -1111,15 +885,15 @@ impl RealRate {
     /// real-time admission or a class change), so the dispatcher never
     /// runs oversubscribed until the next tick.
     fn rebalance(&mut self, ctx: &Ctx<'_>) {
-        for i in 0..self.children.len() {
-            let (_, c) = self.children.at_mut(i);
+        for i in 0..self.core.children.len() {
+            let (_, c) = self.core.children.at_mut(i);
             if c.class.adaptive() {
                 c.wanted = c.proportion;
             }
         }
         let room = self.adaptive_room();
         for (i, g) in self.squish(room) {
-            let (vp, c) = self.children.at(i);
+            let (vp, c) = self.core.children.at(i);
             if (g - c.proportion).abs() > 1e-12 {
                 self.set_proportion(ctx, vp, g);
             }
@@ -1154,7 +928,7 @@ impl RealRate {
             None => return Err(param_err("queue", "is required (the queue's name)")),
         };
         let remove = p.bool("remove")?.unwrap_or(false);
-        let c = self.children.get_mut(ctx, vp).ok_or_else(|| {
+        let c = self.core.children.get_mut(ctx, vp).ok_or_else(|| {
             PolicyError::Refused(format!("{vp} is not a child of this scheduler"))
         })?;
         if remove {
@@ -1216,7 +990,7 @@ impl RealRate {
                 known.join(", ")
             )));
         }
-        let Some(old) = self.children.get(ctx, vp).cloned() else {
+        let Some(old) = self.core.children.get(ctx, vp).cloned() else {
             return Err(PolicyError::Refused(format!(
                 "{vp} is not a child of this scheduler"
             )));
@@ -1247,7 +1021,7 @@ impl RealRate {
             None if was_rt => self.cfg.initial,
             None => old.proportion,
         };
-        if let Some(c) = self.children.get_mut(ctx, vp) {
+        if let Some(c) = self.core.children.get_mut(ctx, vp) {
             // Keep a real-rate class learned from progress messages.
             let learned = c.class == Class::RealRate && spec.class == Class::Misc && !spec.explicit;
             if !learned {
@@ -1256,7 +1030,7 @@ impl RealRate {
             c.explicit = spec.explicit;
             c.importance = spec.importance;
             if spec.period != c.period {
-                if c.started {
+                if c.slot.started {
                     c.pending_period = Some(spec.period);
                 } else {
                     c.period = spec.period;
@@ -1300,23 +1074,15 @@ impl Policy for RealRate {
         self.rt_load = rt_after;
         self.adaptive = adaptive_after;
         let proportion = spec.proportion.unwrap_or(self.cfg.initial);
-        let order = self.next_order;
-        self.next_order += 1;
         let now = ctx.now();
         let child = Child {
-            order,
+            slot: self.core.new_slot(),
             class: spec.class,
             explicit: spec.explicit,
             importance: spec.importance,
             proportion,
             period: spec.period,
             pending_period: None,
-            amount: Duration::ZERO,
-            budget: Duration::ZERO,
-            started: false,
-            deadline: Instant::NEVER,
-            event: 0,
-            eligible: false,
             queues: Vec::new(),
             filtered: 0.0,
             integral: 0.0,
@@ -1330,79 +1096,46 @@ impl Policy for RealRate {
             qex: 0,
             misses: 0,
         };
-        self.children.insert(ctx, vp, child);
+        self.core.children.insert(ctx, vp, child);
         // A new reservation or a new adaptive child may oversubscribe the
         // adaptive room: squish at once rather than at the next tick.
         self.rebalance(ctx);
         self.start_controller(now);
-        self.arm(ctx);
+        self.core.arm(ctx);
         Ok(())
     }
 
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.remove_eligible(ctx, vp);
-        if self.running.is_some_and(|r| r.vp == vp) {
-            self.running = None;
-        }
-        if let Some(c) = self.children.remove(ctx, vp) {
+        if let Some(c) = self.core.unregister(ctx, vp) {
             if c.class.adaptive() {
                 self.adaptive -= 1;
             } else {
                 self.rt_load = (self.rt_load - c.proportion).max(0.0);
             }
         }
-        if self.children.is_empty() {
+        if self.core.children.is_empty() {
             self.rt_load = 0.0;
         }
-        self.arm(ctx);
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.charge(ctx);
-        self.sync(ctx);
-        self.due_events(ctx);
-        if ctx.vp_state(vp) == VpState::Ready {
-            self.wake_child(ctx, vp);
-        }
-        self.settle(ctx);
+        self.core.request(ctx, vp);
     }
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.charge(ctx);
-        self.sync(ctx);
-        if ctx.vp_state(vp) == VpState::Waiting {
-            self.remove_eligible(ctx, vp);
-            if let Some(c) = self.children.get_mut(ctx, vp) {
-                c.event = 0;
-            }
-        }
-        self.due_events(ctx);
-        self.settle(ctx);
+        self.core.release(ctx, vp);
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        self.charge(ctx);
-        self.sync(ctx);
-        if self.cpu.is_none() && ctx.vp_cpu(parent_vp) == Some(cpu) {
-            self.cpu = Some(cpu);
-        }
-        self.due_events(ctx);
-        self.settle(ctx);
+        self.core.grant(ctx, parent_vp, cpu);
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, _parent_vp: VpId, reason: RevokeReason) {
-        self.charge(ctx);
-        if self.cpu.is_some() {
-            self.lose_cpu(ctx, reason);
-        }
-        self.sync(ctx);
-        self.due_events(ctx);
-        self.settle(ctx);
+        self.core.revoke(ctx, reason);
     }
 
     fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
-        self.charge(ctx);
-        self.sync(ctx);
+        self.core.catch_up(ctx);
         let r = match msg {
             Msg::SetParams(change) => self.set_params(ctx, vp, change),
             Msg::App { kind, params } if kind == "progress" => {
@@ -1414,43 +1147,46 @@ impl Policy for RealRate {
                 "realrate accepts SetParams and App \"progress\" messages, not {other:?}"
             ))),
         };
-        self.due_events(ctx);
-        self.settle(ctx);
+        self.core.due_events(ctx);
+        self.core.settle(ctx);
         r
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
-        self.charge(ctx);
-        self.sync(ctx);
-        self.due_events(ctx);
+        self.core.catch_up(ctx);
+        self.core.due_events(ctx);
         self.control(ctx);
-        self.settle(ctx);
+        self.core.settle(ctx);
     }
 
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
-        if let Some(r) = self.running {
+        if let Some(vp) = self.core.running() {
             let cpu = self
-                .cpu
-                .ok_or_else(|| format!("{} runs but realrate holds no processor", r.vp))?;
-            if ctx.vp_cpu(r.vp) != Some(cpu) {
+                .core
+                .cpu()
+                .ok_or_else(|| format!("{vp} runs but realrate holds no processor"))?;
+            if ctx.vp_cpu(vp) != Some(cpu) {
                 return Err(format!(
-                    "thinks {} runs on {cpu} but it is {:?}",
-                    r.vp,
-                    ctx.vp_state(r.vp)
+                    "thinks {vp} runs on {cpu} but it is {:?}",
+                    ctx.vp_state(vp)
                 ));
             }
         }
-        if let Some(cpu) = self.cpu {
-            if self.running.is_none() {
+        if let Some(cpu) = self.core.cpu() {
+            if self.core.running().is_none() {
                 return Err(format!("holds {cpu} without running a child"));
             }
         }
-        for (&key, &vp) in &self.eligible {
+        for (key, vp) in self.core.eligible() {
             let c = self
+                .core
                 .children
                 .get(ctx, vp)
                 .ok_or_else(|| format!("eligible {vp} is not a child"))?;
-            if !c.eligible || c.key() != key || c.budget == Duration::ZERO {
+            if !c.slot.eligible
+                || Budgets::<RateMonotonic>::key_of(c) != key
+                || c.slot.budget == Duration::ZERO
+            {
                 return Err(format!("eligible entry of {vp} is stale"));
             }
         }
@@ -1467,7 +1203,7 @@ impl Policy for RealRate {
                 self.cfg.overload
             ));
         }
-        for (vp, c) in self.children.iter() {
+        for (vp, c) in self.core.children.iter() {
             if c.class.adaptive() && c.proportion + 1e-9 < self.cfg.floor {
                 return Err(format!("{vp} is below the floor: {}", c.proportion));
             }
@@ -1485,7 +1221,7 @@ impl Policy for RealRate {
             self.ticks,
             self.qex_total
         );
-        for (vp, c) in self.children.iter() {
+        for (vp, c) in self.core.children.iter() {
             s.push_str(&format!(
                 " [{vp} {} {:.1}%/{}{}]",
                 c.class.name(),
@@ -1499,5 +1235,66 @@ impl Policy for RealRate {
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsched_core::testing::{Behaviour, Driver};
+    use hsched_core::{Hsi, ParamValue, ParentLink, ParentRef};
+
+    fn prio(p: i64) -> Params {
+        Params::new().with("priority", ParamValue::Int(p))
+    }
+
+    /// The parent takes the processor back at the very instant the
+    /// running child's period ends, and the revocation is delivered before
+    /// the replenishment timer: the child rolls into its next period while
+    /// still `Running` in the VP table (the revocation is not applied yet)
+    /// and must stay eligible, or it would sit out a whole period.
+    #[test]
+    fn a_child_revoked_at_its_period_end_stays_eligible() {
+        let mut hsi = Hsi::new(1);
+        hsi.set_checking(true);
+        let top = vec![ParentLink {
+            parent: ParentRef::Top {
+                cpus: vec![CpuId(0)],
+            },
+            params: Params::new(),
+        }];
+        let fp = crate::build("fp", &Params::new()).unwrap();
+        let fp = hsi.create_instance(Instant::ZERO, "fp", fp, top).unwrap();
+        let link = ParentLink {
+            parent: ParentRef::Instance(fp),
+            params: prio(5),
+        };
+        let rr = Box::new(RealRate::new(RealRateConfig::default()));
+        let rr = hsi
+            .create_instance(Instant::ZERO, "rr", rr, vec![link])
+            .unwrap();
+        let rt = Params::new()
+            .with("proportion", ParamValue::Float(0.5))
+            .with("period", ParamValue::Str("30ms".into()));
+        let a = hsi.create_thread(Instant::ZERO, "a", rr, rt).unwrap();
+        let h = hsi.create_thread(Instant::ZERO, "h", fp, prio(10)).unwrap();
+        let mut d = Driver::new(hsi);
+        d.add(a, Behaviour::CpuBound).unwrap();
+        // h runs 20 ms of every 30: `a` runs the last 10 ms of each of its
+        // periods (its 15 ms budget never runs out) and is revoked by h's
+        // release exactly at its period end.
+        let ms = Duration::from_millis;
+        d.add(
+            h,
+            Behaviour::Periodic {
+                period: ms(30),
+                exec: ms(20),
+                offset: ms(0),
+            },
+        )
+        .unwrap();
+        d.run_until(Instant::ZERO + ms(90)).unwrap();
+        assert_eq!(d.hsi.thread_received(a), ms(30));
+        assert_eq!(d.hsi.thread_received(h), ms(60));
     }
 }

@@ -44,6 +44,10 @@
 //! arrived yet), a running child that released, a child that released or
 //! asked again since the notification was sent.
 //!
+//! This budget/period mechanism is shared with `realrate` (the crate's
+//! `budget` module); what is Rez's own is the EDF order, the variants'
+//! charging and period ends, and admission control.
+//!
 //! # Admission control (§11.4)
 //! A child is admitted when the sum of amount/period over all children,
 //! itself included, stays within `cap`. Registration and reservation
@@ -111,13 +115,12 @@
 //! `Msg::SetParams` with `amount` and/or `period` changes a child's
 //! reservation (keys absent keep their value; unknown keys are refused).
 
+use crate::budget::{Budgets, Charging, Rules, Slot};
 use crate::registry::PolicyInfo;
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamError, ParamSpec, Params, Policy, PolicyError,
-    PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
+    PolicyEvent, RevokeReason, VpId, VpState,
 };
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -308,27 +311,15 @@ fn util(amount: Duration, period: Duration) -> f64 {
 /// Per-child state.
 #[derive(Clone, Debug)]
 struct Child {
-    /// Registration order, the EDF tie-break.
-    order: u64,
+    /// Budget, period grid and queue state; `slot.amount` is the amount
+    /// each period is replenished with (`C`; equals `res.amount` except
+    /// under Rez-FB), `slot.deadline` the end of the current period, the
+    /// EDF deadline.
+    slot: Slot,
     /// The reservation asked for (`R` and the period).
     res: Reservation,
     /// An accepted change, applied at the next period start.
     pending: Option<Reservation>,
-    /// The amount each period is replenished with (`C`; equals
-    /// `res.amount` except under Rez-FB).
-    amount: Duration,
-    /// Budget left in the current period.
-    budget: Duration,
-    /// Whether the period grid has started (first request seen).
-    started: bool,
-    /// End of the current period: the EDF deadline.
-    deadline: Instant,
-    /// Sequence number of the live replenishment event; 0 when none.
-    event: u64,
-    /// Whether the child sits in the eligible map.
-    eligible: bool,
-    /// The budget ran out in this period.
-    exhausted: bool,
     /// Net CPU time received at the start of this period (Rez-FB's `P`).
     recv_at_period: Duration,
     /// What this child adds to `Rez::load` now.
@@ -336,65 +327,154 @@ struct Child {
 }
 
 impl Child {
-    fn key(&self) -> (Instant, u64) {
-        (self.deadline, self.order)
-    }
-
     /// Utilization admission control counts for this child: the larger of
     /// the current and any pending reservation (and, under Rez-FB, of the
     /// requested and corrected amounts).
     fn committed(&self) -> u128 {
-        let now = util_fp(self.amount.max(self.res.amount), self.res.period);
+        let now = util_fp(self.slot.amount.max(self.res.amount), self.res.period);
         self.pending
             .map_or(now, |p| now.max(util_fp(p.amount, p.period)))
     }
 }
 
-/// The child holding Rez's processor.
-#[derive(Clone, Copy, Debug)]
-struct Running {
-    vp: VpId,
-    /// When its budget was last charged.
-    mark_at: Instant,
-    /// Its net received time when last charged.
-    mark_recv: Duration,
+/// Rez's side of the budget dispatcher: EDF order, the variants' period
+/// ends, and the admission load kept up to date on every period start.
+#[derive(Debug)]
+struct Edf {
+    cfg: RezConfig,
+    /// Sum of the children's `counted` utilizations.
+    load: u128,
+    /// `cap` in the same fixed point.
+    cap: u128,
+}
+
+impl Rules for Edf {
+    type Child = Child;
+    type Key = Instant;
+
+    fn slot(c: &Child) -> &Slot {
+        &c.slot
+    }
+
+    fn slot_mut(c: &mut Child) -> &mut Slot {
+        &mut c.slot
+    }
+
+    fn key(c: &Child) -> Instant {
+        c.slot.deadline
+    }
+
+    fn first_period(&mut self, ctx: &Ctx<'_>, vp: VpId, c: &mut Child) -> Duration {
+        if let Some(p) = c.pending.take() {
+            c.res = p;
+            c.slot.amount = p.amount;
+        }
+        c.recv_at_period = ctx.vp_received(vp);
+        c.res.period
+    }
+
+    /// Rez-FB correction, then the pending change.
+    fn end_period(
+        &mut self,
+        ctx: &Ctx<'_>,
+        vp: VpId,
+        c: &mut Child,
+        runnable: bool,
+        notes: &mut Vec<PolicyEvent>,
+    ) -> Duration {
+        if let Variant::Feedback { gain } = self.cfg.variant {
+            if c.slot.exhausted || runnable {
+                let received = ctx.vp_received(vp) - c.recv_at_period;
+                let error = c.res.amount.as_nanos() as f64 - received.as_nanos() as f64;
+                let wanted = (c.slot.amount.as_nanos() as f64 + gain * error)
+                    .clamp(0.0, c.res.period.as_nanos() as f64);
+                let mut next = Duration::from_nanos(wanted.round() as u64);
+                // The largest amount admission control allows, and never
+                // less than what is already admitted.
+                let others = self.load - c.counted;
+                let room_fp = self.cap.saturating_sub(others);
+                let room = (room_fp * c.res.period.as_nanos() as u128 / UTIL_ONE) as u64;
+                let room = Duration::from_nanos(room).max(c.slot.amount.max(c.res.amount));
+                if next > room {
+                    if ctx.tracing() {
+                        let load = fp_to_f64(others + util_fp(next, c.res.period));
+                        notes.push(PolicyEvent::Note(format!(
+                            "rez-fb: {vp} would need {next} per {} to make up for stolen time, loading the \
+                             scheduler to {:.1}% over its cap of {:.1}%; amount held at {room}",
+                            c.res.period,
+                            load * 100.0,
+                            self.cfg.cap * 100.0
+                        )));
+                    }
+                    next = room;
+                }
+                c.slot.amount = next;
+            } else if c.slot.amount > c.res.amount {
+                // The child blocked with budget left: the correction was
+                // larger than this period needed. Give back a fraction of
+                // what went unused, never below the reserved amount, so a
+                // correction made during a burst of stolen time decays
+                // after it (the fixed point is R plus the time stolen from
+                // a job of length R).
+                let unused = c.slot.budget.as_nanos() as f64;
+                let lower = Duration::from_nanos((gain * unused).round() as u64);
+                c.slot.amount = c.slot.amount.saturating_sub(lower).max(c.res.amount);
+            }
+        }
+        if let Some(p) = c.pending.take() {
+            c.res = p;
+            c.slot.amount = p.amount;
+        }
+        c.res.period
+    }
+
+    fn start_period(
+        &mut self,
+        ctx: &Ctx<'_>,
+        vp: VpId,
+        c: &mut Child,
+        _skipped: u64,
+        _period: Duration,
+    ) {
+        c.recv_at_period = ctx.vp_received(vp);
+    }
+
+    fn changed(&mut self, c: &mut Child) {
+        self.recount(c);
+    }
+}
+
+impl Edf {
+    /// Brings `load` up to date after a change of a child's reservation.
+    fn recount(&mut self, c: &mut Child) {
+        let now = c.committed();
+        self.load = self.load - c.counted + now;
+        c.counted = now;
+    }
 }
 
 /// A Rez instance. See the module documentation.
 #[derive(Debug)]
 pub struct Rez {
-    cfg: RezConfig,
-    children: VpTable<Child>,
-    /// Eligible children (ready, budget left, not running) by (deadline, order).
-    eligible: BTreeMap<(Instant, u64), VpId>,
-    /// Replenishment events (time, sequence, child); stale entries are
-    /// recognised by their sequence number.
-    events: BinaryHeap<Reverse<(Instant, u64, VpId)>>,
-    next_seq: u64,
-    next_order: u64,
-    /// Sum of the children's `counted` utilizations.
-    load: u128,
-    /// `cap` in the same fixed point.
-    cap: u128,
-    /// The processor granted by the parent, while Rez holds it.
-    cpu: Option<CpuId>,
-    running: Option<Running>,
+    core: Budgets<Edf>,
 }
 
 impl Rez {
     /// A Rez instance with this configuration.
     pub fn new(cfg: RezConfig) -> Self {
-        Rez {
+        let charging = match cfg.variant {
+            Variant::CatchUp => Charging::Received {
+                min_slice: CATCH_UP_GRANULARITY,
+            },
+            Variant::Basic | Variant::Feedback { .. } => Charging::Granted,
+        };
+        let rules = Edf {
             cfg,
-            children: VpTable::new(Side::Child),
-            eligible: BTreeMap::new(),
-            events: BinaryHeap::new(),
-            next_seq: 1,
-            next_order: 0,
             load: 0,
             cap: (cfg.cap * UTIL_ONE as f64).floor() as u128,
-            cpu: None,
-            running: None,
+        };
+        Rez {
+            core: Budgets::new(rules, charging),
         }
     }
 
@@ -408,355 +488,12 @@ impl Rez {
 
     /// The configuration.
     pub fn config(&self) -> RezConfig {
-        self.cfg
+        self.core.rules.cfg
     }
 
     /// The utilization admission control counts now.
     pub fn load(&self) -> f64 {
-        fp_to_f64(self.load)
-    }
-
-    /// Brings `load` up to date after a change of `vp`'s reservation.
-    fn recount(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            let now = c.committed();
-            self.load = self.load - c.counted + now;
-            c.counted = now;
-        }
-    }
-
-    fn child<'c>(&'c self, ctx: &Ctx<'_>, vp: VpId) -> Option<&'c Child> {
-        self.children.get(ctx, vp)
-    }
-
-    /// Charges the running child for the time since its last charge.
-    fn charge(&mut self, ctx: &Ctx<'_>) {
-        let Some(r) = self.running.as_mut() else {
-            return;
-        };
-        let now = ctx.now();
-        let recv = ctx.vp_received(r.vp);
-        let used = match self.cfg.variant {
-            Variant::CatchUp => recv - r.mark_recv,
-            Variant::Basic | Variant::Feedback { .. } => now.saturating_since(r.mark_at),
-        };
-        r.mark_at = now;
-        r.mark_recv = recv;
-        let vp = r.vp;
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            c.budget -= used;
-        }
-    }
-
-    fn push_event(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        c.event = seq;
-        self.events.push(Reverse((c.deadline, seq, vp)));
-        // Stale entries are dropped lazily; rebuild when they dominate.
-        if self.events.len() > 2 * self.children.len() + 32 {
-            let children = &self.children;
-            self.events
-                .retain(|Reverse((_, s, v))| children.get(ctx, *v).is_some_and(|c| c.event == *s));
-        }
-    }
-
-    fn event_live(&self, ctx: &Ctx<'_>, seq: u64, vp: VpId) -> bool {
-        self.child(ctx, vp).is_some_and(|c| c.event == seq)
-    }
-
-    fn add_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if !c.eligible && c.budget > Duration::ZERO {
-                c.eligible = true;
-                self.eligible.insert(c.key(), vp);
-            }
-        }
-    }
-
-    fn remove_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if c.eligible {
-                c.eligible = false;
-                self.eligible.remove(&c.key());
-            }
-        }
-    }
-
-    /// Ends the child's current period at `now` (its deadline has passed)
-    /// and starts the one containing `now`: Rez-FB correction, pending
-    /// change, replenishment. `runnable` says whether the child was ready or
-    /// running at the boundary.
-    fn roll_period(&mut self, ctx: &mut Ctx<'_>, vp: VpId, runnable: bool) {
-        let now = ctx.now();
-        let recv = ctx.vp_received(vp);
-        let tracing = ctx.tracing();
-        let (cap, cap_fp, load) = (self.cfg.cap, self.cap, self.load);
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        let was_eligible = c.eligible;
-        if was_eligible {
-            c.eligible = false;
-            self.eligible.remove(&c.key());
-        }
-        let mut notes: Vec<PolicyEvent> = Vec::new();
-        if tracing && runnable && c.budget > Duration::ZERO {
-            notes.push(PolicyEvent::DeadlineMiss { vp });
-        }
-        if let Variant::Feedback { gain } = self.cfg.variant {
-            if c.exhausted || runnable {
-                let received = recv - c.recv_at_period;
-                let error = c.res.amount.as_nanos() as f64 - received.as_nanos() as f64;
-                let wanted = (c.amount.as_nanos() as f64 + gain * error)
-                    .clamp(0.0, c.res.period.as_nanos() as f64);
-                let mut next = Duration::from_nanos(wanted.round() as u64);
-                // The largest amount admission control allows, and never
-                // less than what is already admitted.
-                let others = load - c.counted;
-                let room_fp = cap_fp.saturating_sub(others);
-                let room = (room_fp * c.res.period.as_nanos() as u128 / UTIL_ONE) as u64;
-                let room = Duration::from_nanos(room).max(c.amount.max(c.res.amount));
-                if next > room {
-                    if tracing {
-                        let load = fp_to_f64(others + util_fp(next, c.res.period));
-                        notes.push(PolicyEvent::Note(format!(
-                            "rez-fb: {vp} would need {next} per {} to make up for stolen time, loading the \
-                             scheduler to {:.1}% over its cap of {:.1}%; amount held at {room}",
-                            c.res.period,
-                            load * 100.0,
-                            cap * 100.0
-                        )));
-                    }
-                    next = room;
-                }
-                c.amount = next;
-            } else if c.amount > c.res.amount {
-                // The child blocked with budget left: the correction was
-                // larger than this period needed. Give back a fraction of
-                // what went unused, never below the reserved amount, so a
-                // correction made during a burst of stolen time decays
-                // after it (the fixed point is R plus the time stolen from
-                // a job of length R).
-                let unused = c.budget.as_nanos() as f64;
-                let lower = Duration::from_nanos((gain * unused).round() as u64);
-                c.amount = c.amount.saturating_sub(lower).max(c.res.amount);
-            }
-        }
-        if let Some(p) = c.pending.take() {
-            c.res = p;
-            c.amount = p.amount;
-        }
-        // The new period starts at the old deadline, skipping whole periods
-        // that passed while the child waited (or the timer was late).
-        let period = c.res.period;
-        let mut start = c.deadline;
-        if now >= start + period {
-            let k = now.saturating_since(start).as_nanos() / period.as_nanos();
-            start += Duration::from_nanos(k * period.as_nanos());
-        }
-        c.deadline = start + period;
-        c.budget = c.amount;
-        c.exhausted = false;
-        c.recv_at_period = recv;
-        if tracing {
-            notes.push(PolicyEvent::Replenish {
-                vp,
-                budget: c.amount,
-            });
-        }
-        for e in notes {
-            ctx.event(e);
-        }
-        self.recount(ctx, vp);
-    }
-
-    /// Puts a child that just asked for the processor on its period grid.
-    fn wake_child(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        let now = ctx.now();
-        let recv = ctx.vp_received(vp);
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        if !c.started {
-            c.started = true;
-            if let Some(p) = c.pending.take() {
-                c.res = p;
-                c.amount = p.amount;
-            }
-            c.deadline = now + c.res.period;
-            c.budget = c.amount;
-            c.exhausted = false;
-            c.recv_at_period = recv;
-            if ctx.tracing() {
-                let budget = c.amount;
-                ctx.event(PolicyEvent::Replenish { vp, budget });
-            }
-        } else if now >= c.deadline {
-            self.roll_period(ctx, vp, false);
-        }
-        self.recount(ctx, vp);
-        self.push_event(ctx, vp);
-        self.add_eligible(ctx, vp);
-    }
-
-    /// Processes the replenishments due at or before now.
-    fn due_events(&mut self, ctx: &mut Ctx<'_>) {
-        let now = ctx.now();
-        while let Some(&Reverse((at, seq, vp))) = self.events.peek() {
-            if at > now {
-                break;
-            }
-            self.events.pop();
-            if !self.event_live(ctx, seq, vp) {
-                continue;
-            }
-            let runnable = ctx.vp_state(vp) != VpState::Waiting;
-            self.roll_period(ctx, vp, runnable);
-            self.push_event(ctx, vp);
-            let running = matches!(self.running, Some(r) if r.vp == vp);
-            if runnable && !running {
-                self.add_eligible(ctx, vp);
-            }
-        }
-    }
-
-    /// Takes the earliest deadline off the eligible map. An entry whose VP
-    /// is no longer ready (it released; the notification is still on its
-    /// way) is dropped.
-    fn pop_eligible(&mut self, ctx: &Ctx<'_>) -> Option<VpId> {
-        loop {
-            let (_, vp) = self.eligible.pop_first()?;
-            if let Some(c) = self.children.get_mut(ctx, vp) {
-                c.eligible = false;
-            }
-            if ctx.vp_state(vp) == VpState::Ready {
-                return Some(vp);
-            }
-        }
-    }
-
-    /// Catches up with what happened while this instance was busy: a
-    /// notification for a busy instance is delivered only once its own
-    /// actions are applied, so the parent may already have taken the
-    /// processor back (revocation not yet delivered) or the running child
-    /// may already have released. Run first in every hook, after `charge`
-    /// and before any action is queued.
-    fn sync(&mut self, ctx: &mut Ctx<'_>) {
-        let Some(cpu) = self.cpu else { return };
-        if let Some(r) = self.running {
-            if ctx.vp_cpu(r.vp) != Some(cpu) {
-                // Released: its notification will find it gone.
-                self.running = None;
-            }
-        }
-        let parent_ok = ctx
-            .parent_vps()
-            .first()
-            .is_some_and(|&p| ctx.vp_cpu(p) == Some(cpu));
-        if !parent_ok {
-            self.lose_cpu(ctx, RevokeReason::Preempted);
-        }
-    }
-
-    /// The parent took the processor: revoke the running child with the
-    /// parent's reason.
-    fn lose_cpu(&mut self, ctx: &mut Ctx<'_>, reason: RevokeReason) {
-        self.cpu = None;
-        if let Some(r) = self.running.take() {
-            if ctx.vp_cpu(r.vp).is_some() {
-                ctx.revoke(r.vp, reason);
-                if let Some(c) = self.children.get_mut(ctx, r.vp) {
-                    c.exhausted |= c.budget == Duration::ZERO;
-                }
-                self.add_eligible(ctx, r.vp);
-            }
-        }
-    }
-
-    /// Makes the decisions the protocol requires after any change: revoke
-    /// an exhausted or outranked child, give a held processor to the
-    /// earliest deadline or release it, adjust the demand on the parent, and
-    /// arm the timer.
-    fn settle(&mut self, ctx: &mut Ctx<'_>) {
-        if let Some(r) = self.running {
-            let (budget, key) = match self.child(ctx, r.vp) {
-                Some(c) => (c.budget, c.key()),
-                None => (Duration::ZERO, (Instant::NEVER, u64::MAX)),
-            };
-            if budget == Duration::ZERO {
-                self.running = None;
-                if let Some(c) = self.children.get_mut(ctx, r.vp) {
-                    c.exhausted = true;
-                }
-                ctx.revoke(r.vp, RevokeReason::BudgetExhausted);
-                if ctx.tracing() {
-                    ctx.event(PolicyEvent::BudgetExhausted { vp: r.vp });
-                }
-            } else if self
-                .eligible
-                .first_key_value()
-                .is_some_and(|(k, _)| *k < key)
-            {
-                self.running = None;
-                ctx.revoke(r.vp, RevokeReason::Preempted);
-                self.add_eligible(ctx, r.vp);
-            }
-        }
-        if self.running.is_none() {
-            if let Some(cpu) = self.cpu {
-                match self.pop_eligible(ctx) {
-                    Some(vp) => {
-                        self.running = Some(Running {
-                            vp,
-                            mark_at: ctx.now(),
-                            mark_recv: ctx.vp_received(vp),
-                        });
-                        ctx.grant(vp, cpu);
-                    }
-                    None => {
-                        self.cpu = None;
-                        if let Some(&p) = ctx.parent_vps().first() {
-                            ctx.release(p);
-                        }
-                    }
-                }
-            }
-        }
-        let want = usize::from(self.running.is_some() || !self.eligible.is_empty());
-        ctx.set_parent_demand(want);
-        self.arm(ctx);
-    }
-
-    /// Arms the timer at the earliest replenishment or budget exhaustion.
-    fn arm(&mut self, ctx: &mut Ctx<'_>) {
-        let mut at = Instant::NEVER;
-        while let Some(&Reverse((t, seq, vp))) = self.events.peek() {
-            if self.event_live(ctx, seq, vp) {
-                at = t;
-                break;
-            }
-            self.events.pop();
-        }
-        if let Some(r) = self.running {
-            if let Some(c) = self.child(ctx, r.vp) {
-                let slice = match self.cfg.variant {
-                    Variant::CatchUp => c.budget.max(CATCH_UP_GRANULARITY),
-                    _ => c.budget,
-                };
-                at = at.min(r.mark_at + slice);
-            }
-        }
-        if ctx.timer() != Some(at) {
-            if at == Instant::NEVER {
-                ctx.cancel_timer();
-            } else {
-                ctx.set_timer(at);
-            }
-        }
+        fp_to_f64(self.core.rules.load)
     }
 
     fn parse_change(
@@ -796,92 +533,47 @@ impl Policy for Rez {
     ) -> Result<(), PolicyError> {
         let res = Reservation::from_params(params)?;
         let counted = util_fp(res.amount, res.period);
-        if self.load + counted > self.cap {
+        let rules = &mut self.core.rules;
+        if rules.load + counted > rules.cap {
             return Err(PolicyError::AdmissionRefused {
-                load: fp_to_f64(self.load + counted),
-                cap: self.cfg.cap,
+                load: fp_to_f64(rules.load + counted),
+                cap: rules.cfg.cap,
             });
         }
-        self.load += counted;
-        let order = self.next_order;
-        self.next_order += 1;
+        rules.load += counted;
+        let mut slot = self.core.new_slot();
+        slot.amount = res.amount;
         let child = Child {
-            order,
+            slot,
             res,
             pending: None,
-            amount: res.amount,
-            budget: Duration::ZERO,
-            started: false,
-            deadline: Instant::NEVER,
-            event: 0,
-            eligible: false,
-            exhausted: false,
             recv_at_period: Duration::ZERO,
             counted,
         };
-        self.children.insert(ctx, vp, child);
+        self.core.children.insert(ctx, vp, child);
         Ok(())
     }
 
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        // The VP is waiting, so it is neither eligible nor running; stay
-        // safe if a broken caller says otherwise.
-        self.remove_eligible(ctx, vp);
-        if self.running.is_some_and(|r| r.vp == vp) {
-            self.running = None;
+        if let Some(c) = self.core.unregister(ctx, vp) {
+            self.core.rules.load -= c.counted;
         }
-        if let Some(c) = self.children.remove(ctx, vp) {
-            self.load -= c.counted;
-        }
-        self.arm(ctx);
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.charge(ctx);
-        self.sync(ctx);
-        self.due_events(ctx);
-        // Stale when the child has released again since.
-        if ctx.vp_state(vp) == VpState::Ready {
-            self.wake_child(ctx, vp);
-        }
-        self.settle(ctx);
+        self.core.request(ctx, vp);
     }
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        // A running child that released is found by `sync`.
-        self.charge(ctx);
-        self.sync(ctx);
-        // Stale when the child has asked again since.
-        if ctx.vp_state(vp) == VpState::Waiting {
-            self.remove_eligible(ctx, vp);
-            if let Some(c) = self.children.get_mut(ctx, vp) {
-                c.event = 0;
-            }
-        }
-        self.due_events(ctx);
-        self.settle(ctx);
+        self.core.release(ctx, vp);
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        self.charge(ctx);
-        self.sync(ctx);
-        // Stale when the processor was taken back, or released, since.
-        if self.cpu.is_none() && ctx.vp_cpu(parent_vp) == Some(cpu) {
-            self.cpu = Some(cpu);
-        }
-        self.due_events(ctx);
-        self.settle(ctx);
+        self.core.grant(ctx, parent_vp, cpu);
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, _parent_vp: VpId, reason: RevokeReason) {
-        self.charge(ctx);
-        // Before `sync`, so the child learns the parent's reason.
-        if self.cpu.is_some() {
-            self.lose_cpu(ctx, reason);
-        }
-        self.sync(ctx);
-        self.due_events(ctx);
-        self.settle(ctx);
+        self.core.revoke(ctx, reason);
     }
 
     fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
@@ -890,58 +582,58 @@ impl Policy for Rez {
                 "rez accepts reservation changes (SetParams), not {msg:?}"
             )));
         };
-        let Some(c) = self.child(ctx, vp) else {
+        let Some(c) = self.core.children.get(ctx, vp) else {
             return Err(PolicyError::Refused(format!(
                 "{vp} is not a child of this scheduler"
             )));
         };
         let (merged, res) = Self::parse_change(ctx, vp, change)?;
-        let others = self.load - c.counted;
+        let rules = &self.core.rules;
+        let others = rules.load - c.counted;
         let new = util_fp(res.amount, res.period);
         // Until the change applies, the child counts with the larger of
         // its current and new reservations.
-        let mine = util_fp(c.amount.max(c.res.amount), c.res.period).max(new);
-        if others + mine > self.cap {
+        let mine = util_fp(c.slot.amount.max(c.res.amount), c.res.period).max(new);
+        if others + mine > rules.cap {
             return Err(PolicyError::AdmissionRefused {
                 load: fp_to_f64(others + new),
-                cap: self.cfg.cap,
+                cap: rules.cfg.cap,
             });
         }
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if c.started {
+        if let Some(c) = self.core.children.get_mut(ctx, vp) {
+            if c.slot.started {
                 c.pending = Some(res);
             } else {
                 c.res = res;
-                c.amount = res.amount;
+                c.slot.amount = res.amount;
             }
+            self.core.rules.recount(c);
         }
-        self.recount(ctx, vp);
         ctx.set_vp_params(vp, merged);
         Ok(())
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
-        self.charge(ctx);
-        self.sync(ctx);
-        self.due_events(ctx);
-        self.settle(ctx);
+        self.core.catch_up(ctx);
+        self.core.due_events(ctx);
+        self.core.settle(ctx);
     }
 
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
-        if let Some(r) = self.running {
-            let cpu = self
-                .cpu
-                .ok_or_else(|| format!("{} runs but Rez holds no processor", r.vp))?;
-            if ctx.vp_cpu(r.vp) != Some(cpu) {
+        let core = &self.core;
+        if let Some(vp) = core.running() {
+            let cpu = core
+                .cpu()
+                .ok_or_else(|| format!("{vp} runs but Rez holds no processor"))?;
+            if ctx.vp_cpu(vp) != Some(cpu) {
                 return Err(format!(
-                    "thinks {} runs on {cpu} but it is {:?}",
-                    r.vp,
-                    ctx.vp_state(r.vp)
+                    "thinks {vp} runs on {cpu} but it is {:?}",
+                    ctx.vp_state(vp)
                 ));
             }
         }
-        if let Some(cpu) = self.cpu {
-            if self.running.is_none() {
+        if let Some(cpu) = core.cpu() {
+            if core.running().is_none() {
                 return Err(format!("holds {cpu} without running a child"));
             }
             if !ctx.parent_vps().iter().any(|&p| ctx.vp_cpu(p) == Some(cpu)) {
@@ -950,11 +642,15 @@ impl Policy for Rez {
                 ));
             }
         }
-        for (&key, &vp) in &self.eligible {
-            let c = self
-                .child(ctx, vp)
+        for (key, vp) in core.eligible() {
+            let c = core
+                .children
+                .get(ctx, vp)
                 .ok_or_else(|| format!("eligible {vp} is not a child"))?;
-            if !c.eligible || c.key() != key || c.budget == Duration::ZERO {
+            if !c.slot.eligible
+                || Budgets::<Edf>::key_of(c) != key
+                || c.slot.budget == Duration::ZERO
+            {
                 return Err(format!("eligible entry of {vp} is stale"));
             }
             if ctx.vp_state(vp) != VpState::Ready {
@@ -964,31 +660,32 @@ impl Policy for Rez {
                 ));
             }
         }
-        let sum: u128 = self.children.iter().map(|(_, c)| c.counted).sum();
-        if sum != self.load {
+        let rules = &core.rules;
+        let sum: u128 = core.children.iter().map(|(_, c)| c.counted).sum();
+        if sum != rules.load {
             return Err(format!(
                 "load is {} but the children add up to {sum}",
-                self.load
+                rules.load
             ));
         }
-        if self.load > self.cap {
+        if rules.load > rules.cap {
             return Err(format!(
                 "load {:.4} is over the cap {}",
                 self.load(),
-                self.cfg.cap
+                rules.cfg.cap
             ));
         }
-        for (vp, c) in self.children.iter() {
+        for (vp, c) in core.children.iter() {
             if c.counted != c.committed() {
                 return Err(format!("{vp} is counted with a stale utilization"));
             }
-            if c.budget > c.res.period.max(c.amount) {
+            if c.slot.budget > c.res.period.max(c.slot.amount) {
                 return Err(format!(
                     "{vp} has a budget of {} above its period",
-                    c.budget
+                    c.slot.budget
                 ));
             }
-            if c.eligible && !self.eligible.contains_key(&c.key()) {
+            if c.slot.eligible && !core.is_queued(Budgets::<Edf>::key_of(c)) {
                 return Err(format!("{vp} is marked eligible but is not in the queue"));
             }
         }
@@ -996,13 +693,14 @@ impl Policy for Rez {
     }
 
     fn describe(&self) -> String {
+        let cfg = self.core.rules.cfg;
         let mut s = format!(
             "variant={} cap={} load={:.1}%",
-            self.cfg.variant.name(),
-            self.cfg.cap,
+            cfg.variant.name(),
+            cfg.cap,
             self.load() * 100.0
         );
-        if let Variant::Feedback { gain } = self.cfg.variant {
+        if let Variant::Feedback { gain } = cfg.variant {
             s.push_str(&format!(" gain={gain}"));
         }
         s

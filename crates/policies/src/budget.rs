@@ -1,0 +1,609 @@
+//! Per-child budgets replenished each period, an eligible set, one
+//! processor: the dispatcher shared by [`rez`](crate::rez) (seed 000
+//! §9.3.2) and [`realrate`](crate::realrate) (seed 001 §3.1).
+//!
+//! Every child has a *budget*, replenished to its per-period amount at the
+//! start of each of its periods and charged with the CPU time it holds the
+//! processor. Among the children that are ready and have budget left (the
+//! *eligible* set, ordered by a key the policy chooses, ties to the child
+//! registered first) the first one runs; the running child is preempted
+//! only by a strictly smaller key. A child whose budget runs out is revoked
+//! with [`RevokeReason::BudgetExhausted`] and waits, still asking, for its
+//! next period; when no child is eligible the processor goes back to the
+//! parent. The instance is uniprocessor: one parent VP.
+//!
+//! A child's periods form a grid that starts at its first request. While a
+//! child waits no events are kept for it; when it asks again its period is
+//! advanced along the grid by arithmetic. Replenishments sit in a binary
+//! heap ordered by (time, sequence number), stale entries recognised by
+//! their sequence number, and are driven by the single instance timer,
+//! which also carries the running child's budget exhaustion and any tick
+//! of the owner's own ([`Budgets::tick`]). Every event costs O(log n).
+//!
+//! The hooks follow the shared rules of [`crate::fp`] (eager view, stale
+//! news dropped, fixed action order): every notification first charges the
+//! running child and reconciles with what happened while the instance was
+//! busy ([`Budgets::catch_up`]), then processes due replenishments, then
+//! makes the decisions the protocol requires ([`Budgets::settle`]).
+//!
+//! What differs between the policies is a [`Rules`] implementation: the
+//! eligible order (EDF by deadline for `rez`, rate-monotonic by period for
+//! `realrate`), how a period ends and the next one is sized, and what the
+//! policy accounts for on every change.
+
+use hsched_core::{
+    CpuId, Ctx, Duration, Instant, PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
+};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::fmt::Debug;
+
+/// The budget state of one child, as the dispatcher keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct Slot {
+    /// Registration order, the tie-break of the eligible order.
+    pub(crate) order: u64,
+    /// The amount each period is replenished with.
+    pub(crate) amount: Duration,
+    /// Budget left in the current period.
+    pub(crate) budget: Duration,
+    /// Whether the period grid has started (first request seen).
+    pub(crate) started: bool,
+    /// End of the current period.
+    pub(crate) deadline: Instant,
+    /// Sequence number of the live replenishment event; 0 when none.
+    pub(crate) event: u64,
+    /// Whether the child sits in the eligible set.
+    pub(crate) eligible: bool,
+    /// The budget ran out in this period.
+    pub(crate) exhausted: bool,
+}
+
+/// How budgets are charged (seed 000 §11.5.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Charging {
+    /// With the wall-clock time the child was granted, stolen time included.
+    Granted,
+    /// With the CPU time the child actually received, net of stolen time;
+    /// budget timers are armed no shorter than `min_slice`, so a child
+    /// robbed of time while granted catches up within its period.
+    Received {
+        /// Shortest budget timer (timers are quantized).
+        min_slice: Duration,
+    },
+}
+
+/// Where the policies differ. Hooks get the child's VP and the context to
+/// read from; the dispatcher owns the grid, the budget and the queues.
+pub(crate) trait Rules {
+    /// The policy's per-child state, which holds a [`Slot`].
+    type Child: Debug;
+    /// The eligible order, before the registration-order tie-break.
+    type Key: Ord + Copy + Debug;
+
+    /// The child's budget state.
+    fn slot(c: &Self::Child) -> &Slot;
+    /// The child's budget state, to change.
+    fn slot_mut(c: &mut Self::Child) -> &mut Slot;
+    /// The child's place in the eligible order.
+    fn key(c: &Self::Child) -> Self::Key;
+
+    /// The child asked for the first time: apply any pending change, set
+    /// `slot.amount`, and return the length of its first period.
+    fn first_period(&mut self, ctx: &Ctx<'_>, vp: VpId, c: &mut Self::Child) -> Duration;
+
+    /// The child's period ended (its deadline passed) with `slot.budget`
+    /// left; `runnable` says whether it was ready or running then. Account
+    /// for the period, apply any pending change, and return the length of
+    /// the next period. Trace events go to `notes`, emitted in order after
+    /// the dispatcher's `DeadlineMiss` and before its `Replenish`.
+    fn end_period(
+        &mut self,
+        ctx: &Ctx<'_>,
+        vp: VpId,
+        c: &mut Self::Child,
+        runnable: bool,
+        notes: &mut Vec<PolicyEvent>,
+    ) -> Duration;
+
+    /// The next period starts (its deadline is set); `skipped` whole
+    /// periods passed unused while the child waited. Set `slot.amount`.
+    fn start_period(
+        &mut self,
+        ctx: &Ctx<'_>,
+        vp: VpId,
+        c: &mut Self::Child,
+        skipped: u64,
+        period: Duration,
+    );
+
+    /// Called after the child's period state changed (a period started),
+    /// so the policy can bring its own accounts up to date.
+    fn changed(&mut self, _c: &mut Self::Child) {}
+}
+
+/// The child holding the processor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Running {
+    /// The child.
+    pub(crate) vp: VpId,
+    /// When its budget was last charged.
+    mark_at: Instant,
+    /// Its net received time when last charged (with
+    /// [`Charging::Received`] only).
+    mark_recv: Duration,
+}
+
+/// The dispatcher: children, eligible set, replenishment heap, the
+/// processor held and the running child. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct Budgets<R: Rules> {
+    /// The policy's own state that the rules need.
+    pub(crate) rules: R,
+    /// The children.
+    pub(crate) children: VpTable<R::Child>,
+    /// Another instant the timer must fire at (a controller tick), or
+    /// `Instant::NEVER`.
+    pub(crate) tick: Instant,
+    charging: Charging,
+    /// Eligible children (ready, budget left, not running) by key.
+    eligible: BTreeMap<(R::Key, u64), VpId>,
+    /// Replenishment events (time, sequence, child).
+    events: BinaryHeap<Reverse<(Instant, u64, VpId)>>,
+    next_seq: u64,
+    next_order: u64,
+    /// The processor granted by the parent, while the instance holds it.
+    cpu: Option<CpuId>,
+    running: Option<Running>,
+}
+
+impl<R: Rules> Budgets<R> {
+    /// An empty dispatcher.
+    pub(crate) fn new(rules: R, charging: Charging) -> Self {
+        Budgets {
+            rules,
+            children: VpTable::new(Side::Child),
+            tick: Instant::NEVER,
+            charging,
+            eligible: BTreeMap::new(),
+            events: BinaryHeap::new(),
+            next_seq: 1,
+            next_order: 0,
+            cpu: None,
+            running: None,
+        }
+    }
+
+    /// Budget state for a child about to be registered: next in
+    /// registration order, not started.
+    pub(crate) fn new_slot(&mut self) -> Slot {
+        let order = self.next_order;
+        self.next_order += 1;
+        Slot {
+            order,
+            amount: Duration::ZERO,
+            budget: Duration::ZERO,
+            started: false,
+            deadline: Instant::NEVER,
+            event: 0,
+            eligible: false,
+            exhausted: false,
+        }
+    }
+
+    /// The processor held, if any.
+    pub(crate) fn cpu(&self) -> Option<CpuId> {
+        self.cpu
+    }
+
+    /// The running child, if any.
+    pub(crate) fn running(&self) -> Option<VpId> {
+        self.running.map(|r| r.vp)
+    }
+
+    /// The eligible set, in order.
+    pub(crate) fn eligible(&self) -> impl Iterator<Item = ((R::Key, u64), VpId)> + '_ {
+        self.eligible.iter().map(|(&k, &v)| (k, v))
+    }
+
+    /// Whether an entry with this key is in the eligible set.
+    pub(crate) fn is_queued(&self, key: (R::Key, u64)) -> bool {
+        self.eligible.contains_key(&key)
+    }
+
+    /// A child's full eligible key.
+    pub(crate) fn key_of(c: &R::Child) -> (R::Key, u64) {
+        (R::key(c), R::slot(c).order)
+    }
+
+    /// Forgets a child (it is waiting, so neither eligible nor running;
+    /// stays safe if a broken caller says otherwise) and returns its state.
+    pub(crate) fn unregister(&mut self, ctx: &mut Ctx<'_>, vp: VpId) -> Option<R::Child> {
+        self.remove_eligible(ctx, vp);
+        if self.running.is_some_and(|r| r.vp == vp) {
+            self.running = None;
+        }
+        let c = self.children.remove(ctx, vp);
+        self.arm(ctx);
+        c
+    }
+
+    /// Charges the running child and reconciles with what happened while
+    /// the instance was busy. Run first in every hook that may act.
+    pub(crate) fn catch_up(&mut self, ctx: &mut Ctx<'_>) {
+        self.charge(ctx);
+        self.sync(ctx);
+    }
+
+    /// `request` hook: a child asked for the processor.
+    pub(crate) fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.catch_up(ctx);
+        self.due_events(ctx);
+        // Stale when the child has released again since.
+        if ctx.vp_state(vp) == VpState::Ready {
+            self.wake_child(ctx, vp);
+        }
+        self.settle(ctx);
+    }
+
+    /// `release` hook: a child stopped asking. A running child that
+    /// released is found by `sync`.
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.catch_up(ctx);
+        // Stale when the child has asked again since.
+        if ctx.vp_state(vp) == VpState::Waiting {
+            self.remove_eligible(ctx, vp);
+            if let Some(c) = self.children.get_mut(ctx, vp) {
+                R::slot_mut(c).event = 0;
+            }
+        }
+        self.due_events(ctx);
+        self.settle(ctx);
+    }
+
+    /// `grant` hook: the parent granted `cpu` to `parent_vp`.
+    pub(crate) fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
+        self.catch_up(ctx);
+        // Stale when the processor was taken back, or released, since.
+        if self.cpu.is_none() && ctx.vp_cpu(parent_vp) == Some(cpu) {
+            self.cpu = Some(cpu);
+        }
+        self.due_events(ctx);
+        self.settle(ctx);
+    }
+
+    /// `revoke` hook: the parent took the processor back.
+    pub(crate) fn revoke(&mut self, ctx: &mut Ctx<'_>, reason: RevokeReason) {
+        self.charge(ctx);
+        // Before `sync`, so the child learns the parent's reason.
+        if self.cpu.is_some() {
+            self.lose_cpu(ctx, reason);
+        }
+        self.sync(ctx);
+        self.due_events(ctx);
+        self.settle(ctx);
+    }
+
+    /// Charges the running child for the time since its last charge.
+    fn charge(&mut self, ctx: &Ctx<'_>) {
+        let Some(r) = self.running.as_mut() else {
+            return;
+        };
+        let now = ctx.now();
+        let used = match self.charging {
+            Charging::Received { .. } => {
+                let recv = ctx.vp_received(r.vp);
+                let used = recv - r.mark_recv;
+                r.mark_recv = recv;
+                used
+            }
+            Charging::Granted => now.saturating_since(r.mark_at),
+        };
+        r.mark_at = now;
+        let vp = r.vp;
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            R::slot_mut(c).budget -= used;
+        }
+    }
+
+    fn push_event(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        let s = R::slot_mut(c);
+        s.event = seq;
+        self.events.push(Reverse((s.deadline, seq, vp)));
+        // Stale entries are dropped lazily; rebuild when they dominate.
+        if self.events.len() > 2 * self.children.len() + 32 {
+            let children = &self.children;
+            self.events.retain(|Reverse((_, s, v))| {
+                children
+                    .get(ctx, *v)
+                    .is_some_and(|c| R::slot(c).event == *s)
+            });
+        }
+    }
+
+    fn event_live(&self, ctx: &Ctx<'_>, seq: u64, vp: VpId) -> bool {
+        self.children
+            .get(ctx, vp)
+            .is_some_and(|c| R::slot(c).event == seq)
+    }
+
+    /// Puts a child with budget left in the eligible set. No state check:
+    /// also used for a child just revoked, still `Running` in the VP table
+    /// until the revocation applies and ready then.
+    pub(crate) fn add_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            let key = Self::key_of(c);
+            let s = R::slot_mut(c);
+            if !s.eligible && s.budget > Duration::ZERO {
+                s.eligible = true;
+                self.eligible.insert(key, vp);
+            }
+        }
+    }
+
+    /// Takes a child out of the eligible set.
+    pub(crate) fn remove_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            let key = Self::key_of(c);
+            let s = R::slot_mut(c);
+            if s.eligible {
+                s.eligible = false;
+                self.eligible.remove(&key);
+            }
+        }
+    }
+
+    /// After a change of the child's budget: in the eligible set if it is
+    /// ready, not running and has budget left, out of it otherwise.
+    pub(crate) fn requeue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+        let Some(c) = self.children.get(ctx, vp) else {
+            return;
+        };
+        if R::slot(c).budget == Duration::ZERO {
+            self.remove_eligible(ctx, vp);
+        } else if self.running.is_none_or(|r| r.vp != vp) && ctx.vp_state(vp) == VpState::Ready {
+            self.add_eligible(ctx, vp);
+        }
+    }
+
+    /// Ends the child's current period at now (its deadline has passed)
+    /// and starts the one containing now, skipping whole periods that
+    /// passed while the child waited (or the timer was late). `runnable`
+    /// says whether the child was ready or running at the boundary.
+    pub(crate) fn roll_period(&mut self, ctx: &mut Ctx<'_>, vp: VpId, runnable: bool) {
+        let now = ctx.now();
+        let tracing = ctx.tracing();
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        let key = Self::key_of(c);
+        let s = R::slot_mut(c);
+        if s.eligible {
+            s.eligible = false;
+            self.eligible.remove(&key);
+        }
+        let mut notes: Vec<PolicyEvent> = Vec::new();
+        if tracing && runnable && s.budget > Duration::ZERO {
+            notes.push(PolicyEvent::DeadlineMiss { vp });
+        }
+        let period = self.rules.end_period(ctx, vp, c, runnable, &mut notes);
+        let s = R::slot_mut(c);
+        let mut start = s.deadline;
+        let mut skipped = 0;
+        if now >= start + period {
+            skipped = now.saturating_since(start).as_nanos() / period.as_nanos();
+            start += Duration::from_nanos(skipped * period.as_nanos());
+        }
+        s.deadline = start + period;
+        self.rules.start_period(ctx, vp, c, skipped, period);
+        let s = R::slot_mut(c);
+        s.budget = s.amount;
+        s.exhausted = false;
+        if tracing {
+            notes.push(PolicyEvent::Replenish {
+                vp,
+                budget: s.amount,
+            });
+        }
+        self.rules.changed(c);
+        for e in notes {
+            ctx.event(e);
+        }
+    }
+
+    /// Puts a child that just asked for the processor on its period grid.
+    fn wake_child(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        let now = ctx.now();
+        let Some(c) = self.children.get_mut(ctx, vp) else {
+            return;
+        };
+        if !R::slot(c).started {
+            let period = self.rules.first_period(ctx, vp, c);
+            let s = R::slot_mut(c);
+            s.started = true;
+            s.deadline = now + period;
+            s.budget = s.amount;
+            s.exhausted = false;
+            let budget = s.amount;
+            if ctx.tracing() {
+                ctx.event(PolicyEvent::Replenish { vp, budget });
+            }
+        } else if now >= R::slot(c).deadline {
+            self.roll_period(ctx, vp, false);
+        }
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            self.rules.changed(c);
+        }
+        self.push_event(ctx, vp);
+        self.add_eligible(ctx, vp);
+    }
+
+    /// Processes the replenishments due at or before now.
+    pub(crate) fn due_events(&mut self, ctx: &mut Ctx<'_>) {
+        let now = ctx.now();
+        while let Some(&Reverse((at, seq, vp))) = self.events.peek() {
+            if at > now {
+                break;
+            }
+            self.events.pop();
+            if !self.event_live(ctx, seq, vp) {
+                continue;
+            }
+            let runnable = ctx.vp_state(vp) != VpState::Waiting;
+            self.roll_period(ctx, vp, runnable);
+            self.push_event(ctx, vp);
+            let running = matches!(self.running, Some(r) if r.vp == vp);
+            // A runnable child that is not running is ready, or was just
+            // revoked (ready once the revocation applies).
+            if runnable && !running {
+                self.add_eligible(ctx, vp);
+            }
+        }
+    }
+
+    /// Takes the first child off the eligible set. An entry whose VP is no
+    /// longer ready (it released; the notification is still on its way) is
+    /// dropped.
+    fn pop_eligible(&mut self, ctx: &Ctx<'_>) -> Option<VpId> {
+        loop {
+            let (_, vp) = self.eligible.pop_first()?;
+            if let Some(c) = self.children.get_mut(ctx, vp) {
+                R::slot_mut(c).eligible = false;
+            }
+            if ctx.vp_state(vp) == VpState::Ready {
+                return Some(vp);
+            }
+        }
+    }
+
+    /// Catches up with what happened while this instance was busy: a
+    /// notification for a busy instance is delivered only once its own
+    /// actions are applied, so the parent may already have taken the
+    /// processor back (revocation not yet delivered) or the running child
+    /// may already have released.
+    fn sync(&mut self, ctx: &mut Ctx<'_>) {
+        let Some(cpu) = self.cpu else { return };
+        if let Some(r) = self.running {
+            if ctx.vp_cpu(r.vp) != Some(cpu) {
+                // Released: its notification will find it gone.
+                self.running = None;
+            }
+        }
+        let parent_ok = ctx
+            .parent_vps()
+            .first()
+            .is_some_and(|&p| ctx.vp_cpu(p) == Some(cpu));
+        if !parent_ok {
+            self.lose_cpu(ctx, RevokeReason::Preempted);
+        }
+    }
+
+    /// The parent took the processor: revoke the running child with the
+    /// parent's reason.
+    fn lose_cpu(&mut self, ctx: &mut Ctx<'_>, reason: RevokeReason) {
+        self.cpu = None;
+        if let Some(r) = self.running.take() {
+            if ctx.vp_cpu(r.vp).is_some() {
+                ctx.revoke(r.vp, reason);
+                if let Some(c) = self.children.get_mut(ctx, r.vp) {
+                    let s = R::slot_mut(c);
+                    s.exhausted |= s.budget == Duration::ZERO;
+                }
+                self.add_eligible(ctx, r.vp);
+            }
+        }
+    }
+
+    /// Makes the decisions the protocol requires after any change: revoke
+    /// an exhausted or outranked child, give a held processor to the first
+    /// eligible child or release it, adjust the demand on the parent, and
+    /// arm the timer.
+    pub(crate) fn settle(&mut self, ctx: &mut Ctx<'_>) {
+        if let Some(r) = self.running {
+            let (budget, key) = match self.children.get(ctx, r.vp) {
+                Some(c) => (R::slot(c).budget, Some(Self::key_of(c))),
+                None => (Duration::ZERO, None),
+            };
+            if budget == Duration::ZERO {
+                self.running = None;
+                if let Some(c) = self.children.get_mut(ctx, r.vp) {
+                    R::slot_mut(c).exhausted = true;
+                }
+                ctx.revoke(r.vp, RevokeReason::BudgetExhausted);
+                if ctx.tracing() {
+                    ctx.event(PolicyEvent::BudgetExhausted { vp: r.vp });
+                }
+            } else if self
+                .eligible
+                .first_key_value()
+                .is_some_and(|(k, _)| key.is_some_and(|key| *k < key))
+            {
+                self.running = None;
+                ctx.revoke(r.vp, RevokeReason::Preempted);
+                self.add_eligible(ctx, r.vp);
+            }
+        }
+        if self.running.is_none() {
+            if let Some(cpu) = self.cpu {
+                match self.pop_eligible(ctx) {
+                    Some(vp) => {
+                        let mark_recv = match self.charging {
+                            Charging::Received { .. } => ctx.vp_received(vp),
+                            Charging::Granted => Duration::ZERO,
+                        };
+                        self.running = Some(Running {
+                            vp,
+                            mark_at: ctx.now(),
+                            mark_recv,
+                        });
+                        ctx.grant(vp, cpu);
+                    }
+                    None => {
+                        self.cpu = None;
+                        if let Some(&p) = ctx.parent_vps().first() {
+                            ctx.release(p);
+                        }
+                    }
+                }
+            }
+        }
+        let want = usize::from(self.running.is_some() || !self.eligible.is_empty());
+        ctx.set_parent_demand(want);
+        self.arm(ctx);
+    }
+
+    /// Arms the timer at the earliest of the tick, the next replenishment
+    /// and the running child's budget exhaustion.
+    pub(crate) fn arm(&mut self, ctx: &mut Ctx<'_>) {
+        let mut at = self.tick;
+        while let Some(&Reverse((t, seq, vp))) = self.events.peek() {
+            if self.event_live(ctx, seq, vp) {
+                at = at.min(t);
+                break;
+            }
+            self.events.pop();
+        }
+        if let Some(r) = self.running {
+            if let Some(c) = self.children.get(ctx, r.vp) {
+                let budget = R::slot(c).budget;
+                let slice = match self.charging {
+                    Charging::Received { min_slice } => budget.max(min_slice),
+                    Charging::Granted => budget,
+                };
+                at = at.min(r.mark_at + slice);
+            }
+        }
+        if ctx.timer() != Some(at) {
+            if at == Instant::NEVER {
+                ctx.cancel_timer();
+            } else {
+                ctx.set_timer(at);
+            }
+        }
+    }
+}
