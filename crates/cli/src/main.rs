@@ -78,6 +78,13 @@ enum Command {
         after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::sim::EXAMPLES)
     )]
     Sim(cmd::sim::Args),
+    /// Turn a Linux scheduler trace of real programs into an rt-app workload to replay
+    #[command(
+        long_about = cmd::import::LONG_ABOUT,
+        after_help = cmd::import::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::import::EXAMPLES)
+    )]
+    Import(cmd::import::Args),
     /// List the scheduling policies and their parameters
     #[command(
         long_about = cmd::policies::LONG_ABOUT,
@@ -129,6 +136,7 @@ fn main() -> ExitCode {
         Command::Tree(args) => cmd::tree::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),
         Command::Sim(args) => cmd::sim::run(args),
+        Command::Import(args) => cmd::import::run(&args),
         Command::Policies(args) => cmd::policies::run(&args),
         Command::Run(args) => cmd::run::run(&args),
         Command::Ctl(args) => cmd::ctl::run(&args),

@@ -575,7 +575,7 @@ fn every_verb_has_help_with_examples() {
     assert!(top.status.success());
     let text = stdout(&top);
     assert!(text.contains("Exit status:"), "{text}");
-    for verb in ["check", "tree", "sim", "policies"] {
+    for verb in ["check", "tree", "sim", "import", "policies"] {
         assert!(text.contains(verb), "--help does not list {verb}");
         for flag in ["-h", "--help"] {
             let o = run(&[verb, flag]);
@@ -796,4 +796,89 @@ fn cooperative_players_are_several_times_more_timely_than_time_shared_ones() {
         50.0,
         0.5,
     );
+}
+
+const TRACE: &str = "examples/traces/busy-sleep.trace";
+
+#[test]
+fn import_lists_the_threads_of_a_trace() {
+    let o = run(&["import", TRACE]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    // The recorded program: 100 rounds of 2 ms of CPU and 8 ms of sleep
+    // after starting up, seen as 115 bursts.
+    let line = out
+        .lines()
+        .find(|l| l.contains(" python3 "))
+        .unwrap_or_else(|| panic!("no python3 in the listing:\n{out}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        cols[..4],
+        ["17463", "python3", "115", "290.529ms"],
+        "{line}"
+    );
+}
+
+#[test]
+fn an_imported_trace_replays_its_recorded_cpu_time() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("import");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("py.json");
+    let o = run(&[
+        "import",
+        TRACE,
+        "--comm",
+        "python3",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("imported python3-17463: 115 bursts"));
+    // Alone under time sharing, replayed once: the recorded CPU time to
+    // the microsecond, spread over about the recorded 1.17 s.
+    let r = sim_json(
+        "examples/rtapp-tasks.toml",
+        &["--workload", json.to_str().unwrap(), "--duration", "3s"],
+    );
+    let t = thread(&r, "python3-17463");
+    let cpu = t["cpu_ns"].as_u64().unwrap();
+    assert!(cpu.abs_diff(290_529_000) <= 1_000, "replayed {cpu} ns");
+    assert_eq!(t["jobs"].as_u64(), Some(1));
+}
+
+#[test]
+fn import_refuses_what_it_cannot_read_or_find() {
+    let o = run(&["import", TRACE, "--pid", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("thread 1 does not run in"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["import", TRACE, "--comm", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("names in the trace:"), "{}", stderr(&o));
+    // A hierarchy file is not a trace.
+    let o = run(&["import", "examples/overview.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no sched_switch or sched_wakeup event"),
+        "{}",
+        stderr(&o)
+    );
+    assert_no_crash(&o);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("import");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.trace");
+    std::fs::write(
+        &bad,
+        "a-1 [000] d..2. 1.5: sched_wakeup: comm=a pid=x prio=120\n",
+    )
+    .unwrap();
+    let o = run(&["import", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("bad.trace:1:"), "{err}");
+    assert!(err.contains("`x` is not a thread id"), "{err}");
+    assert_no_crash(&o);
 }

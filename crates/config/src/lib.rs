@@ -9,6 +9,8 @@
 //!   policies declare in `hsched_policies::registry()`.
 //! * [`parse_rtapp`] reads an rt-app file; [`attach_rtapp`] maps its tasks
 //!   onto threads with the file's `[[workload.map]]` rules.
+//! * [`parse_sched_trace`] reads a Linux scheduler trace of real programs;
+//!   [`SchedTrace::to_rtapp`] writes chosen threads as rt-app tasks.
 //! * [`build_hsi`], [`create_thread`], [`create_scheduler`] and [`apply_op`]
 //!   drive the HSI from the model (the simulator and live mode use them).
 //!
@@ -41,6 +43,7 @@ pub mod model;
 mod parse;
 mod read;
 mod rtapp;
+mod sched_trace;
 
 pub use build::{
     apply_op, apply_op_with, build_hsi, build_hsi_with, create_scheduler, create_scheduler_with,
@@ -50,6 +53,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use model::*;
 pub use parse::{parse_str, parse_str_with_policies};
 pub use rtapp::{attach_rtapp, attach_rtapp_with_policies, glob_match, parse_rtapp};
+pub use sched_trace::{parse_sched_trace, Burst, SchedTrace, TracedThread};
 
 use std::path::Path;
 

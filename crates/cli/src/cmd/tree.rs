@@ -14,7 +14,7 @@ use hsched_config::{
     Hierarchy, MissPolicy, OpSpec, Program, SchedulerSpec, Step, StolenPattern, ThreadSpec,
     TimerModel, VideoMode, WorkloadSpec,
 };
-use hsched_core::Params;
+use hsched_core::{Duration, Params};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -417,10 +417,15 @@ fn stage_text(st: &hsched_config::StageSpec) -> String {
     s
 }
 
+/// Steps of a program shown in full; a longer one (a replayed trace has
+/// hundreds) is summed up after them.
+const PROGRAM_STEPS_SHOWN: usize = 8;
+
 fn program_text(p: &Program) -> String {
     let steps: Vec<String> = p
         .steps
         .iter()
+        .take(PROGRAM_STEPS_SHOWN)
         .map(|s| match s {
             Step::Run(d) => format!("run {d}"),
             Step::Runtime(d) => format!("runtime {d}"),
@@ -436,6 +441,16 @@ fn program_text(p: &Program) -> String {
         })
         .collect();
     let mut s = format!("program: {}", steps.join(", "));
+    if p.steps.len() > PROGRAM_STEPS_SHOWN {
+        let cpu = p.steps.iter().fold(Duration::ZERO, |a, s| match s {
+            Step::Run(d) => a.saturating_add(*d),
+            _ => a,
+        });
+        s.push_str(&format!(
+            ", … ({} steps, {cpu} of `run` in all)",
+            p.steps.len()
+        ));
+    }
     match p.loops {
         Some(n) => s.push_str(&format!(" ×{n}")),
         None => s.push_str(" (loops)"),

@@ -1,0 +1,159 @@
+//! `hsched import`: a Linux scheduler trace of real programs, turned into
+//! an rt-app workload that the simulator and live mode replay.
+
+use crate::outcome::{input_error, Outcome};
+use hsched_config::{parse_sched_trace, SchedTrace};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Long help.
+pub const LONG_ABOUT: &str = "\
+Read a trace of the Linux scheduler (the sched_switch and sched_wakeup
+tracepoints, as ftrace, `trace-cmd report` or `perf script` print them) and
+turn the threads you choose into an rt-app workload: for each, the CPU time
+it used from every wake-up to the block that followed, and the time it then
+slept. `hsched sim FILE --workload OUT.json` replays that demand under any
+hierarchy, `hsched run` on this machine, and rt-app itself runs the file too.
+
+Without --pid or --comm, lists the threads of the trace, busiest first.
+docs/trace-replay.md shows how to record a trace.";
+
+/// Examples shown by `--help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  hsched import app.trace                      # list the threads in the trace
+  hsched import app.trace --comm python3 -o app.json
+  hsched import app.trace --pid 4242 --pid 4243 --repeat -o app.json
+  hsched sim examples/rtapp-tasks.toml --workload app.json";
+
+/// Arguments of `hsched import`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The trace (text)
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Import this thread (repeatable)
+    #[arg(long, value_name = "PID")]
+    pub pid: Vec<u32>,
+    /// Import every thread with this name (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub comm: Vec<String>,
+    /// Replay each thread's history over and over (rt-app `"loop": -1`)
+    /// instead of once
+    #[arg(long)]
+    pub repeat: bool,
+    /// Write the rt-app file here instead of standard output
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Lists the trace's threads, or writes the chosen ones as rt-app tasks.
+///
+/// # Errors
+/// An unreadable or malformed trace, or a thread that is not in it (input
+/// errors); a file that cannot be written.
+pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+    let name = args.trace.display().to_string();
+    let text = std::fs::read_to_string(&args.trace)
+        .map_err(|e| input_error(format!("error: cannot read `{name}`: {e}")))?;
+    let trace = parse_sched_trace(&text, &name).map_err(|e| input_error(e.to_string()))?;
+    if args.pid.is_empty() && args.comm.is_empty() {
+        std::io::stdout()
+            .lock()
+            .write_all(list(&trace).as_bytes())?;
+        return Ok(Outcome::Ok);
+    }
+    let pids = chosen(&trace, args)?;
+    let json = trace.to_rtapp(&pids, args.repeat).map_err(input_error)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, &json)
+            .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?,
+        None => std::io::stdout().lock().write_all(json.as_bytes())?,
+    }
+    for pid in &pids {
+        let t = &trace.threads[pid];
+        eprintln!(
+            "imported {}-{}: {} bursts, {} of CPU",
+            t.comm,
+            t.pid,
+            t.bursts.len(),
+            t.cpu()
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The pids chosen by `--pid` and `--comm`, in the order given, each once.
+fn chosen(trace: &SchedTrace, args: &Args) -> anyhow::Result<Vec<u32>> {
+    let mut pids: Vec<u32> = Vec::new();
+    for &pid in &args.pid {
+        if !trace.threads.contains_key(&pid) {
+            return Err(input_error(format!(
+                "error: thread {pid} does not run in `{}`\n  = help: `hsched import {}` lists the threads that do",
+                trace.file, trace.file
+            )));
+        }
+        if !pids.contains(&pid) {
+            pids.push(pid);
+        }
+    }
+    for comm in &args.comm {
+        let found = trace.by_comm(comm);
+        if found.is_empty() {
+            let mut names: Vec<&str> = trace.threads.values().map(|t| t.comm.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            return Err(input_error(format!(
+                "error: no thread named `{comm}` runs in `{}`\n  = help: names in the trace: {}",
+                trace.file,
+                names.join(", ")
+            )));
+        }
+        for pid in found {
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+    }
+    Ok(pids)
+}
+
+/// The threads of a trace, busiest first.
+fn list(trace: &SchedTrace) -> String {
+    let mut threads: Vec<_> = trace.threads.values().collect();
+    threads.sort_by(|a, b| b.cpu().cmp(&a.cpu()).then(a.pid.cmp(&b.pid)));
+    let span = hsched_core::Duration(trace.end_ns - trace.start_ns);
+    let mut s = format!(
+        "{}: {} threads ran in {span}\n\n{:>8}  {:<20} {:>8} {:>12} {:>12} {:>9} {:>5}  exited\n",
+        trace.file,
+        threads.len(),
+        "pid",
+        "name",
+        "bursts",
+        "cpu",
+        "first wake",
+        "estimated",
+        "lost"
+    );
+    for t in threads {
+        s.push_str(&format!(
+            "{:>8}  {:<20} {:>8} {:>12} {:>12} {:>9} {:>5}  {}\n",
+            t.pid,
+            t.comm,
+            t.bursts.len(),
+            t.cpu().to_string(),
+            t.first_wake.to_string(),
+            t.estimated,
+            t.lost,
+            if t.exited { "yes" } else { "no" }
+        ));
+    }
+    s.push_str(
+        "\nestimated: slices whose start the trace did not show, taken from the wake-up before\n\
+         them; lost: slices that fit no burst (events missing from the trace).\n",
+    );
+    s.push_str("\nchoose with --pid PID or --comm NAME, e.g. `hsched import ");
+    s.push_str(&trace.file);
+    s.push_str(" --comm NAME -o app.json`\n");
+    s
+}
