@@ -62,7 +62,7 @@ fn frames(args: &[String]) -> Result<String, String> {
     // `--only TEXT`: just the rows whose label contains TEXT (e.g. RESBS).
     let only = flag(args, "--only").map(|o| o.to_lowercase());
     let base = "[machine]\ncpus = 1\n[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\n[[scheduler]]\nname = \"rez\"\npolicy = \"rez\"\nparent = \"root\"\nparams = { priority = 10 }\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\nparent = \"root\"\nparams = { priority = 1 }\n";
-    let mut out = String::from("| renderer under | background hogs | CPU % | frames/s | misses (gap > 33 ms) |\n|---|---|---|---|---|\n");
+    let mut out = String::from("| renderer under | background hogs | CPU % | frames/s | misses (gap > 33 ms) | daemon timer lateness p50 / p99 / max (us) | timers > 0.2 / > 0.5 ms late (of N) | daemon CPU % |\n|---|---|---|---|---|---|---|---|\n");
     for (label, extra, sched, params) in [
         ("RESBH 10 33 (Rez)", "", "rez", "params = { amount = \"10ms\", period = \"33ms\" }\n"),
         ("RESBH 10.5 33 (Rez, 5% margin)", "", "rez", "params = { amount = \"10500us\", period = \"33ms\" }\n"),
@@ -87,12 +87,25 @@ fn frames(args: &[String]) -> Result<String, String> {
             );
             let r = run_text(&text, d, None)?;
             let p = r.program("renderer").ok_or("no renderer")?;
+            let mut late = r.stats.timer_late_ns.clone();
+            late.sort_unstable();
+            let q = |f: f64| {
+                late.get(((late.len() as f64 * f) as usize).min(late.len().saturating_sub(1)))
+                    .map_or(0, |&v| v / 1_000)
+            };
             let _ = writeln!(
                 out,
-                "| {label} | {n} | {:.1} | {:.1} | {} |",
+                "| {label} | {n} | {:.1} | {:.1} | {} | {} / {} / {} | {} / {} ({}) | {:.2} |",
                 p.cpu_ns as f64 / r.duration_ns as f64 * 100.0,
                 p.jobs.unwrap_or(0) as f64 / (r.duration_ns as f64 / 1e9),
-                p.deadline_misses.unwrap_or(0)
+                p.deadline_misses.unwrap_or(0),
+                q(0.5),
+                q(0.99),
+                late.last().map_or(0, |&v| v / 1_000),
+                late.iter().filter(|&&v| v > 200_000).count(),
+                late.iter().filter(|&&v| v > 500_000).count(),
+                late.len(),
+                r.stats.daemon_cpu_ns as f64 / r.duration_ns as f64 * 100.0
             );
         }
     }

@@ -12,11 +12,15 @@
 //! before any change, and releases the CPUs it had already taken.
 //!
 //! The lock belongs to the open file description, which is opened
-//! `O_CLOEXEC`: programs the daemon `exec`s never get it, and its forked
-//! children that do not `exec` (the watchdog, built-in workloads) close
-//! every inherited descriptor first. So the lock dies with the daemon,
-//! `kill -9` included: there is no stale lock to clean up, and the files
-//! are never removed (removing a lock file races with its next user).
+//! `O_CLOEXEC`: programs the daemon `exec`s never get it, and the built-in
+//! workloads it forks close every inherited descriptor first. The watchdog
+//! ([`crate::watchdog`]) keeps the daemon's lock descriptors ([`CpuLocks::fds`]):
+//! after a `kill -9` the CPUs stay locked, under the watchdog's pid
+//! ([`CpuLocks::rewrite_holder`]), until it has restored the dead daemon's
+//! threads, and a new daemon there waits or is refused until then. So the
+//! lock ends with the daemon and its watchdog: there is no stale lock to
+//! clean up, and the files are never removed (removing a lock file races
+//! with its next user).
 //!
 //! A process that holds a CPU may run daemons on it itself (the benchmarks
 //! run one after another in one process), and, when it took the lock
@@ -27,7 +31,8 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -281,6 +286,36 @@ impl CpuLocks {
         v
     }
 
+    /// The descriptors of the locks this object itself took. The watchdog
+    /// keeps them across its fork ([`crate::watchdog`]): they share the
+    /// open file description, so the locks stay held until it has restored
+    /// the threads of a daemon that died.
+    pub fn fds(&self) -> Vec<RawFd> {
+        self.held
+            .iter()
+            .filter_map(|h| h.file.as_ref().map(|f| f.as_raw_fd()))
+            .collect()
+    }
+
+    /// Replaces the holder line of every lock this object took with `pid`
+    /// and a note (`PID NOTE`, read as an exclusive holder): the watchdog
+    /// names itself while it restores a dead daemon's threads.
+    pub fn rewrite_holder(&self, pid: i32, note: &str) {
+        let line = format!("{pid} {note}\n");
+        for f in self.held.iter().filter_map(|h| h.file.as_ref()) {
+            let _ = f.write_all_at(line.as_bytes(), 0);
+            let _ = f.set_len(line.len() as u64);
+        }
+    }
+
+    /// Empties the holder line of every lock this object took (the lock is
+    /// still held until the descriptors close).
+    pub fn clear_holder(&self) {
+        for f in self.held.iter().filter_map(|h| h.file.as_ref()) {
+            let _ = f.set_len(0);
+        }
+    }
+
     /// The CPUs this object itself locked (released when it drops), in
     /// increasing order.
     pub fn taken(&self) -> Vec<usize> {
@@ -293,6 +328,77 @@ impl CpuLocks {
         v.sort_unstable();
         v
     }
+}
+
+/// The CPUs of `cpus` whose lock in [`LOCK_DIR`] another process holds
+/// now: not this process, nor its parent when the parent locked them
+/// [`Sharing::WithChildren`]. Read from `/proc/locks` (no lock is taken,
+/// so a daemon starting meanwhile is not disturbed); a daemon places its
+/// own loop off these CPUs (docs/live-mode.md, "One daemon per CPU").
+pub fn held_by_others(cpus: &[usize]) -> Vec<usize> {
+    held_by_others_in(
+        Path::new(LOCK_DIR),
+        cpus,
+        crate::sys::getpid(),
+        crate::sys::getppid(),
+    )
+}
+
+/// `(major, minor, inode)` of every `FLOCK` in `/proc/locks` text.
+fn flocks(text: &str) -> Vec<(u64, u64, u64)> {
+    let mut v = Vec::new();
+    for l in text.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        // `N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END`; waiters
+        // have `->` after the number.
+        if w.len() < 6 || w[1] != "FLOCK" {
+            continue;
+        }
+        let mut p = w[5].split(':');
+        let (Some(a), Some(b), Some(c)) = (p.next(), p.next(), p.next()) else {
+            continue;
+        };
+        if let (Ok(a), Ok(b), Ok(c)) = (
+            u64::from_str_radix(a, 16),
+            u64::from_str_radix(b, 16),
+            c.parse::<u64>(),
+        ) {
+            v.push((a, b, c));
+        }
+    }
+    v
+}
+
+fn held_by_others_in(dir: &Path, cpus: &[usize], me: i32, parent: i32) -> Vec<usize> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(text) = std::fs::read_to_string("/proc/locks") else {
+        return Vec::new();
+    };
+    let locks = flocks(&text);
+    let mut out = Vec::new();
+    for &cpu in cpus {
+        let path = dir.join(format!("cpu{cpu}.lock"));
+        let Ok(mut f) = File::open(&path) else {
+            continue;
+        };
+        let Ok(m) = f.metadata() else { continue };
+        let dev = m.dev();
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+        let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+        if !locks.contains(&(major, minor, m.ino())) {
+            continue;
+        }
+        let covered = match read_holder(&mut f) {
+            Some((pid, _)) if pid == me => true,
+            Some((pid, Sharing::WithChildren)) if pid == parent => true,
+            _ => false,
+        };
+        if !covered && !out.contains(&cpu) {
+            out.push(cpu);
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 impl Drop for CpuLocks {
@@ -396,6 +502,43 @@ mod tests {
         assert!(CpuLocks::acquire_as(&d, &[1], Sharing::Exclusive, 1001, 1000).is_err());
         drop(x);
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn cpus_held_by_other_processes_are_found_without_locking() {
+        let d = dir("others");
+        // Held by this process under another pid's name: a stranger's.
+        let a = CpuLocks::acquire_as(&d, &[0], Sharing::Exclusive, 1000, 1).unwrap();
+        let b = CpuLocks::acquire_as(&d, &[2], Sharing::WithChildren, 1000, 1).unwrap();
+        // CPU 1's file exists but nobody holds it; CPU 3 has no file.
+        drop(CpuLocks::acquire_as(&d, &[1], Sharing::Exclusive, 1000, 1).unwrap());
+        assert_eq!(held_by_others_in(&d, &[0, 1, 2, 3], 2000, 1), vec![0, 2]);
+        // The holder itself, and a child of a holder that shares: not others.
+        assert_eq!(
+            held_by_others_in(&d, &[0, 1, 2, 3], 1000, 1),
+            Vec::<usize>::new()
+        );
+        assert_eq!(held_by_others_in(&d, &[0, 1, 2, 3], 1001, 1000), vec![0]);
+        // A watchdog's hand-over line names it, as an exclusive holder.
+        a.rewrite_holder(1234, "watchdog of 1000, restoring");
+        assert_eq!(
+            std::fs::read_to_string(d.join("cpu0.lock")).unwrap(),
+            "1234 watchdog of 1000, restoring\n"
+        );
+        assert_eq!(held_by_others_in(&d, &[0], 1000, 1), vec![0]);
+        assert_eq!(a.fds().len(), 1);
+        drop((a, b));
+        assert_eq!(
+            held_by_others_in(&d, &[0, 1, 2, 3], 2000, 1),
+            Vec::<usize>::new()
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn proc_locks_lines_are_parsed() {
+        let t = "1: FLOCK  ADVISORY  WRITE 812 00:1a:4242 0 EOF\n2: -> FLOCK  ADVISORY  WRITE 813 00:1a:4242 0 EOF\n3: POSIX  ADVISORY  WRITE 9 fd:01:77 0 EOF\n4: FLOCK  ADVISORY  WRITE 7 fd:01:99 0 EOF\n";
+        assert_eq!(flocks(t), vec![(0, 0x1a, 4242), (0xfd, 1, 99)]);
     }
 
     #[test]

@@ -156,6 +156,36 @@ pub(crate) struct Daemon {
     /// The managed CPUs' locks, held for the daemon's life (dropped after
     /// `Drop::drop` has restored every thread).
     pub _cpu_lock: crate::cpulock::CpuLocks,
+    /// The HSI timer the timerfd is armed for (absolute ns), to measure
+    /// how late the daemon wakes for it.
+    pub timer_due: Option<u64>,
+    /// `HSCHED_LIVE_EARLY`: arm the timerfd this much before an HSI timer
+    /// and spin to it (0: off).
+    pub early_ns: u64,
+    /// Spin until this time when the timerfd fires (early wake-up).
+    pub spin_to: Option<u64>,
+}
+
+/// Where the daemon's own loop runs: the online CPUs it does not manage
+/// and no other daemon manages (their locks are held by another process,
+/// `cpulock::held_by_others`), or its own managed CPUs when none is left.
+/// `HSCHED_LIVE_PLACE=managed` forces the managed CPUs (experiments).
+fn daemon_cpus(online: &[usize], managed: &[usize]) -> Vec<usize> {
+    if std::env::var("HSCHED_LIVE_PLACE").is_ok_and(|v| v == "managed") {
+        return managed.to_vec();
+    }
+    let rest: Vec<usize> = online
+        .iter()
+        .copied()
+        .filter(|c| !managed.contains(c))
+        .collect();
+    let others = crate::cpulock::held_by_others(&rest);
+    let free: Vec<usize> = rest.into_iter().filter(|c| !others.contains(c)).collect();
+    if free.is_empty() {
+        managed.to_vec()
+    } else {
+        free
+    }
 }
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> LiveError + '_ {
@@ -196,6 +226,7 @@ impl Daemon {
         let wd = Watchdog::start(
             Some((freezer.mount.clone(), freezer.root.clone())),
             opts.daemon_priority.saturating_add(5).min(99),
+            Some(&cpu_lock),
         )
         .map_err(io_err("watchdog"))?;
         // Every online CPU, not only the managed ones: a wake-up sample is
@@ -244,6 +275,9 @@ impl Daemon {
             );
         }
         let epoch = sys::now_ns();
+        if std::env::var_os("HSCHED_LIVE_DEBUG").is_some() {
+            eprintln!("[0] epoch mono {epoch}");
+        }
         let coop = crate::coop::Channel::new(h, epoch).map_err(io_err("coop_poll channel"))?;
         epoll
             .add(coop.doorbell_fd(), libc::EPOLLIN as u32, TOK_COOP)
@@ -261,18 +295,17 @@ impl Daemon {
         let end_at = opts.duration.map(|d| epoch + d.as_nanos());
         let ops = h.operations.clone();
         let ncpu = cpus.len();
-        // Keep the daemon's own (real-time) work off the managed CPUs when
-        // there are others, and size the throttling governor (enforce.rs).
-        let rest: Vec<usize> = online
-            .iter()
-            .copied()
-            .filter(|c| !cpus.contains(c))
-            .collect();
-        if !rest.is_empty() {
-            let mut m = CpuMask::empty();
-            rest.iter().for_each(|&c| m.set(c));
-            let _ = sys::set_affinity(0, &m);
-        }
+        // Keep the daemon's own (real-time) work off the managed CPUs, and
+        // off those other daemons manage, when there are others; else on
+        // its own managed CPUs (docs/live-mode.md, "One daemon per CPU").
+        let place = daemon_cpus(&online, &cpus);
+        let mut m = CpuMask::empty();
+        place.iter().for_each(|&c| m.set(c));
+        let _ = sys::set_affinity(0, &m);
+        let early_ns = std::env::var("HSCHED_LIVE_EARLY")
+            .ok()
+            .and_then(|v| v.trim().trim_end_matches("us").parse::<u64>().ok())
+            .map_or(0, |us| us.min(5_000) * 1_000);
         let opts_rt_budget = crate::enforce::RtBudget::for_run(opts.fifo_priority);
         let stats = LiveStats {
             stolen_source: opts.stolen.name().to_string(),
@@ -324,6 +357,9 @@ impl Daemon {
             coop,
             progress: crate::progress::ProgressMonitor::from_env(h),
             _cpu_lock: cpu_lock,
+            timer_due: None,
+            early_ns,
+            spin_to: None,
         })
     }
 
@@ -372,6 +408,7 @@ impl Daemon {
                 match tok {
                     TOK_TIMER => {
                         self.timer.clear();
+                        self.timer_fired();
                         self.expire_clients();
                     }
                     TOK_SIGNAL => self.on_signals(),
@@ -391,10 +428,42 @@ impl Daemon {
         Ok(self.finish())
     }
 
+    /// The timerfd fired: spin to the HSI timer when armed early, and
+    /// record how late the daemon is for it.
+    fn timer_fired(&mut self) {
+        if let Some(t) = self.spin_to.take() {
+            let c0 = sys::thread_cpu_ns();
+            while sys::now_ns() < t {
+                std::hint::spin_loop();
+            }
+            let spun = sys::thread_cpu_ns().saturating_sub(c0);
+            self.stats.spin_ns += spun;
+            self.stats.daemon_cpu_ns += spun;
+        }
+        if let Some(d) = self.timer_due.take() {
+            let now = sys::now_ns();
+            if now >= d && self.stats.timer_late_ns.len() < 4_000_000 {
+                self.stats.timer_late_ns.push(now - d);
+            }
+            if self.debug {
+                eprintln!(
+                    "[{}] HSI timer due {} late {} ns",
+                    now - self.epoch,
+                    d - self.epoch,
+                    now.saturating_sub(d)
+                );
+            }
+        }
+    }
+
     fn arm_timer(&mut self) {
         let mut at = u64::MAX;
-        if let Some(t) = self.hsi.next_timer() {
-            at = at.min(self.epoch.saturating_add(t.0));
+        let hsi_at = self
+            .hsi
+            .next_timer()
+            .map(|t| self.epoch.saturating_add(t.0));
+        if let Some(t) = hsi_at {
+            at = at.min(t);
         }
         if let Some(&(t, _)) = self.launches.first() {
             at = at.min(t);
@@ -423,7 +492,17 @@ impl Daemon {
         if !self.conns.is_empty() || !self.pending_rmdir.is_empty() {
             at = at.min(sys::now_ns() + 1_000_000_000);
         }
-        let _ = self.timer.arm((at != u64::MAX).then_some(at));
+        self.timer_due = (Some(at) == hsi_at).then_some(at);
+        self.spin_to = None;
+        let mut arm = at;
+        if self.early_ns > 0 && self.timer_due.is_some() {
+            let now = sys::now_ns();
+            if at > now + self.early_ns {
+                arm = at - self.early_ns;
+                self.spin_to = Some(at);
+            }
+        }
+        let _ = self.timer.arm((arm != u64::MAX).then_some(arm));
     }
 
     fn on_signals(&mut self) {
@@ -1215,6 +1294,23 @@ impl Daemon {
         // Sample CPU time before anything changes.
         self.reap();
         self.sweep(true);
+        if self.debug {
+            let mut v = self.stats.timer_late_ns.clone();
+            v.sort_unstable();
+            if let Some(&max) = v.last() {
+                let q = |f: f64| v[((v.len() as f64 * f) as usize).min(v.len() - 1)] / 1_000;
+                eprintln!(
+                    "hsched: HSI timer wake-up lateness over {} expiries: p50 {} us, p99 {} us, p99.9 {} us, max {} us; daemon CPU {:.2} %, spin {:.2} %",
+                    v.len(),
+                    q(0.5),
+                    q(0.99),
+                    q(0.999),
+                    max / 1_000,
+                    self.stats.daemon_cpu_ns as f64 / duration as f64 * 100.0,
+                    self.stats.spin_ns as f64 / duration as f64 * 100.0
+                );
+            }
+        }
         let report = crate::report::build(self, duration);
         self.shutdown_all();
         report

@@ -196,6 +196,9 @@ pub fn frame_renderer(
 ) -> (u64, u64, u64) {
     let mut last = sys::now_ns();
     let (mut frames, mut misses, mut longest) = (0, 0, 0);
+    // HSCHED_LIVE_DEBUG: print each miss with its CLOCK_MONOTONIC time, to
+    // line it up with the daemon's debug lines (docs/live-mode.md).
+    let debug = std::env::var_os("HSCHED_LIVE_DEBUG").is_some();
     if let Some(s) = slot {
         s.max_lateness.store(i64::MIN, Ordering::Relaxed);
         s.used.store(1, Ordering::Relaxed);
@@ -209,6 +212,9 @@ pub fn frame_renderer(
         longest = longest.max(gap);
         if gap > miss_gap {
             misses += 1;
+            if debug {
+                eprintln!("[mono {now}] frame miss: gap {gap} ns");
+            }
         }
         job(slot, gap as i64 - miss_gap as i64);
     }

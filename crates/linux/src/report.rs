@@ -62,6 +62,12 @@ pub struct LiveStats {
     pub grace_ns: u64,
     /// Freezes deferred by that grace.
     pub deferred_freezes: u64,
+    /// How late the daemon handled each expiry of an HSI timer (its
+    /// timerfd wake-up, after any early-wake spin), ns.
+    pub timer_late_ns: Vec<u64>,
+    /// CPU time spent spinning before HSI timers (`HSCHED_LIVE_EARLY`),
+    /// ns; also counted in `daemon_cpu_ns`.
+    pub spin_ns: u64,
 }
 
 /// A latency distribution.
@@ -250,6 +256,8 @@ impl Report {
                 "protocol_errors": st.protocol_errors,
                 "resyncs": st.resyncs,
                 "daemon_cpu_ns": st.daemon_cpu_ns,
+                "timer_lateness": Dist::of(&mut st.timer_late_ns.clone()).json(),
+                "spin_ns": st.spin_ns,
                 "ended_by": st.ended_by,
                 "stolen": {"source": st.stolen_source, "measured_ns": st.stolen_measured_ns,
                     "fed_ns": st.stolen_fed_ns, "reports": st.stolen_reports},

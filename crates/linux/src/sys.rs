@@ -915,9 +915,11 @@ pub fn poll_in(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
 /// Closes every descriptor from `first` up, except those in `keep`
 /// (`close_range`, one call per gap: fast and async-signal-safe).
 pub fn close_from(first: RawFd, keep: &[RawFd]) {
-    let mut ks: [RawFd; 8] = [RawFd::MAX; 8];
+    // Room for the watchdog's pipe and pidfd plus one CPU lock per CPU of
+    // a large machine; no allocation (async-signal-safe after fork).
+    let mut ks: [RawFd; 256] = [RawFd::MAX; 256];
     let mut n = 0;
-    for &k in keep.iter().filter(|&&k| k >= first).take(8) {
+    for &k in keep.iter().filter(|&&k| k >= first).take(256) {
         ks[n] = k;
         n += 1;
     }

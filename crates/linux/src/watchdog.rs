@@ -9,10 +9,14 @@
 //! since nothing else inherits the close-on-exec write end), `poll` reports
 //! the hang-up and the watchdog restores whatever is still recorded, thaws
 //! and removes hsched's freezer cgroups, removes the daemon's `coop_poll`
-//! channel file, and exits. It runs at a real-time
-//! priority above the managed threads and in its own session, so neither a
-//! managed CPU hog nor a terminal's Ctrl-C gets in its way.
+//! channel file, and exits. It keeps the daemon's CPU lock descriptors
+//! ([`crate::cpulock`]) open all along, so the CPUs of a killed daemon stay
+//! locked, the holder line naming the watchdog, until that is done. It
+//! runs at a real-time priority above the managed threads and in its own
+//! session, so neither a managed CPU hog nor a terminal's Ctrl-C gets in
+//! its way.
 
+use crate::cpulock::CpuLocks;
 use crate::enforce::{self, Original};
 use crate::sys::{self, CpuMask, SchedAttr};
 use std::io;
@@ -85,15 +89,24 @@ impl Watchdog {
     /// Call it while the process is single-threaded or accept that the
     /// child relies on glibc's fork-safe allocator (it allocates a little).
     ///
+    /// `locks` are the daemon's CPU locks: the watchdog keeps their
+    /// descriptors, so after a `kill -9` the CPUs stay locked (under the
+    /// watchdog's pid) until it has restored every thread.
+    ///
     /// # Errors
     /// The pipe or the fork failed.
-    pub fn start(freezer: Option<(PathBuf, PathBuf)>, priority: u32) -> io::Result<Watchdog> {
+    pub fn start(
+        freezer: Option<(PathBuf, PathBuf)>,
+        priority: u32,
+        locks: Option<&CpuLocks>,
+    ) -> io::Result<Watchdog> {
         let (r, w) = sys::pipe()?;
         sys::set_pipe_size(&w, 1 << 20);
         let pid = sys::fork()?;
         if pid == 0 {
             drop(w);
-            let code = watchdog_main(r, freezer, priority);
+            let code = watchdog_main(r, freezer, priority, locks);
+            // Exiting closes the lock descriptors: the CPUs are free now.
             sys::exit_now(code);
         }
         drop(r);
@@ -151,7 +164,12 @@ impl Drop for Watchdog {
     }
 }
 
-fn watchdog_main(r: OwnedFd, freezer: Option<(PathBuf, PathBuf)>, priority: u32) -> i32 {
+fn watchdog_main(
+    r: OwnedFd,
+    freezer: Option<(PathBuf, PathBuf)>,
+    priority: u32,
+    locks: Option<&CpuLocks>,
+) -> i32 {
     // The daemon is our parent: a pidfd on it tells us it died even if some
     // process wrongly inherited the pipe's write end.
     let daemon_pid = sys::getppid();
@@ -172,7 +190,11 @@ fn watchdog_main(r: OwnedFd, freezer: Option<(PathBuf, PathBuf)>, priority: u32)
         .into_iter()
         .flatten()
         .collect();
-    sys::close_from(3, &keep);
+    // The CPU locks' descriptors stay open too (not polled).
+    let lock_fds = locks.map(|l| l.fds()).unwrap_or_default();
+    let mut keep_all = keep.clone();
+    keep_all.extend_from_slice(&lock_fds);
+    sys::close_from(3, &keep_all);
     sys::set_nonblocking(r.as_raw_fd());
     sys::set_thread_name("hsched-watchdog");
     let _ = sys::sched_setattr(0, &SchedAttr::fifo(priority));
@@ -216,6 +238,15 @@ fn watchdog_main(r: OwnedFd, freezer: Option<(PathBuf, PathBuf)>, priority: u32)
         buf.copy_within(whole..fill, 0);
         fill -= whole;
     }
+    // A daemon that ended without restoring is dead (or past its Drop):
+    // the CPUs' locks are the watchdog's now, and the holder line says so
+    // until the threads are back.
+    let lock_note = format!("watchdog of {daemon_pid}, restoring");
+    if !done && !lock_fds.is_empty() {
+        if let Some(l) = locks {
+            l.rewrite_holder(sys::getpid(), &lock_note);
+        }
+    }
     let (mount, root) = match &freezer {
         Some((m, r)) => (Some(m.as_path()), Some(r.as_path())),
         None => (None, None),
@@ -234,6 +265,13 @@ fn watchdog_main(r: OwnedFd, freezer: Option<(PathBuf, PathBuf)>, priority: u32)
     if !done && !held.is_empty() {
         let msg = format!("hsched-watchdog: the daemon ended without restoring; restored {} thread(s), {failed} failed\n", held.len());
         let _ = sys::write_all(2, msg.as_bytes());
+    }
+    // Restored: empty the line (unless a live daemon still holds it and
+    // will), then exit, which closes the descriptors and frees the CPUs.
+    if !done && !lock_fds.is_empty() {
+        if let Some(l) = locks {
+            l.clear_holder();
+        }
     }
     0
 }
