@@ -78,6 +78,13 @@ enum Command {
         after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::sim::EXAMPLES)
     )]
     Sim(cmd::sim::Args),
+    /// Record what the Linux scheduler does while a command runs (root), for `import`
+    #[command(
+        long_about = cmd::record::LONG_ABOUT,
+        after_help = cmd::record::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::record::EXAMPLES)
+    )]
+    Record(cmd::record::Args),
     /// Turn a Linux scheduler trace of real programs into an rt-app workload to replay
     #[command(
         long_about = cmd::import::LONG_ABOUT,
@@ -136,6 +143,7 @@ fn main() -> ExitCode {
         Command::Tree(args) => cmd::tree::run(&args),
         Command::Analyze(args) => cmd::analyze::run(&args),
         Command::Sim(args) => cmd::sim::run(args),
+        Command::Record(args) => cmd::record::run(&args),
         Command::Import(args) => cmd::import::run(&args),
         Command::Policies(args) => cmd::policies::run(&args),
         Command::Run(args) => cmd::run::run(&args),

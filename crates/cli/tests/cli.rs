@@ -575,7 +575,7 @@ fn every_verb_has_help_with_examples() {
     assert!(top.status.success());
     let text = stdout(&top);
     assert!(text.contains("Exit status:"), "{text}");
-    for verb in ["check", "tree", "sim", "import", "policies"] {
+    for verb in ["check", "tree", "sim", "record", "import", "policies"] {
         assert!(text.contains(verb), "--help does not list {verb}");
         for flag in ["-h", "--help"] {
             let o = run(&[verb, flag]);
@@ -586,7 +586,7 @@ fn every_verb_has_help_with_examples() {
                 "{verb} {flag}:\n{h}"
             );
             assert!(
-                h.contains("Examples:\n  hsched "),
+                h.contains("Examples:\n  hsched ") || h.contains("Examples:\n  sudo hsched "),
                 "{verb} {flag} has no examples:\n{h}"
             );
         }

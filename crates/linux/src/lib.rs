@@ -45,6 +45,7 @@ pub mod hierarchy;
 pub mod observe;
 pub mod probe;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod stolen;
 pub mod sys;

@@ -12,6 +12,7 @@ pub mod check;
 pub mod ctl;
 pub mod import;
 pub mod policies;
+pub mod record;
 pub mod run;
 pub mod sim;
 pub mod stolen;

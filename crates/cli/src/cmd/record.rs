@@ -1,0 +1,88 @@
+//! `hsched record`: a scheduler trace of a command as it runs, for `hsched
+//! import`. The recording itself is `hsched_linux::record`.
+
+use crate::outcome::{input_error, Outcome};
+use hsched_linux::record::{record, RecordOptions};
+use std::path::PathBuf;
+
+/// Long help.
+pub const LONG_ABOUT: &str = "\
+Run a command and record what the Linux scheduler did meanwhile, on every
+CPU: the sched_switch, sched_wakeup and sched_wakeup_new tracepoints, in a
+tracefs instance of its own that is removed afterwards (root, or write
+access to tracefs). The command is not changed; Ctrl-C reaches it as usual.
+The trace is text, for `hsched import`, which turns the command's threads
+into an rt-app workload the simulator replays. See docs/trace-replay.md.";
+
+/// Examples shown by `--help`.
+pub const EXAMPLES: &str = "\
+Examples:
+  sudo hsched record -o app.trace -- ./my-app --its-flags
+  hsched import app.trace --comm my-app -o app.json
+  hsched sim examples/rtapp-tasks.toml --workload app.json";
+
+/// Arguments of `hsched record`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Where the trace goes
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Trace buffer per CPU, in KiB; the oldest events are dropped when it
+    /// fills
+    #[arg(long, value_name = "KIB", default_value_t = 16384)]
+    pub buffer_kib: u32,
+    /// The command to run, after `--`
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<String>,
+}
+
+/// Records the command's run.
+///
+/// # Errors
+/// A command that cannot be started or an output that cannot be written
+/// (input errors); no tracefs or no permission (exit 3).
+pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+    let opts = RecordOptions {
+        command: args.command.clone(),
+        output: args.output.clone(),
+        buffer_kib: args.buffer_kib,
+    };
+    let r = match record(&opts) {
+        Ok(r) => r,
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::PermissionDenied) => {
+            eprintln!(
+                "error: cannot record: {e}\n  = help: run it as root (sudo hsched record ...)"
+            );
+            return Ok(Outcome::Status(3));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && e.to_string().contains("tracefs") => {
+            eprintln!("error: cannot record: {e}");
+            return Ok(Outcome::Status(3));
+        }
+        Err(e) => return Err(input_error(format!("error: {e}"))),
+    };
+    let out = args.output.display();
+    eprintln!(
+        "recorded `{}` (pid {}, exit status {}): {} events in {out}",
+        args.command.join(" "),
+        r.pid,
+        r.status,
+        r.events
+    );
+    if r.dropped > 0 {
+        eprintln!(
+            "warning: {} events were dropped because the buffer filled up; record again with a larger --buffer-kib",
+            r.dropped
+        );
+    }
+    eprintln!(
+        "next: hsched import {out}   (lists the threads; then --pid {} or --comm NAME -o app.json)",
+        r.pid
+    );
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,97 @@
+//! `hsched record` on this machine: a real command's scheduling is traced
+//! in a tracefs instance of its own, which is removed afterwards, and
+//! `hsched import` reads the result. As root; skips with a message
+//! otherwise (or without tracefs). No CPU lock is needed: recording changes
+//! no thread.
+
+use hsched_linux::record::{record, RecordOptions};
+
+fn supported() -> bool {
+    if hsched_linux::sys::geteuid() != 0 {
+        eprintln!("SKIPPED: recording needs root");
+        return false;
+    }
+    if let Err(e) = hsched_linux::observe::tracefs() {
+        eprintln!("SKIPPED: {e}");
+        return false;
+    }
+    true
+}
+
+fn instances() -> Vec<String> {
+    let Ok(root) = hsched_linux::observe::tracefs() else {
+        return Vec::new();
+    };
+    std::fs::read_dir(root.join("instances"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("hsched-record-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_recorded_shell_loop_imports_with_one_burst_per_wait() {
+    if !supported() {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("record");
+    std::fs::create_dir_all(&dir).unwrap();
+    let output = dir.join("loop.trace");
+    // The shell waits for each `sleep` child: it blocks at least once per
+    // round, so its history has at least 10 bursts.
+    let opts = RecordOptions {
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.02; done".into(),
+        ],
+        output: output.clone(),
+        buffer_kib: 4096,
+    };
+    let r = record(&opts).expect("recording works as root");
+    assert_eq!(r.status, 0);
+    assert!(r.events > 0);
+    assert_eq!(r.dropped, 0, "the buffer filled up");
+    let mine = format!("hsched-record-{}-", std::process::id());
+    assert!(
+        !instances().iter().any(|n| n.starts_with(&mine)),
+        "the tracefs instance was not removed"
+    );
+    let text = std::fs::read_to_string(&output).unwrap();
+    let trace = hsched_config::parse_sched_trace(&text, "loop.trace").expect("the trace imports");
+    let sh = trace
+        .threads
+        .get(&(r.pid as u32))
+        .unwrap_or_else(|| panic!("the shell (pid {}) is not in the trace", r.pid));
+    assert!(sh.bursts.len() >= 10, "{} bursts", sh.bursts.len());
+    assert!(sh.exited);
+    // Ten sleeps of 20 ms: at least 200 ms asleep between its bursts.
+    let slept: u64 = sh.bursts.iter().filter_map(|b| b.sleep).map(|d| d.0).sum();
+    assert!(slept >= 190_000_000, "slept {slept} ns");
+    let sleeps = trace.by_comm("sleep");
+    assert!(sleeps.len() >= 10, "{} sleep processes", sleeps.len());
+}
+
+#[test]
+fn a_command_that_cannot_start_records_nothing() {
+    if !supported() {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("record");
+    std::fs::create_dir_all(&dir).unwrap();
+    let output = dir.join("none.trace");
+    let _ = std::fs::remove_file(&output);
+    let opts = RecordOptions {
+        command: vec!["hsched-no-such-program".into()],
+        output: output.clone(),
+        buffer_kib: 64,
+    };
+    let e = record(&opts).unwrap_err();
+    assert!(e.to_string().contains("not found"), "{e}");
+    assert!(!output.exists(), "an output was written");
+    let mine = format!("hsched-record-{}-", std::process::id());
+    assert!(!instances().iter().any(|n| n.starts_with(&mine)));
+}
