@@ -158,7 +158,9 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
             Ok(Some((at, ev))) => events.push((at, k, ev)),
             Ok(None) => skipped += 1,
             Err((col, message, expected)) => {
-                let col = line[..col].chars().count() as u32 + 1;
+                // Byte offset to 1-based character column (an offset that is
+                // not on a character boundary counts up to the line's end).
+                let col = line.get(..col).unwrap_or(line).chars().count() as u32 + 1;
                 let mut e = ConfigError::new(file, k as u32 + 1, col, message).expected(expected);
                 e.source_line = Some(line.to_string());
                 errors.push(e);
@@ -408,7 +410,9 @@ fn find_event(line: &str) -> Option<(&'static str, usize, usize)> {
 /// seconds with a fraction.
 fn timestamp(line: &str, event_at: usize) -> Result<u64, LineError> {
     let head = line[..event_at].trim_end();
-    let word_at = head.rfind(char::is_whitespace).map_or(0, |k| k + 1);
+    let word_at = head
+        .rfind(|c: char| c.is_ascii_whitespace())
+        .map_or(0, |k| k + 1);
     let word = &head[word_at..];
     let bad = || {
         (
@@ -512,12 +516,14 @@ fn parse_switch(fields: &str, at: usize) -> Result<Event, LineError> {
         )
     };
     let (left, right) = fields.split_once("==>").ok_or_else(bad)?;
-    let left = left.trim();
-    let state_at = left.rfind(char::is_whitespace).ok_or_else(bad)?;
+    let left = left.trim_end();
+    let state_at = left
+        .rfind(|c: char| c.is_ascii_whitespace())
+        .ok_or_else(bad)?;
     let state = &left[state_at + 1..];
-    let (prev_comm, prev_pid) = comm_pid(left[..state_at].trim_end(), at).ok_or_else(bad)?;
+    let (prev_comm, prev_pid) = comm_pid(&left[..state_at], at).ok_or_else(bad)?;
     let right_at = at + fields.len() - right.len();
-    let (next_comm, next_pid) = comm_pid(right.trim(), right_at).ok_or_else(bad)?;
+    let (next_comm, next_pid) = comm_pid(right, right_at).ok_or_else(bad)?;
     let (prev_runnable, prev_dead) = state_of(state, at + state_at + 1)?;
     Ok(Event::Switch {
         prev_pid: prev_pid?,
@@ -529,8 +535,10 @@ fn parse_switch(fields: &str, at: usize) -> Result<Event, LineError> {
     })
 }
 
-/// `COMM:PID [PRIO]…` (trace-cmd): the name and the id, if the shape fits.
+/// `COMM:PID [PRIO]…` (trace-cmd), `at` being where `text` starts in the
+/// line: the name and the id, if the shape fits.
 fn comm_pid(text: &str, at: usize) -> Option<(String, Result<u32, LineError>)> {
+    let at = at + text.len() - text.trim_start().len();
     let text = text.trim_start();
     let head = match text.find(" [") {
         Some(k) => &text[..k],
@@ -789,6 +797,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("`soon:` is not a timestamp"), "{e}");
+        // A bad id after a name of several-byte characters: the column
+        // counts characters.
+        let e = parse_sched_trace(
+            "  <idle>-0 [000] 1.0: sched_switch:  \u{e9}\u{e9}:x [120] S ==> b:2 [120]\n",
+            "mb.trace",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("mb.trace:1:41"), "{e}");
+        assert!(e.contains("`x` is not a thread id"), "{e}");
+        // Unicode spaces are not field separators (and split no character).
+        let e = parse_sched_trace(
+            "  x-1 [000]\u{3000}100.5: sched_wakeup: comm=a pid=1\n",
+            "u",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("is not a timestamp"), "{e}");
         let e = parse_sched_trace("nothing here\n", "empty.trace")
             .unwrap_err()
             .to_string();
