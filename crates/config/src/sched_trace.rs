@@ -140,6 +140,9 @@ struct Builder {
     open: bool,
 }
 
+/// Bad lines reported one by one; the rest are counted.
+const MAX_ERRORS: usize = 20;
+
 /// Reads a scheduler trace (see the module documentation for the formats).
 ///
 /// # Errors
@@ -168,6 +171,16 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
         }
     }
     if !errors.is_empty() {
+        if errors.len() > MAX_ERRORS {
+            let more = errors.len() - MAX_ERRORS;
+            errors.truncate(MAX_ERRORS);
+            errors.push(ConfigError::new(
+                file,
+                0,
+                0,
+                format!("and {more} more event lines that cannot be read"),
+            ));
+        }
         return Err(ConfigErrors(errors));
     }
     if events.is_empty() {
@@ -815,6 +828,10 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("is not a timestamp"), "{e}");
+        let many = "x-1 [000] d..2. 1.0: sched_wakeup: comm=x pid=y\n".repeat(25);
+        let e = parse_sched_trace(&many, "many.trace").unwrap_err();
+        assert_eq!(e.len(), 21);
+        assert!(e.to_string().contains("and 5 more event lines"), "{e}");
         let e = parse_sched_trace("nothing here\n", "empty.trace")
             .unwrap_err()
             .to_string();
