@@ -43,6 +43,17 @@ pub fn attach_workload(h: &mut Hierarchy, path: &Path) -> anyhow::Result<()> {
     hsched_config::attach_rtapp(h, w).map_err(rendered)
 }
 
+/// Reads a Linux scheduler trace (`hsched import`).
+///
+/// # Errors
+/// The file cannot be read, or an event line in it cannot.
+pub fn load_trace(path: &Path) -> anyhow::Result<hsched_config::SchedTrace> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| input_error(format!("error: cannot read `{name}`: {e}")))?;
+    hsched_config::parse_sched_trace(&text, &name).map_err(rendered)
+}
+
 /// Checks that every thread can be simulated (has a workload).
 ///
 /// # Errors

@@ -134,10 +134,8 @@ enum Phase {
 struct Builder {
     thread: TracedThread,
     phase: Phase,
-    /// CPU of the burst in progress.
+    /// CPU of the burst in progress (one is, unless `phase` is `Blocked`).
     used: u64,
-    /// Whether a burst is in progress (woken and not blocked since).
-    open: bool,
 }
 
 /// Bad lines reported one by one; the rest are counted.
@@ -265,7 +263,6 @@ fn builder<'a>(
         },
         phase: Phase::Blocked { since: at },
         used: 0,
-        open: false,
     });
     if b.thread.comm != comm && !comm.is_empty() {
         b.thread.comm = comm.to_string();
@@ -286,10 +283,9 @@ impl Builder {
     fn begin(&mut self, at: u64, since: u64, start: u64) {
         if let Some(last) = self.thread.bursts.last_mut() {
             last.sleep = Some(Duration(at.saturating_sub(since)));
-        } else if !self.open {
+        } else {
             self.thread.first_wake = Duration(at.saturating_sub(start));
         }
-        self.open = true;
         self.used = 0;
     }
 
@@ -313,11 +309,10 @@ impl Builder {
             }
             Phase::Blocked { .. } => {
                 // Running since before the trace began (its slice so far is
-                // unknown), or a wake-up and a switch-in were both lost: no
-                // burst is opened until it wakes again.
-                if self.thread.bursts.is_empty() && !self.open {
-                    // Before the first burst: nothing is missing yet.
-                } else {
+                // unknown; before the first burst nothing is missing yet), or
+                // a wake-up and a switch-in were both lost: no burst is
+                // opened until it wakes again.
+                if !self.thread.bursts.is_empty() {
                     self.thread.lost += 1;
                 }
                 if !runnable {
@@ -340,14 +335,11 @@ impl Builder {
     /// Ends the burst in progress (its sleep is filled in at the next
     /// wake-up).
     fn close(&mut self) {
-        if self.open {
-            self.thread.bursts.push(Burst {
-                run: Duration(self.used),
-                sleep: None,
-            });
-            self.open = false;
-            self.used = 0;
-        }
+        self.thread.bursts.push(Burst {
+            run: Duration(self.used),
+            sleep: None,
+        });
+        self.used = 0;
     }
 
     /// The trace ended: a running thread's slice ends there; a sleeping
@@ -355,12 +347,11 @@ impl Builder {
     /// over keeps the recorded pace).
     fn finish(&mut self, end: u64) {
         match self.phase {
-            Phase::Running { since } | Phase::Runnable { since } if self.open => {
-                if matches!(self.phase, Phase::Running { .. }) {
-                    self.used += end.saturating_sub(since);
-                }
+            Phase::Running { since } => {
+                self.used += end.saturating_sub(since);
                 self.close();
             }
+            Phase::Runnable { .. } => self.close(),
             Phase::Blocked { since } if !self.thread.exited && end > since => {
                 if let Some(last) = self.thread.bursts.last_mut() {
                     if last.sleep.is_none() {

@@ -14,6 +14,7 @@
 
 use crate::observe;
 use crate::sys;
+use crate::LiveError;
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
@@ -116,20 +117,33 @@ fn remove_stale(instances: &Path) {
 /// runs, and writes them as text to `opts.output`.
 ///
 /// # Errors
-/// No tracefs or no permission (not root), a command that cannot be
-/// started, or an output that cannot be written. The tracefs instance is
-/// removed in every case.
-pub fn record(opts: &RecordOptions) -> io::Result<Recorded> {
-    let exec = sys::Exec::new(&opts.command)?;
+/// [`LiveError::Setup`]: a command that cannot be started or an output that
+/// cannot be written, found before anything runs;
+/// [`LiveError::Unsupported`]: no tracefs, or no permission to make an
+/// instance (not root); [`LiveError::Io`]: a later failure. The tracefs
+/// instance is removed in every case.
+pub fn record(opts: &RecordOptions) -> Result<Recorded, LiveError> {
+    let exec = sys::Exec::new(&opts.command).map_err(|e| LiveError::Setup(e.to_string()))?;
     // Refuse an unwritable output before running anything.
-    let mut out = std::fs::File::create(&opts.output).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot write {}: {e}", opts.output.display()),
-        )
-    })?;
-    let tracefs = observe::tracefs()?;
-    let inst = Instance::create(&tracefs)?;
+    let out = std::fs::File::create(&opts.output)
+        .map_err(|e| LiveError::Setup(format!("cannot write {}: {e}", opts.output.display())))?;
+    let inst = observe::tracefs()
+        .and_then(|t| Instance::create(&t))
+        .map_err(|e| {
+            // Nothing was recorded: leave no empty trace behind.
+            let _ = std::fs::remove_file(&opts.output);
+            LiveError::Unsupported(e.to_string())
+        })?;
+    run_recorded(opts, &exec, &inst, out).map_err(|e| LiveError::Io(e.to_string()))
+}
+
+/// The recording itself, in `inst`.
+fn run_recorded(
+    opts: &RecordOptions,
+    exec: &sys::Exec,
+    inst: &Instance,
+    mut out: std::fs::File,
+) -> io::Result<Recorded> {
     inst.write("tracing_on", "0")?;
     inst.write("buffer_size_kb", &opts.buffer_kib.max(1).to_string())?;
     // `mono` lines the trace up with CLOCK_MONOTONIC (and with live mode's
@@ -176,7 +190,6 @@ pub fn record(opts: &RecordOptions) -> io::Result<Recorded> {
     inst.write("tracing_on", "0")?;
     let (events, dropped) = copy_trace(&inst.dir.join("trace"), &mut out)?;
     out.flush()?;
-    drop(inst);
     Ok(Recorded {
         pid,
         status,

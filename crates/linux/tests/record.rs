@@ -90,7 +90,10 @@ fn a_command_that_cannot_start_records_nothing() {
         buffer_kib: 64,
     };
     let e = record(&opts).unwrap_err();
-    assert!(e.to_string().contains("not found"), "{e}");
+    assert!(
+        matches!(&e, hsched_linux::LiveError::Setup(m) if m.contains("not found")),
+        "{e}"
+    );
     assert!(!output.exists(), "an output was written");
     let mine = format!("hsched-record-{}-", std::process::id());
     assert!(!instances().iter().any(|n| n.starts_with(&mine)));

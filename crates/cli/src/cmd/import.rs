@@ -2,7 +2,7 @@
 //! an rt-app workload that the simulator and live mode replay.
 
 use crate::outcome::{input_error, Outcome};
-use hsched_config::{parse_sched_trace, SchedTrace};
+use hsched_config::SchedTrace;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -53,10 +53,7 @@ pub struct Args {
 /// An unreadable or malformed trace, or a thread that is not in it (input
 /// errors); a file that cannot be written.
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    let name = args.trace.display().to_string();
-    let text = std::fs::read_to_string(&args.trace)
-        .map_err(|e| input_error(format!("error: cannot read `{name}`: {e}")))?;
-    let trace = parse_sched_trace(&text, &name).map_err(|e| input_error(e.to_string()))?;
+    let trace = crate::input::load_trace(&args.trace)?;
     if args.pid.is_empty() && args.comm.is_empty() {
         std::io::stdout()
             .lock()

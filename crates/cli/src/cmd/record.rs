@@ -3,6 +3,7 @@
 
 use crate::outcome::{input_error, Outcome};
 use hsched_linux::record::{record, RecordOptions};
+use hsched_linux::LiveError;
 use std::path::PathBuf;
 
 /// Long help.
@@ -54,17 +55,12 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     };
     let r = match record(&opts) {
         Ok(r) => r,
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::PermissionDenied) => {
-            eprintln!(
-                "error: cannot record: {e}\n  = help: run it as root (sudo hsched record ...)"
-            );
+        Err(LiveError::Unsupported(m)) => {
+            eprintln!("error: cannot record: {m}\n  = help: run it as root (sudo hsched record ...), with tracefs mounted");
             return Ok(Outcome::Status(3));
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && e.to_string().contains("tracefs") => {
-            eprintln!("error: cannot record: {e}");
-            return Ok(Outcome::Status(3));
-        }
-        Err(e) => return Err(input_error(format!("error: {e}"))),
+        Err(LiveError::Setup(m)) => return Err(input_error(format!("error: {m}"))),
+        Err(e) => return Err(anyhow::anyhow!("{e}")),
     };
     let out = args.output.display();
     eprintln!(
