@@ -31,8 +31,16 @@
 //! a thread other than the one it ran last, it first spends the machine's
 //! context-switch cost, during which nothing progresses; resuming the same
 //! thread after idling costs nothing.
+//!
+//! Time is charged to a processor (busy, idle, switching or stolen, and the
+//! running thread's CPU time) lazily: when its dispatch, its stolen-time
+//! state or its thread's work changes, and at the end. Charging an interval
+//! in pieces gives the same sums, so the figures are those of charging at
+//! every stop of the clock, which a stealing processor still gets (its
+//! stolen time must reach the HSI at the instant it is observed).
 
 use crate::error::SimError;
+use crate::events::{Ev, EventQueue, MAX_TARGET};
 use crate::gantt::Gantt;
 use crate::machine::{timer_fire_time, StealGen, NEVER};
 use crate::metrics::ThreadStats;
@@ -48,7 +56,6 @@ use hsched_core::{
     CpuId, Hsi, HsiError, Instant, Node, PolicyEvent, RevokeReason, ThreadId, TraceEvent, TraceKind,
 };
 use hsched_policies::PolicyInfo;
-use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 
 /// Work that never finishes (CPU-bound threads).
@@ -63,37 +70,6 @@ const CLASS_EXIT: u8 = 3;
 /// stuck (the HSI guards a single round itself).
 const MAX_TIMER_ROUNDS_AT_ONE_INSTANT: u32 = 100_000;
 
-/// A queued event, ordered by (time, class, sequence number); the class
-/// sits in the top two bits of `order` above the sequence number, so the
-/// comparison is two integers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Ev {
-    at: u64,
-    /// `class << 62 | seq`.
-    order: u64,
-    /// Thread index (create, workload timer, exit) or operation index.
-    target: u32,
-    /// Workload timer generation; stale timers are skipped.
-    gen: u32,
-}
-
-fn class_of(ev: &Ev) -> u8 {
-    (ev.order >> 62) as u8
-}
-
-/// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event.
-impl Ord for Ev {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (other.at, other.order).cmp(&(self.at, self.order))
-    }
-}
-
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 struct SimThread {
     name: String,
     principal: Option<usize>,
@@ -104,7 +80,9 @@ struct SimThread {
     remaining: u64,
     runnable: bool,
     cpu: Option<u32>,
-    gen: u32,
+    /// Sequence number of the armed workload timer (0: none); an event
+    /// with another one is stale and skipped.
+    timer: u64,
     /// Runnable without a processor since.
     waiting_since: Option<u64>,
     /// Woke at, until its first dispatch.
@@ -118,12 +96,15 @@ struct SimThread {
 
 #[derive(Default)]
 struct Cpu {
+    /// Time up to which `stats` and the running thread's time are charged.
+    /// A processor that is not stealing is charged lazily, when its state
+    /// is about to change (see `Engine::settle`).
+    acct: u64,
     running: Option<u32>,
     last: Option<u32>,
     switch_left: u64,
     /// Active stolen-time sources.
     stealing: u32,
-    done_at: u64,
     /// Start of the current thread slice, for traces.
     since: u64,
     steal_since: u64,
@@ -164,11 +145,16 @@ pub(crate) struct Engine<'h> {
     /// (name, thread index), sorted by name.
     names: Vec<(String, u32)>,
     principals: Vec<String>,
-    heap: BinaryHeap<Ev>,
-    seq: u64,
+    queue: EventQueue,
     cpus: Vec<Cpu>,
+    /// Per processor: when the work its thread asked for is done (`NEVER`
+    /// when idle, stealing or running forever); apart from `cpus` so that
+    /// the loop scans a dense array.
+    done_at: Vec<u64>,
     steals: Vec<StealGen>,
     next_steal: u64,
+    /// Processors with an active stolen-time source.
+    stealing_cpus: usize,
     timer_model: TimerModel,
     switch_cost: u64,
     changes: Vec<(CpuId, Option<ThreadId>)>,
@@ -226,6 +212,16 @@ impl<'h> Engine<'h> {
         for s in &h.machine.stolen {
             steals.push(StealGen::new(s, ncpu).map_err(|message| SimError::Machine { message })?);
         }
+        if specs.len() > MAX_TARGET + 1 || h.operations.len() > MAX_TARGET + 1 {
+            return Err(SimError::Build {
+                message: format!(
+                    "{} threads and {} operations: the simulator handles at most {} of each",
+                    specs.len(),
+                    h.operations.len(),
+                    MAX_TARGET + 1
+                ),
+            });
+        }
         let mut principals: Vec<String> = h.principals.iter().map(|p| p.name.clone()).collect();
         let mut threads = Vec::with_capacity(specs.len());
         for s in &specs {
@@ -255,7 +251,7 @@ impl<'h> Engine<'h> {
                 remaining: 0,
                 runnable: false,
                 cpu: None,
-                gen: 0,
+                timer: 0,
                 waiting_since: None,
                 woke_at: None,
                 created: None,
@@ -290,11 +286,9 @@ impl<'h> Engine<'h> {
             by_id: Vec::new(),
             names,
             principals,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::new(),
             cpus: (0..ncpu)
                 .map(|c| Cpu {
-                    done_at: NEVER,
                     stats: CpuReport {
                         cpu: c,
                         ..Default::default()
@@ -302,7 +296,9 @@ impl<'h> Engine<'h> {
                     ..Default::default()
                 })
                 .collect(),
+            done_at: vec![NEVER; ncpu],
             next_steal: NEVER,
+            stealing_cpus: 0,
             steals,
             timer_model: h.machine.timer,
             switch_cost: h.machine.context_switch.as_nanos(),
@@ -337,14 +333,30 @@ impl<'h> Engine<'h> {
         Ok(e)
     }
 
-    fn push(&mut self, at: u64, class: u8, target: u32, gen: u32) {
-        self.seq += 1;
-        self.heap.push(Ev {
-            at,
-            order: (class as u64) << 62 | self.seq,
-            target,
-            gen,
-        });
+    /// Queues an event; returns its sequence number.
+    #[inline]
+    fn push(&mut self, at: u64, class: u8, target: u32) -> u64 {
+        if self.queue.exhausted() {
+            self.renumber();
+        }
+        self.queue.push(at, class, target)
+    }
+
+    /// Gives the queued events fresh sequence numbers (same order) and
+    /// moves the threads' armed timers with them.
+    #[cold]
+    fn renumber(&mut self) {
+        let armed: Vec<u64> = self
+            .threads
+            .iter_mut()
+            .map(|t| std::mem::take(&mut t.timer))
+            .collect();
+        for (ev, seq) in self.queue.renumber() {
+            let i = ev.target as usize;
+            if ev.class == CLASS_WORKLOAD && armed[i] == ev.seq {
+                self.threads[i].timer = seq;
+            }
+        }
     }
 
     /// Records instances created since the last call (and names their
@@ -382,83 +394,86 @@ impl<'h> Engine<'h> {
         for i in 0..self.specs.len() {
             let s = &self.specs[i];
             let (start, exit) = (s.start.as_nanos(), s.exit.map(|d| d.as_nanos()));
-            self.push(start, CLASS_CREATE, i as u32, 0);
+            self.push(start, CLASS_CREATE, i as u32);
             if let Some(x) = exit {
-                self.push(x, CLASS_EXIT, i as u32, 0);
+                self.push(x, CLASS_EXIT, i as u32);
             }
         }
         for k in 0..self.h.operations.len() {
             let at = self.h.operations[k].at.as_nanos();
-            self.push(at, CLASS_OP, k as u32, 0);
+            self.push(at, CLASS_OP, k as u32);
         }
+        if let Err(e) = self.run_loop() {
+            return Err(*e);
+        }
+        self.finish()
+    }
+
+    /// The event loop, up to the end of the run.
+    fn run_loop(&mut self) -> Step {
         loop {
             let (t_cpu, cpu) = self.next_completion();
             let t_timer = match self.hsi.next_timer() {
                 Some(t) => timer_fire_time(self.timer_model, t.0, self.now),
                 None => NEVER,
             };
-            let t_ev = self.heap.peek().map_or(NEVER, |e| e.at);
+            let t_ev = self.queue.next_at();
             let t = t_cpu.min(self.next_steal).min(t_timer).min(t_ev);
             if t >= self.end {
-                self.advance(self.end)?;
+                self.advance(self.end);
                 break;
             }
-            self.advance(t)?;
+            self.advance(t);
             if t_cpu == t {
                 self.complete(cpu)?;
             } else if self.next_steal == t {
                 self.flip_steals();
             } else if t_timer == t {
                 self.fire_timers()?;
-            } else if let Some(ev) = self.heap.pop() {
+            } else if let Some(ev) = self.queue.pop() {
                 self.handle(ev)?;
             }
         }
-        self.finish()
+        Ok(())
     }
 
+    /// The earliest work completion, lowest processor first.
     fn next_completion(&self) -> (u64, usize) {
-        let mut best = (NEVER, 0);
-        for (c, cpu) in self.cpus.iter().enumerate() {
-            if cpu.done_at < best.0 {
-                best = (cpu.done_at, c);
-            }
-        }
-        best
+        earliest(&self.done_at)
     }
 
-    /// Moves the clock to `t`, charging every processor.
-    fn advance(&mut self, t: u64) -> Result<(), SimError> {
-        let dt = t.saturating_sub(self.now);
-        if dt == 0 {
-            return Ok(());
-        }
-        let mut any_stolen = false;
-        for cpu in self.cpus.iter_mut() {
-            if cpu.stealing > 0 {
-                cpu.stats.stolen_ns += dt;
-                if let Some(i) = cpu.running {
-                    self.threads[i as usize].stats.stolen_ns += dt;
-                    cpu.pending_stolen += dt;
-                    any_stolen = true;
-                }
-            } else if let Some(i) = cpu.running {
-                let th = &mut self.threads[i as usize];
-                let s = cpu.switch_left.min(dt);
-                cpu.switch_left -= s;
-                cpu.stats.context_switch_ns += s;
-                th.stats.switch_ns += s;
-                let p = dt - s;
-                cpu.stats.busy_ns += p;
-                th.stats.cpu_ns += p;
-                if th.remaining != FOREVER {
-                    th.remaining = th.remaining.saturating_sub(p);
-                }
-            } else {
-                cpu.stats.idle_ns += dt;
-            }
+    /// Moves the clock to `t`. Processors that are stealing are charged
+    /// now, so their stolen time reaches the HSI at this instant as before;
+    /// the others are charged when their state next changes
+    /// ([`settle`](Self::settle)), which adds up to the same figures.
+    fn advance(&mut self, t: u64) {
+        if t <= self.now {
+            return;
         }
         self.now = t;
+        if self.stealing_cpus > 0 {
+            self.advance_stealing(t);
+        }
+        if t >= self.next_progress {
+            if let Some(p) = self.progress.as_mut() {
+                p(t as f64 / self.end as f64);
+            }
+            let step = (self.end / 100).max(1);
+            self.next_progress = (t / step + 1) * step;
+        }
+    }
+
+    /// Charges the stealing processors up to `t` and reports the time
+    /// stolen from running threads to the HSI.
+    #[cold]
+    fn advance_stealing(&mut self, t: u64) {
+        let mut any_stolen = false;
+        for c in 0..self.cpus.len() {
+            if self.cpus[c].stealing > 0 {
+                self.settle(c);
+                any_stolen |= self.cpus[c].pending_stolen > 0;
+            }
+        }
         if any_stolen {
             for c in 0..self.cpus.len() {
                 let d = std::mem::take(&mut self.cpus[c].pending_stolen);
@@ -469,19 +484,54 @@ impl<'h> Engine<'h> {
                 }
             }
         }
-        if t >= self.next_progress {
-            if let Some(p) = self.progress.as_mut() {
-                p(t as f64 / self.end as f64);
-            }
-            let step = (self.end / 100).max(1);
-            self.next_progress = (t / step + 1) * step;
-        }
-        Ok(())
     }
 
-    fn recompute_done(&mut self, c: usize) {
+    /// Charges processor `c` from its last charge to now: stolen, switching,
+    /// busy or idle time, and the running thread's CPU time and remaining
+    /// work. Splitting an interval gives the same sums, so charging late is
+    /// exact as long as it happens before `running`, `stealing`,
+    /// `switch_left` or the thread's `remaining` change or are read.
+    #[inline(always)]
+    fn settle(&mut self, c: usize) {
+        if self.cpus[c].acct != self.now {
+            self.charge(c);
+        }
+    }
+
+    /// [`settle`](Self::settle) when there is time to charge.
+    fn charge(&mut self, c: usize) {
+        let now = self.now;
         let cpu = &mut self.cpus[c];
-        cpu.done_at = match cpu.running {
+        let dt = now - cpu.acct;
+        cpu.acct = now;
+        if cpu.stealing > 0 {
+            cpu.stats.stolen_ns += dt;
+            if let Some(i) = cpu.running {
+                self.threads[i as usize].stats.stolen_ns += dt;
+                cpu.pending_stolen += dt;
+            }
+        } else if let Some(i) = cpu.running {
+            let th = &mut self.threads[i as usize];
+            let s = cpu.switch_left.min(dt);
+            cpu.switch_left -= s;
+            cpu.stats.context_switch_ns += s;
+            th.stats.switch_ns += s;
+            let p = dt - s;
+            cpu.stats.busy_ns += p;
+            th.stats.cpu_ns += p;
+            if th.remaining != FOREVER {
+                th.remaining = th.remaining.saturating_sub(p);
+            }
+        } else {
+            cpu.stats.idle_ns += dt;
+        }
+    }
+
+    #[inline]
+    fn recompute_done(&mut self, c: usize) {
+        self.settle(c);
+        let cpu = &self.cpus[c];
+        self.done_at[c] = match cpu.running {
             Some(i) if cpu.stealing == 0 => {
                 let r = self.threads[i as usize].remaining;
                 if r == FOREVER {
@@ -494,6 +544,7 @@ impl<'h> Engine<'h> {
         };
     }
 
+    #[inline(never)]
     fn flip_steals(&mut self) {
         let t = self.now;
         for k in 0..self.steals.len() {
@@ -503,15 +554,18 @@ impl<'h> Engine<'h> {
             let g = &mut self.steals[k];
             g.flip();
             let (c, active) = (g.cpu, g.active);
+            self.settle(c);
             let cpu = &mut self.cpus[c];
             if active {
                 cpu.stealing += 1;
                 if cpu.stealing == 1 {
                     cpu.steal_since = t;
+                    self.stealing_cpus += 1;
                 }
             } else {
                 cpu.stealing -= 1;
                 if cpu.stealing == 0 {
+                    self.stealing_cpus -= 1;
                     let since = cpu.steal_since;
                     if let Some(tr) = self.trace.as_mut() {
                         tr.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, t, "");
@@ -526,22 +580,31 @@ impl<'h> Engine<'h> {
         self.next_steal = self.steals.iter().map(|g| g.next).min().unwrap_or(NEVER);
     }
 
-    fn fire_timers(&mut self) -> Result<(), SimError> {
+    /// The error for timers that keep coming due at one instant.
+    #[cold]
+    fn timer_storm(&self) -> Box<SimError> {
+        Box::new(SimError::Protocol {
+            at: Instant(self.now),
+            input: "scheduler timers".into(),
+            violations: vec![hsched_core::Violation {
+                rule: hsched_core::Rule::TimerStorm,
+                culprit: "a scheduler".into(),
+                vp: None,
+                detail: format!(
+                    "timers kept coming due at {} for {MAX_TIMER_ROUNDS_AT_ONE_INSTANT} rounds",
+                    Instant(self.now)
+                ),
+            }],
+            seed: self.seed,
+            source: self.source.clone(),
+        })
+    }
+
+    fn fire_timers(&mut self) -> Step {
         if self.timer_round_at == self.now {
             self.timer_rounds += 1;
             if self.timer_rounds > MAX_TIMER_ROUNDS_AT_ONE_INSTANT {
-                return Err(SimError::Protocol {
-                    at: Instant(self.now),
-                    input: "scheduler timers".into(),
-                    violations: vec![hsched_core::Violation {
-                        rule: hsched_core::Rule::TimerStorm,
-                        culprit: "a scheduler".into(),
-                        vp: None,
-                        detail: format!("timers kept coming due at {} for {MAX_TIMER_ROUNDS_AT_ONE_INSTANT} rounds", Instant(self.now)),
-                    }],
-                    seed: self.seed,
-                    source: self.source.clone(),
-                });
+                return Err(self.timer_storm());
             }
         } else {
             self.timer_round_at = self.now;
@@ -552,14 +615,14 @@ impl<'h> Engine<'h> {
         self.after_input(r, Input::Timers)
     }
 
-    fn handle(&mut self, ev: Ev) -> Result<(), SimError> {
+    fn handle(&mut self, ev: Ev) -> Step {
         let i = ev.target as usize;
-        match class_of(&ev) {
+        match ev.class {
             CLASS_CREATE => self.create(i),
             CLASS_OP => self.operation(i),
             CLASS_WORKLOAD => {
                 let th = &self.threads[i];
-                if ev.gen != th.gen || th.exited.is_some() || th.id.is_none() {
+                if ev.seq != th.timer || th.exited.is_some() || th.id.is_none() {
                     return Ok(());
                 }
                 self.call_workload(i, Callback::Timer)
@@ -579,7 +642,8 @@ impl<'h> Engine<'h> {
 
     /// Maps an HSI result to a `SimError`, then applies dispatch changes
     /// and writes trace events.
-    fn after_input(&mut self, r: Result<(), HsiError>, input: Input) -> Result<(), SimError> {
+    #[inline(always)]
+    fn after_input(&mut self, r: Result<(), HsiError>, input: Input) -> Step {
         if let Err(e) = r {
             return Err(self.hsi_error(e, input));
         }
@@ -598,8 +662,9 @@ impl<'h> Engine<'h> {
         }
     }
 
-    fn hsi_error(&self, e: HsiError, input: Input) -> SimError {
-        match e {
+    #[cold]
+    fn hsi_error(&self, e: HsiError, input: Input) -> Box<SimError> {
+        Box::new(match e {
             HsiError::Protocol(violations) => SimError::Protocol {
                 at: Instant(self.now),
                 input: self.describe(input),
@@ -620,10 +685,11 @@ impl<'h> Engine<'h> {
                     message: op.to_string(),
                 },
             },
-        }
+        })
     }
 
-    fn create(&mut self, i: usize) -> Result<(), SimError> {
+    #[inline(never)]
+    fn create(&mut self, i: usize) -> Step {
         self.counts.create_thread += 1;
         let r = hsched_config::create_thread(&mut self.hsi, &self.specs[i], Instant(self.now));
         let id = match r {
@@ -632,12 +698,12 @@ impl<'h> Engine<'h> {
                 return Err(self.hsi_error(error, Input::Thread(i, "creation")))
             }
             Err(other) => {
-                return Err(SimError::Thread {
+                return Err(Box::new(SimError::Thread {
                     thread: self.threads[i].name.clone(),
                     action: "creation",
                     at: Instant(self.now),
                     message: other.to_string(),
-                })
+                }))
             }
         };
         if self.by_id.len() <= id.index() {
@@ -654,7 +720,7 @@ impl<'h> Engine<'h> {
         self.call_workload(i, Callback::Start)
     }
 
-    fn wake(&mut self, i: usize) -> Result<(), SimError> {
+    fn wake(&mut self, i: usize) -> Step {
         let th = &mut self.threads[i];
         let Some(id) = th.id else { return Ok(()) };
         th.runnable = true;
@@ -675,7 +741,7 @@ impl<'h> Engine<'h> {
         th.woke_at = None;
     }
 
-    fn block(&mut self, i: usize) -> Result<(), SimError> {
+    fn block(&mut self, i: usize) -> Step {
         self.close_wait(i);
         let th = &mut self.threads[i];
         let Some(id) = th.id else { return Ok(()) };
@@ -685,20 +751,22 @@ impl<'h> Engine<'h> {
         self.after_input(r, Input::Thread(i, "block"))
     }
 
-    fn exit(&mut self, i: usize) -> Result<(), SimError> {
+    #[inline(never)]
+    fn exit(&mut self, i: usize) -> Step {
         self.close_wait(i);
         let th = &mut self.threads[i];
         let Some(id) = th.id else { return Ok(()) };
         th.runnable = false;
         th.exited = Some(self.now);
-        th.gen = th.gen.wrapping_add(1);
+        th.timer = 0;
         th.last_parent = Some(self.hsi.thread_parent(id).index());
         self.counts.exit += 1;
         let r = self.hsi.exit(Instant(self.now), id);
         self.after_input(r, Input::Thread(i, "exit"))
     }
 
-    fn operation(&mut self, k: usize) -> Result<(), SimError> {
+    #[inline(never)]
+    fn operation(&mut self, k: usize) -> Step {
         let TimedOp { op, .. } = &self.h.operations[k];
         if let OpSpec::DestroyScheduler { name } = op {
             if let Some(id) = self.hsi.instance(name) {
@@ -734,11 +802,11 @@ impl<'h> Engine<'h> {
                 ..
             }) => Err(e),
             Err(other) => {
-                return Err(SimError::Op {
+                return Err(Box::new(SimError::Op {
                     op: describe_op(op),
                     at: Instant(self.now),
                     message: other.to_string(),
-                });
+                }));
             }
         };
         self.after_input(r, Input::Op(k))?;
@@ -748,12 +816,17 @@ impl<'h> Engine<'h> {
 
     // ----- dispatch -------------------------------------------------------
 
+    #[inline(always)]
     fn sync(&mut self) {
         self.changes.clear();
         self.hsi.drain_dispatch(&mut self.changes);
-        if self.changes.is_empty() {
-            return;
+        if !self.changes.is_empty() {
+            self.apply_changes();
         }
+    }
+
+    #[inline(never)]
+    fn apply_changes(&mut self) {
         // Take every changed processor's old thread off first, so a thread
         // that migrates is never on two processors in our books.
         for k in 0..self.changes.len() {
@@ -776,6 +849,7 @@ impl<'h> Engine<'h> {
     }
 
     fn switch_out(&mut self, c: usize, i: usize) {
+        self.settle(c);
         let now = self.now;
         let cpu = &mut self.cpus[c];
         cpu.running = None;
@@ -795,6 +869,7 @@ impl<'h> Engine<'h> {
     }
 
     fn switch_in(&mut self, c: usize, i: usize) {
+        self.settle(c);
         let now = self.now;
         let cpu = &mut self.cpus[c];
         cpu.running = Some(i as u32);
@@ -817,17 +892,18 @@ impl<'h> Engine<'h> {
 
     // ----- workloads ------------------------------------------------------
 
-    fn complete(&mut self, c: usize) -> Result<(), SimError> {
+    fn complete(&mut self, c: usize) -> Step {
         match self.cpus[c].running {
             Some(i) => self.call_workload(i as usize, Callback::Done),
             None => {
-                self.cpus[c].done_at = NEVER;
+                self.done_at[c] = NEVER;
                 Ok(())
             }
         }
     }
 
-    fn call_workload(&mut self, i: usize, cb: Callback) -> Result<(), SimError> {
+    #[inline(always)]
+    fn call_workload(&mut self, i: usize, cb: Callback) -> Step {
         let now = self.now;
         let SimThread {
             workload,
@@ -864,13 +940,15 @@ impl<'h> Engine<'h> {
             self.record_miss(i, missed);
         }
         if let Some(at) = arm {
-            let th = &mut self.threads[i];
-            th.gen = th.gen.wrapping_add(1);
-            let gen = th.gen;
-            self.push(at, CLASS_WORKLOAD, i as u32, gen);
+            let seq = self.push(at, CLASS_WORKLOAD, i as u32);
+            self.threads[i].timer = seq;
         }
         match next {
             Next::Run(w) => {
+                if let Some(c) = self.threads[i].cpu {
+                    // Charge the old work before replacing it.
+                    self.settle(c as usize);
+                }
                 let th = &mut self.threads[i];
                 th.remaining = w;
                 if th.runnable {
@@ -893,10 +971,10 @@ impl<'h> Engine<'h> {
             }
             Next::Same => Ok(()),
             Next::Exit => self.exit(i),
-            Next::Stuck => Err(SimError::Stuck {
+            Next::Stuck => Err(Box::new(SimError::Stuck {
                 thread: self.threads[i].name.clone(),
                 at: Instant(now),
-            }),
+            })),
         }?;
         self.run_pokes()
     }
@@ -904,7 +982,8 @@ impl<'h> Engine<'h> {
     /// Delivers the messages a workload callback of thread `i` queued to
     /// its scheduler, in order. A refusal is counted; a protocol violation
     /// ends the run.
-    fn send_messages(&mut self, i: usize) -> Result<(), SimError> {
+    #[inline(never)]
+    fn send_messages(&mut self, i: usize) -> Step {
         let mut msgs = std::mem::take(&mut self.shared.msgs);
         if let Some(id) = self.threads[i].id {
             for m in &msgs {
@@ -925,10 +1004,17 @@ impl<'h> Engine<'h> {
 
     /// Calls `poke` on every thread a queue change may have unblocked, in
     /// order; pokes raised meanwhile join the end of the list.
-    fn run_pokes(&mut self) -> Result<(), SimError> {
-        if self.poking || self.shared.pokes.is_empty() {
+    #[inline(always)]
+    fn run_pokes(&mut self) -> Step {
+        if self.shared.pokes.is_empty() || self.poking {
             return Ok(());
         }
+        self.poke_waiters()
+    }
+
+    /// [`run_pokes`](Self::run_pokes) when there are pokes to deliver.
+    #[inline(never)]
+    fn poke_waiters(&mut self) -> Step {
         self.poking = true;
         let mut k = 0;
         let r = loop {
@@ -949,6 +1035,7 @@ impl<'h> Engine<'h> {
         r
     }
 
+    #[inline(never)]
     fn record_miss(&mut self, i: usize, n: u64) {
         let now = self.now;
         if let Some(t) = self.trace.as_mut() {
@@ -1064,6 +1151,9 @@ impl<'h> Engine<'h> {
         // received time and supplies (a zero report changes nothing else).
         self.hsi
             .add_stolen(Instant(end), CpuId(0), hsched_core::Duration::ZERO);
+        for c in 0..self.cpus.len() {
+            self.settle(c);
+        }
         for c in 0..self.cpus.len() {
             if let Some(i) = self.cpus[c].running {
                 let since = self.cpus[c].since;
@@ -1261,6 +1351,36 @@ impl<'h> Engine<'h> {
     }
 }
 
+/// The smallest of `done` and its first index; `(NEVER, 0)` when all are
+/// `NEVER` or there are none.
+#[inline(always)]
+fn earliest(done: &[u64]) -> (u64, usize) {
+    match *done {
+        // The common machines, without a loop.
+        [a] => (a, 0),
+        [a, b] => {
+            if b < a {
+                (b, 1)
+            } else {
+                (a, 0)
+            }
+        }
+        ref all => {
+            let mut best = (NEVER, 0);
+            for (c, &at) in all.iter().enumerate() {
+                if at < best.0 {
+                    best = (at, c);
+                }
+            }
+            best
+        }
+    }
+}
+
+/// What an engine step returns; the error is boxed so that the common
+/// `Ok` travels in a register.
+type Step = Result<(), Box<SimError>>;
+
 /// The HSI input being handled, for error messages.
 #[derive(Clone, Copy)]
 enum Input {
@@ -1296,5 +1416,132 @@ pub(crate) fn describe_op(op: &OpSpec) -> String {
         OpSpec::CreateScheduler(s) => format!("creation of scheduler '{}'", s.name),
         OpSpec::DestroyScheduler { name } => format!("destruction of scheduler '{name}'"),
         OpSpec::SetDefault { name, .. } => format!("set_default to '{name}'"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    #[derive(Clone, Default)]
+    struct Buf(Rc<RefCell<Vec<u8>>>);
+
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Periodic releases, re-armed timers, exits with a timer pending and
+    /// stolen time (which makes every stop of the clock visible).
+    const H: &str = r#"
+[machine]
+cpus = 2
+context_switch = "10us"
+[[machine.stolen]]
+cpu = 0
+every = "3ms"
+amount = "250us"
+
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "rez"
+policy = "rez"
+parent = "fp"
+params = { priority = 2 }
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "fp"
+params = { priority = 1 }
+
+[[thread]]
+name = "rt"
+count = 3
+scheduler = "rez"
+params = { amount = "2ms", period = "10ms" }
+workload = { kind = "periodic", period = "10ms", exec = "1500us", jitter = "2ms" }
+[[thread]]
+name = "ui"
+count = 4
+scheduler = "ts"
+workload = { kind = "interactive", think = "5ms", burst = "1ms" }
+exit = "700ms"
+[[thread]]
+name = "hog"
+scheduler = "ts"
+workload = { kind = "cpu-bound" }
+"#;
+
+    /// The report and trace of a 1 s run, with sequence numbers renumbered
+    /// past `limit`.
+    fn run(limit: Option<u64>) -> (String, Vec<u8>) {
+        let h = hsched_config::parse_str(H, "renumber.toml").unwrap();
+        let policies = hsched_policies::registry();
+        let hsi = hsched_config::build_hsi_with(&h, policies).unwrap();
+        let buf = Buf::default();
+        let setup = Setup {
+            end: 1_000_000_000,
+            seed: 4,
+            check_protocol: true,
+            source: None,
+            trace: Some(TraceWriter::new(Box::new(buf.clone()))),
+            gantt: None,
+            progress: None,
+        };
+        let mut e = Engine::new(&h, policies, hsi, h.threads.clone(), setup).unwrap();
+        if let Some(l) = limit {
+            e.queue.set_limit(l);
+        }
+        let report = e.run().unwrap();
+        let trace = buf.0.borrow().clone();
+        (report.to_json(), trace)
+    }
+
+    #[test]
+    fn earliest_is_the_first_smallest() {
+        let naive = |d: &[u64]| {
+            let mut best = (NEVER, 0);
+            for (c, &at) in d.iter().enumerate() {
+                if at < best.0 {
+                    best = (at, c);
+                }
+            }
+            best
+        };
+        let vals = [0, 5, 7, NEVER];
+        for n in 0..=4u32 {
+            for code in 0..vals.len().pow(n) {
+                let d: Vec<u64> = (0..n)
+                    .map(|k| vals[code / vals.len().pow(k) % vals.len()])
+                    .collect();
+                assert_eq!(earliest(&d), naive(&d), "{d:?}");
+            }
+        }
+        assert_eq!(earliest(&[NEVER, NEVER]), (NEVER, 0));
+        assert_eq!(earliest(&[5, 5]), (5, 0));
+        assert_eq!(earliest(&[7, 5, 5]), (5, 1));
+    }
+
+    #[test]
+    fn renumbering_sequence_numbers_changes_nothing() {
+        let (report, trace) = run(None);
+        assert!(report.contains("\"add_stolen\": "), "{report}");
+        assert!(!report.contains("\"add_stolen\": 0,"), "{report}");
+        // Renumber every 20, and every 3 events (more often than there are
+        // events queued, so nearly every push renumbers).
+        for limit in [20, 3] {
+            let (r, t) = run(Some(limit));
+            assert_eq!(r, report, "limit {limit}");
+            assert!(t == trace, "limit {limit}: traces differ");
+        }
     }
 }

@@ -66,6 +66,7 @@
 
 mod engine;
 mod error;
+mod events;
 mod gantt;
 mod machine;
 mod metrics;

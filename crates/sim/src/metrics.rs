@@ -51,10 +51,12 @@ pub struct Hist {
 
 impl Hist {
     /// Adds one sample.
+    #[inline]
     pub fn record(&mut self, v: u64) {
-        let counts = self
-            .counts
-            .get_or_insert_with(|| vec![0u32; BUCKETS].into_boxed_slice());
+        let counts = match &mut self.counts {
+            Some(c) => c,
+            None => self.counts.insert(Self::empty()),
+        };
         let c = &mut counts[bucket_of(v)];
         *c = c.saturating_add(1);
         if self.n == 0 || v < self.min {
@@ -65,6 +67,11 @@ impl Hist {
         }
         self.n += 1;
         self.sum += v as u128;
+    }
+
+    #[cold]
+    fn empty() -> Box<[u32]> {
+        vec![0u32; BUCKETS].into_boxed_slice()
     }
 
     /// The value at rank `ceil(q·n)`: the upper end of its bucket, clamped
