@@ -48,7 +48,10 @@
 //! children `PrioSet` keeps the ready children sorted by rank and the child
 //! planned on each processor, so a decision is a binary search and a look
 //! at the processors rather than a pass over every child
-//! (docs/performance.md, "Indexed priority sets").
+//! (docs/performance.md, "Indexed priority sets"). One child under one
+//! parent VP, the commonest shape in a deep hierarchy, takes a shortcut for
+//! the grant and the revocation that carry a context switch through it
+//! (docs/performance.md, "Context switch through the hierarchy").
 
 use crate::registry::{check_child_params, PolicyInfo};
 use hsched_core::{
@@ -172,14 +175,18 @@ impl Policy for Fp {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        if self.set.parent_granted(ctx, parent_vp, cpu) {
+        if self.set.solo_granted(ctx, parent_vp, cpu).is_none()
+            && self.set.parent_granted(ctx, parent_vp, cpu)
+        {
             self.settle(ctx);
         }
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
-        self.set.parent_revoked(ctx, parent_vp, reason);
-        self.settle(ctx);
+        if self.set.solo_revoked(ctx, parent_vp, reason).is_none() {
+            self.set.parent_revoked(ctx, parent_vp, reason);
+            self.settle(ctx);
+        }
     }
 
     fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
@@ -874,6 +881,102 @@ impl<E> PrioSet<E> {
             busy += e.busy as usize;
         }
         self.busy = busy;
+    }
+
+    /// Whether the shortcuts [`PrioSet::solo_granted`] and
+    /// [`PrioSet::solo_revoked`] may be considered for a notification about
+    /// `parent_vp`: one child, no index, one parent VP (`parent_vp`, so the
+    /// view needs no rebuilding), and nothing unsettled (no flag left set
+    /// and no notification waiting, so `begin` would mark nothing).
+    #[inline(always)]
+    fn solo(&self, ctx: &Ctx<'_>, parent_vp: VpId) -> bool {
+        self.kids.len() == 1
+            && !self.indexed
+            && self.busy == 0
+            && self.parents.view.len() == 1
+            && ctx.parent_vps() == [parent_vp]
+            && ctx.notifications_waiting() == 0
+    }
+
+    /// The commonest grant, in one step: a one-child set (see
+    /// [`PrioSet::solo`]) whose parent VP was asking and whose child is
+    /// ready gets the processor it asked for. `parent_granted` followed by
+    /// `settle` would take the same decisions (the grant is wanted, the
+    /// processor goes to the ready child, nothing to release or request)
+    /// and queue the same single action, `grant(child, cpu)`; this skips
+    /// their general checks. Returns the child and its entry (for the
+    /// policy's own bookkeeping, such as a timer); `None`, with nothing
+    /// changed, in every other case, which the general path handles.
+    ///
+    /// `Parents::on_grant`'s test that the grant is still current is not
+    /// needed here: with no notification waiting, every parent VP is as the
+    /// delivered notifications left it ([`Ctx::notifications_waiting`]),
+    /// this one included (the HSI drops a grant superseded while it
+    /// waited).
+    #[inline(always)]
+    pub(crate) fn solo_granted(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        parent_vp: VpId,
+        cpu: CpuId,
+    ) -> Option<(VpId, &Entry<E>)> {
+        if !self.solo(ctx, parent_vp)
+            || self.parents.view[0] != Run::Ready
+            || self.kids.at(0).1.run != Run::Ready
+        {
+            return None;
+        }
+        debug_assert_eq!(ctx.vp_state(parent_vp), VpState::Running(cpu));
+        // As `Parents::set` and `set_run` would count them.
+        self.parents.view[0] = Run::Running(cpu);
+        self.parents.asking -= 1;
+        self.parents.held += 1;
+        self.ready -= 1;
+        self.running += 1;
+        let (vp, e) = self.kids.at_mut(0);
+        e.run = Run::Running(cpu);
+        ctx.grant(vp, cpu);
+        Some((vp, e))
+    }
+
+    /// The commonest revocation, in one step: a one-child set (see
+    /// [`PrioSet::solo`]) loses the processor its child runs on.
+    /// `parent_revoked` followed by `settle` would take the same decisions
+    /// (the child is preempted with the parent's reason and stays ready,
+    /// the parent VP stays asking, nothing else to do) and queue the same
+    /// single action, `revoke(child, reason)`. Returns the child and its
+    /// entry; `None`, with nothing changed, in every other case.
+    ///
+    /// The child's own state is still tested: the grant that put it on the
+    /// processor may have been dropped as stale, leaving it ready.
+    #[inline(always)]
+    pub(crate) fn solo_revoked(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        parent_vp: VpId,
+        reason: RevokeReason,
+    ) -> Option<(VpId, &Entry<E>)> {
+        if !self.solo(ctx, parent_vp) {
+            return None;
+        }
+        let Run::Running(cpu) = self.parents.view[0] else {
+            return None;
+        };
+        let (vp, e) = self.kids.at(0);
+        if e.run != Run::Running(cpu) || ctx.vp_state(vp) != VpState::Running(cpu) {
+            return None;
+        }
+        self.parents.view[0] = Run::Ready;
+        self.parents.asking += 1;
+        self.parents.held -= 1;
+        self.ready += 1;
+        self.running -= 1;
+        let now = ctx.now();
+        let e = self.kids.at_mut(0).1;
+        e.run = Run::Ready;
+        e.since = now;
+        ctx.revoke(vp, reason);
+        Some((vp, e))
     }
 
     /// The parent granted `cpu` through `parent_vp`: whether the grant is

@@ -357,12 +357,23 @@ impl Ts {
                 }
             }
         }
-        // Re-arming at the armed time changes nothing, so no need to ask.
-        if next == Instant::NEVER {
-            ctx.cancel_timer();
-        } else {
-            ctx.set_timer(next);
+        set_timer(ctx, next);
+    }
+
+    /// The general path of `grant`, out of line so that the one-child
+    /// shortcut keeps a small frame.
+    #[inline(never)]
+    fn grant_general(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
+        if self.set.parent_granted(ctx, parent_vp, cpu) {
+            self.settle(ctx);
         }
+    }
+
+    /// The general path of `revoke` (see `grant_general`).
+    #[inline(never)]
+    fn revoke_general(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
+        self.set.parent_revoked(ctx, parent_vp, reason);
+        self.settle(ctx);
     }
 
     /// Plans and queues the actions, then re-arms the timer; the hook has
@@ -425,14 +436,30 @@ impl Policy for Ts {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        if self.set.parent_granted(ctx, parent_vp, cpu) {
-            self.settle(ctx);
+        let Some((vp, e)) = self.set.solo_granted(ctx, parent_vp, cpu) else {
+            return self.grant_general(ctx, parent_vp, cpu);
+        };
+        // `arm` for the one child, now running: its quantum end is the only
+        // deadline.
+        if self.mode == Mode::RoundRobin {
+            let used = ctx.vp_received(vp) - e.extra.mark;
+            set_timer(ctx, ctx.now() + (self.quantum - used));
         }
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
-        self.set.parent_revoked(ctx, parent_vp, reason);
-        self.settle(ctx);
+        let Some((_, e)) = self.set.solo_revoked(ctx, parent_vp, reason) else {
+            return self.revoke_general(ctx, parent_vp, reason);
+        };
+        // `arm` for the one child, ready since now: its starvation boost, if
+        // it can have one, is the only deadline.
+        if self.mode == Mode::RoundRobin {
+            let next = match self.starvation {
+                Some(s) if !e.extra.boosted && e.extra.base < BOOST_PRIORITY => e.since + s,
+                _ => Instant::NEVER,
+            };
+            set_timer(ctx, next);
+        }
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
@@ -479,6 +506,169 @@ impl Policy for Ts {
                 Some(s) => format!("mode=rr quantum={} starvation={s}", self.quantum),
                 None => format!("mode=rr quantum={} starvation=off", self.quantum),
             },
+        }
+    }
+}
+
+/// Arms the instance timer for `next`, or disarms it for `Instant::NEVER`.
+/// Re-arming at the armed time changes nothing, so there is no need to ask
+/// first.
+#[inline(always)]
+fn set_timer(ctx: &mut Ctx<'_>, next: Instant) {
+    if next == Instant::NEVER {
+        ctx.cancel_timer();
+    } else {
+        ctx.set_timer(next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The one-child shortcuts (`PrioSet::solo_granted`, `solo_revoked` and
+    //! the timer arithmetic after them) against the general path.
+
+    use hsched_core::{
+        CpuId, Hsi, InstanceId, Instant, Node, ParamValue, Params, ParentLink, ParentRef, ThreadId,
+        TraceEvent,
+    };
+
+    fn us(x: u64) -> Instant {
+        Instant(x * 1_000)
+    }
+
+    fn policy(kind: &str) -> Box<dyn hsched_core::Policy> {
+        let s = |v: &str| ParamValue::Str(v.into());
+        let (name, p) = match kind {
+            // Quantum and starvation shorter than the root's quantum, so
+            // that quanta end and boosts happen inside the chains.
+            "rr" => (
+                "ts",
+                Params::new()
+                    .with("quantum", s("700us"))
+                    .with("starvation", s("400us")),
+            ),
+            "tsfp" => ("ts", Params::new().with("mode", s("fp"))),
+            "root" => ("ts", Params::new().with("quantum", s("1ms"))),
+            _ => ("fp", Params::new()),
+        };
+        crate::build(name, &p).expect("builds")
+    }
+
+    fn under(p: InstanceId) -> Vec<ParentLink> {
+        vec![ParentLink {
+            parent: ParentRef::Instance(p),
+            params: Params::new(),
+        }]
+    }
+
+    /// A root TS time-slicing among three chains of one-child instances
+    /// (TS rr, TS fp, FP in turn), each ending in a thread, driven through
+    /// quantum ends, boosts, blocks and wakes; returns the trace with VP
+    /// numbers left out and threads named. With `padded`, every chain
+    /// instance first has nine children that leave at once, so it keeps
+    /// the index of large sets and never takes the one-child shortcuts.
+    fn run(padded: bool) -> Vec<String> {
+        let mut hsi = Hsi::new(1);
+        hsi.set_checking(true);
+        hsi.set_tracing(true);
+        let top = vec![ParentLink {
+            parent: ParentRef::Top {
+                cpus: vec![CpuId(0)],
+            },
+            params: Params::new(),
+        }];
+        let t0 = Instant(0);
+        let root = hsi
+            .create_instance(t0, "root", policy("root"), top)
+            .unwrap();
+        let kinds = ["rr", "tsfp", "fp", "rr"];
+        let mut threads: Vec<ThreadId> = Vec::new();
+        for chain in 0..3 {
+            let mut parent = root;
+            for (level, kind) in kinds.iter().enumerate().skip(chain).take(3) {
+                let name = format!("c{chain}-{level}");
+                parent = hsi
+                    .create_instance(t0, &name, policy(kind), under(parent))
+                    .unwrap();
+                if padded {
+                    let pads: Vec<ThreadId> = (0..9)
+                        .map(|k| {
+                            let pad = format!("{name}-pad{k}");
+                            hsi.create_thread(t0, &pad, parent, Params::new()).unwrap()
+                        })
+                        .collect();
+                    for t in pads {
+                        hsi.exit(t0, t).unwrap();
+                    }
+                }
+            }
+            let t = hsi
+                .create_thread(t0, &format!("t{chain}"), parent, Params::new())
+                .unwrap();
+            hsi.wake(t0, t).unwrap();
+            threads.push(t);
+        }
+        // Quantum ends and boosts by the timers, with a thread blocking
+        // now and then and waking later, until 100 ms.
+        let mut blocked: Option<(ThreadId, Instant)> = None;
+        let mut step = 0;
+        while let Some(at) = hsi.next_timer().filter(|&at| at < us(100_000)) {
+            hsi.fire_timers(at).unwrap();
+            step += 1;
+            match blocked {
+                Some((t, until)) if at >= until => {
+                    hsi.wake(at, t).unwrap();
+                    blocked = None;
+                }
+                None if step % 5 == 0 => {
+                    let t = threads[step % 3];
+                    hsi.block(at, t).unwrap();
+                    blocked = Some((t, at + hsched_core::Duration::from_micros(1_300)));
+                }
+                _ => {}
+            }
+        }
+        let mut trace: Vec<TraceEvent> = Vec::new();
+        hsi.drain_trace(&mut trace);
+        trace
+            .iter()
+            .map(|e| {
+                let mut kind = format!("{:?}", e.kind);
+                for t in (0..hsi.thread_count() as u32).rev() {
+                    let name = hsi.thread_name(ThreadId(t));
+                    kind = kind.replace(&format!("{:?}", Node::Thread(ThreadId(t))), name);
+                }
+                // VP numbers differ with the padding: leave them out.
+                let mut out = String::with_capacity(kind.len());
+                let mut rest = kind.as_str();
+                while let Some(k) = rest.find("vp") {
+                    out.push_str(&rest[..k + 2]);
+                    rest = rest[k + 2..].trim_start_matches(|c: char| c.is_ascii_digit());
+                }
+                out.push_str(rest);
+                format!("{} {out}", e.at)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_child_shortcuts_decide_as_the_general_path() {
+        let fast = run(false);
+        let general = run(true);
+        let count = |what: &str| fast.iter().filter(|e| e.contains(what)).count();
+        // The run exercises what the shortcuts do: grants and revocations
+        // through the chains, quanta ending inside them, boosts.
+        assert!(count("Grant") > 300, "{} grants", count("Grant"));
+        assert!(count("Revoke") > 200, "{} revocations", count("Revoke"));
+        assert!(
+            count("starvation boost") > 50,
+            "{} boosts",
+            count("starvation boost")
+        );
+        assert!(count("Timer") > 200, "{} timer events", count("Timer"));
+        assert_eq!(fast.len(), general.len());
+        for (i, (a, b)) in fast.iter().zip(&general).enumerate() {
+            assert_eq!(a, b, "trace event {i} differs");
         }
     }
 }
