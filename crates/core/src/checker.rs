@@ -159,7 +159,7 @@ pub(crate) fn check(st: &mut State, policies: &mut [Option<Box<dyn Policy>>]) {
     for (i, p) in policies.iter().enumerate() {
         if let Some(p) = p {
             let me = InstanceId(i as u32);
-            let base = st.actions.len();
+            let base = st.work.len();
             let ctx = Ctx {
                 st: &mut *st,
                 me,

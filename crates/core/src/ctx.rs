@@ -5,7 +5,7 @@
 use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
 use crate::params::Params;
 use crate::policy::{Msg, RevokeReason};
-use crate::state::{Action, State, VpState};
+use crate::state::{Action, State, Step, VpState};
 use crate::time::{Duration, Instant};
 use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
 
@@ -14,7 +14,7 @@ use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
 pub struct Ctx<'a> {
     pub(crate) st: &'a mut State,
     pub(crate) me: InstanceId,
-    /// Where this hook's queued actions start in `st.actions`.
+    /// Where this hook's queued actions start in `st.work`.
     pub(crate) base: usize,
     /// During `revoke`: the parent VP and the processor it lost, which may
     /// differ from the VP's state by now if the notification waited.
@@ -61,7 +61,7 @@ impl<'a> Ctx<'a> {
     /// its back.
     #[inline]
     pub fn notifications_waiting(&self) -> usize {
-        self.st.waiting[self.me.index()] as usize
+        self.st.hooks[self.me.index()].waiting() as usize
     }
 
     /// A VP's state.
@@ -178,32 +178,47 @@ impl<'a> Ctx<'a> {
     /// Grants `cpu`, which this instance holds, to ready child `vp`.
     #[inline]
     pub fn grant(&mut self, vp: VpId, cpu: CpuId) {
-        self.st.actions.push(Action::Grant { vp, cpu });
+        self.push(Action::Grant { vp, cpu });
     }
 
     /// Takes the processor back from running child `vp`.
     #[inline]
     pub fn revoke(&mut self, vp: VpId, reason: RevokeReason) {
-        self.st.actions.push(Action::Revoke { vp, reason });
+        self.push(Action::Revoke { vp, reason });
     }
 
     /// Asks the parent of waiting parent VP `vp` for a processor.
     #[inline]
     pub fn request(&mut self, vp: VpId) {
-        self.st.actions.push(Action::Request { vp });
+        self.push(Action::Request { vp });
     }
 
     /// Gives back parent VP `vp`'s processor or cancels its request.
     #[inline]
     pub fn release(&mut self, vp: VpId) {
-        self.st.actions.push(Action::Release { vp });
+        self.push(Action::Release { vp });
+    }
+
+    #[inline(always)]
+    fn push(&mut self, a: Action) {
+        self.st.work.push(Step {
+            actor: self.me,
+            action: Some(a),
+            last: false,
+        });
     }
 
     /// Whether this hook has already queued `action` on `vp`.
     fn queued(&self, vp: VpId, release: bool) -> bool {
-        self.st.actions[self.base..].iter().any(|a| match *a {
-            Action::Release { vp: v } => release && v == vp,
-            Action::Request { vp: v } => !release && v == vp,
+        self.st.work[self.base..].iter().any(|s| match *s {
+            Step {
+                action: Some(Action::Release { vp: v }),
+                ..
+            } => release && v == vp,
+            Step {
+                action: Some(Action::Request { vp: v }),
+                ..
+            } => !release && v == vp,
             _ => false,
         })
     }
@@ -249,7 +264,7 @@ impl<'a> Ctx<'a> {
     pub fn send_msg(&mut self, vp: VpId, msg: Msg) {
         let i = self.st.msgs.len() as u32;
         self.st.msgs.push(Some(msg));
-        self.st.actions.push(Action::Msg { vp, msg: i });
+        self.push(Action::Msg { vp, msg: i });
     }
 
     /// Arms this instance's single timer (`HLSSetTimer`), replacing any

@@ -19,9 +19,9 @@
 //! applied (a child that releases at once the processor it was just
 //! granted, the top scheduler granting at once what was just requested)
 //! waits until those actions are all applied, then is delivered in arrival
-//! order. (The HSI keeps this order with its own stack of hooks whose
-//! actions are being applied, not by recursion, so a switch through a deep
-//! hierarchy does not deepen the call stack.)
+//! order. (The HSI keeps this order with its own stack of actions still to
+//! apply, not by recursion, so a switch through a deep hierarchy does not
+//! deepen the call stack.)
 //!
 //! An action can go stale while it waits to be applied: planned as "revoke
 //! A, grant B on cpu c", its first half may make the parent take c back. An
@@ -33,8 +33,8 @@
 use crate::ctx::Ctx;
 use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
 use crate::params::Params;
-use crate::policy::{Msg, Policy, PolicyError};
-use crate::state::{Action, InstSlot, Note, State, ThreadSlot, VpState};
+use crate::policy::{Msg, Policy, PolicyError, RevokeReason};
+use crate::state::{Action, HookState, InstSlot, Note, State, Step, ThreadSlot, VpState};
 use crate::time::{Duration, Instant};
 use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
 use crate::violation::{HsiError, OpError, Rule, Violation};
@@ -91,19 +91,6 @@ pub struct Hsi {
     names: BTreeMap<String, InstanceId>,
     default: Option<InstanceId>,
     checking: bool,
-    /// Handed to the `Ctx` of the revoke hook being delivered.
-    revoking: Option<(VpId, CpuId)>,
-    /// Hooks whose actions are being applied, innermost last.
-    frames: Vec<Frame>,
-}
-
-/// A hook whose actions are being applied: `st.actions[base..]`, up to the
-/// start of the frame above it; `next` is the next one to apply.
-#[derive(Clone, Copy, Debug)]
-struct Frame {
-    inst: InstanceId,
-    base: u32,
-    next: u32,
 }
 
 impl std::fmt::Debug for Hsi {
@@ -127,8 +114,6 @@ impl Hsi {
             names: BTreeMap::new(),
             default: None,
             checking: cfg!(debug_assertions),
-            revoking: None,
-            frames: Vec::new(),
         }
     }
 
@@ -217,8 +202,7 @@ impl Hsi {
             live: true,
         });
         self.policies.push(Some(policy));
-        self.st.busy.push(false);
-        self.st.waiting.push(0);
+        self.st.hooks.push(HookState::default());
         let child = Node::Instance(me);
         let mut registered: Vec<VpId> = Vec::new();
         for link in parents {
@@ -251,10 +235,9 @@ impl Hsi {
                                 }
                                 self.st.insts.pop();
                                 self.policies.pop();
-                                self.st.busy.pop();
-                                self.st.waiting.pop();
+                                self.st.hooks.pop();
                                 let instance = self.st.insts[p.index()].name.clone();
-                                self.st.actions.clear();
+                                self.st.work.clear();
                                 return Err(OpError::Refused { instance, error }.into());
                             }
                         }
@@ -403,7 +386,7 @@ impl Hsi {
         if let Err(error) = self.register_with(parent, vp) {
             self.st.free_vp(vp);
             self.st.threads.pop();
-            self.st.actions.clear();
+            self.st.work.clear();
             return Err(OpError::Refused {
                 instance: self.st.insts[parent.index()].name.clone(),
                 error,
@@ -489,7 +472,7 @@ impl Hsi {
         let new_vp = self.st.new_vp(Node::Instance(to), Node::Thread(t), params);
         if let Err(error) = self.register_with(to, new_vp) {
             self.st.free_vp(new_vp);
-            self.st.actions.clear();
+            self.st.work.clear();
             return Err(OpError::Refused {
                 instance: self.st.insts[to.index()].name.clone(),
                 error,
@@ -640,7 +623,16 @@ impl Hsi {
 
     /// Appends each processor whose thread changed since the last call,
     /// with its new thread (`None`: idle).
+    #[inline]
     pub fn drain_dispatch(&mut self, out: &mut Vec<(CpuId, Option<ThreadId>)>) {
+        // Most inputs change no processor: that case stays inline and cheap.
+        if !self.st.dirty_cpus.is_empty() {
+            self.drain_dirty(out);
+        }
+    }
+
+    #[inline(never)]
+    fn drain_dirty(&mut self, out: &mut Vec<(CpuId, Option<ThreadId>)>) {
         for cpu in self.st.dirty_cpus.drain(..) {
             let c = &mut self.st.cpus[cpu.index()];
             c.dirty = false;
@@ -854,30 +846,35 @@ impl Hsi {
         inst: InstanceId,
         f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>) -> R,
     ) -> R {
-        let depth = self.frames.len();
-        let r = self.call_hook(inst, f);
+        let depth = self.st.work.len();
+        let r = self.call_hook(inst, None, f);
         self.drive(depth);
         r
     }
 
     /// Applies one action by `actor` and everything it causes, before
     /// returning (an input).
+    #[inline(always)]
     fn apply(&mut self, actor: Node, a: Action) {
-        let depth = self.frames.len();
+        let depth = self.st.work.len();
         self.apply_one(actor, a);
         self.drive(depth);
     }
 
-    /// Calls one hook of `inst`, marks `inst` busy and pushes a frame for
-    /// the actions it asked for; [`Hsi::drive`] applies them.
+    /// Calls one hook of `inst` (`revoked`: the parent VP and processor a
+    /// `revoke` hook is about), marks `inst` busy, and leaves the actions it
+    /// asked for on the work stack, the first on top, the last marked to
+    /// become the hook's done mark once applied (or a done mark alone if it
+    /// asked for none); [`Hsi::drive`] applies them.
     #[inline(always)]
     fn call_hook<R>(
         &mut self,
         inst: InstanceId,
+        revoked: Option<(VpId, CpuId)>,
         f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>) -> R,
     ) -> R {
-        let base = self.st.actions.len();
-        self.st.busy[inst.index()] = true;
+        let base = self.st.work.len();
+        self.st.hooks[inst.index()].set_busy();
         let r = {
             let p = self.policies[inst.index()]
                 .as_deref_mut()
@@ -886,52 +883,66 @@ impl Hsi {
                 st: &mut self.st,
                 me: inst,
                 base,
-                revoked: self.revoking.take(),
+                revoked,
             };
             f(p, &mut ctx)
         };
-        self.frames.push(Frame {
-            inst,
-            base: base as u32,
-            next: base as u32,
-        });
+        let work = &mut self.st.work;
+        match work.get_mut(base..) {
+            Some([]) | None => work.push(Step {
+                actor: inst,
+                action: None,
+                last: false,
+            }),
+            Some([only]) => only.last = true,
+            Some(mine) => {
+                mine.reverse();
+                mine[0].last = true;
+            }
+        }
         r
     }
 
-    /// Runs the frames above `depth` to completion, depth first: the top
-    /// frame's next action is applied (its notification may push a frame,
-    /// which then runs first); a frame with no action left forgets its
-    /// actions, frees its instance and delivers the notifications that
-    /// waited for it. This is the order nested calls had in the kernel
-    /// implementation (§4.3.1), without growing the call stack with the
-    /// depth of the hierarchy.
+    /// Runs the work stack down to `depth`, depth first: the action on top
+    /// is applied (its notification may call a hook, whose actions then go
+    /// on top and are applied first); a hook's done mark frees its instance
+    /// and delivers the notifications that waited for it. This is the order
+    /// nested calls had in the kernel implementation (§4.3.1), without
+    /// growing the call stack with the depth of the hierarchy.
     fn drive(&mut self, depth: usize) {
-        while self.frames.len() > depth {
-            let top = self.frames.len() - 1;
-            let Frame { inst, base, next } = self.frames[top];
-            if let Some(&a) = self.st.actions.get(next as usize) {
-                self.frames[top].next = next + 1;
-                self.apply_one(Node::Instance(inst), a);
-            } else {
-                self.frames.pop();
-                self.st.actions.truncate(base as usize);
-                self.st.busy[inst.index()] = false;
-                if self.st.waiting[inst.index()] > 0 {
-                    self.deliver_waiting(inst);
+        while self.st.work.len() > depth {
+            let Some(step) = self.st.work.last_mut() else {
+                break;
+            };
+            let actor = step.actor;
+            match step.action {
+                Some(action) => {
+                    if step.last {
+                        step.action = None;
+                    } else {
+                        self.st.work.pop();
+                    }
+                    self.apply_one(Node::Instance(actor), action);
+                }
+                None => {
+                    self.st.work.pop();
+                    if self.st.hooks[actor.index()].done() {
+                        self.deliver_waiting(actor);
+                    }
                 }
             }
         }
     }
 
     /// Delivers, in arrival order, the notifications that waited while
-    /// `inst` was busy: up to the first that pushes a frame, whose end
-    /// delivers the rest.
+    /// `inst` was busy: up to the first that leaves work on the stack, whose
+    /// done mark delivers the rest.
     #[inline(never)]
     fn deliver_waiting(&mut self, inst: InstanceId) {
-        let depth = self.frames.len();
+        let depth = self.st.work.len();
         while let Some(k) = self.st.deferred.iter().position(|&(i, _)| i == inst) {
             let (_, note) = self.st.deferred.remove(k).expect("position is in range");
-            self.st.waiting[inst.index()] -= 1;
+            self.st.hooks[inst.index()].sub_waiting();
             if let Note::Grant(vp, cpu) = note {
                 if self.st.vps[vp.index()].state != VpState::Running(cpu) {
                     // Superseded while waiting: the instance released the VP
@@ -942,48 +953,47 @@ impl Hsi {
                     });
                     if let Some(j) = later {
                         self.st.deferred.remove(j);
-                        self.st.waiting[inst.index()] -= 1;
+                        self.st.hooks[inst.index()].sub_waiting();
                     }
                     continue;
                 }
             }
             self.notify(inst, note);
-            if self.frames.len() > depth {
+            if self.st.work.len() > depth {
                 return;
             }
         }
     }
 
     /// Delivers a VP notification caused by another node's action: calls
-    /// the hook and pushes its frame. A policy's hooks never nest: while
-    /// `inst` is handling a hook (its actions are still being applied),
-    /// notifications for it wait, in order, until that hook's actions are
-    /// all applied.
+    /// the hook, whose actions go on the work stack. A policy's hooks never
+    /// nest: while `inst` is handling a hook (its actions are still being
+    /// applied), notifications for it wait, in order, until that hook's
+    /// actions are all applied.
     #[inline(always)]
     fn notify(&mut self, inst: InstanceId, note: Note) {
-        if self.st.busy[inst.index()] {
+        if self.st.hooks[inst.index()].busy() {
             self.st.deferred.push_back((inst, note));
-            self.st.waiting[inst.index()] += 1;
+            self.st.hooks[inst.index()].add_waiting();
             return;
         }
         self.st.notes += 1;
         if self.st.notes > MAX_NOTIFICATIONS {
             return self.livelock(inst);
         }
-        match note {
-            Note::Msg(vp, msg, from) => self.notify_msg(inst, vp, msg, from),
-            Note::Revoke(vp, cpu, reason) => {
-                self.revoking = Some((vp, cpu));
-                self.call_hook(inst, |p, ctx| p.revoke(ctx, vp, reason));
-            }
-            // One `call_hook` for the rest keeps this hot path small.
-            _ => self.call_hook(inst, |p, ctx| match note {
-                Note::Grant(vp, cpu) => p.grant(ctx, vp, cpu),
-                Note::Request(vp) => p.request(ctx, vp),
-                Note::Release(vp) => p.release(ctx, vp),
-                Note::Revoke(..) | Note::Msg(..) => unreachable!("handled above"),
-            }),
-        }
+        let revoked = match note {
+            Note::Msg(vp, msg, from) => return self.notify_msg(inst, vp, msg, from),
+            Note::Revoke(vp, cpu, _) => Some((vp, cpu)),
+            _ => None,
+        };
+        // One `call_hook` for all keeps this hot path small.
+        self.call_hook(inst, revoked, |p, ctx| match note {
+            Note::Grant(vp, cpu) => p.grant(ctx, vp, cpu),
+            Note::Revoke(vp, _, reason) => p.revoke(ctx, vp, reason),
+            Note::Request(vp) => p.request(ctx, vp),
+            Note::Release(vp) => p.release(ctx, vp),
+            Note::Msg(..) => unreachable!("handled above"),
+        })
     }
 
     #[cold]
@@ -1020,7 +1030,7 @@ impl Hsi {
     /// actor has notifications waiting that explain the change.
     fn refuse(&mut self, rule: Rule, actor: Node, vp: Option<VpId>, detail: String) {
         if let Node::Instance(i) = actor {
-            if self.st.waiting[i.index()] > 0 {
+            if self.st.hooks[i.index()].waiting() > 0 {
                 let at = self.st.now;
                 if let Some(t) = self.st.trace.as_mut() {
                     let event = PolicyEvent::Note(format!("stale action dropped: {detail}"));
@@ -1069,10 +1079,13 @@ impl Hsi {
     fn holds(&self, n: Node, cpu: CpuId) -> bool {
         match n {
             Node::Top => true,
-            Node::Instance(i) => self.st.insts[i.index()]
-                .parents
-                .iter()
-                .any(|&vp| self.st.vps[vp.index()].state == VpState::Running(cpu)),
+            Node::Instance(i) => match self.st.insts[i.index()].parents[..] {
+                // The usual shape, without the loop.
+                [vp] => self.st.vps[vp.index()].state == VpState::Running(cpu),
+                ref vps => vps
+                    .iter()
+                    .any(|&vp| self.st.vps[vp.index()].state == VpState::Running(cpu)),
+            },
             Node::Thread(_) => false,
         }
     }
@@ -1094,7 +1107,7 @@ impl Hsi {
 
     /// Applies one action by `actor`, checking ownership and the Fig 4.2
     /// transition, then delivers the notification (calls the receiver's
-    /// hook, whose frame the caller's [`Hsi::drive`] runs).
+    /// hook, whose actions the caller's [`Hsi::drive`] applies).
     #[inline(always)]
     fn apply_one(&mut self, actor: Node, a: Action) {
         if let Some((inst, note)) = self.transition(actor, a) {
@@ -1106,157 +1119,218 @@ impl Hsi {
     /// notification to deliver, if any.
     #[inline(always)]
     fn transition(&mut self, actor: Node, a: Action) -> Option<(InstanceId, Note)> {
-        let (vp, parent_side) = match a {
-            Action::Grant { vp, .. } | Action::Revoke { vp, .. } => (vp, true),
-            Action::Request { vp } | Action::Release { vp } | Action::Msg { vp, .. } => (vp, false),
-        };
-        let Some(s) = self.st.vps.get(vp.index()).filter(|s| s.live) else {
-            self.refuse_with(Rule::NotOwner, actor, vp, |_| {
-                "acted on a VP that is not registered".into()
-            });
-            return None;
-        };
-        let (owner, other, state) = if parent_side {
-            (s.parent, s.child, s.state)
-        } else {
-            (s.child, s.parent, s.state)
-        };
-        if owner != actor {
-            self.refuse_with(Rule::NotOwner, actor, vp, |st| {
-                let side = if parent_side { "parent" } else { "child" };
-                format!("{a:?} on a VP whose {side} is {}", st.node_name(owner))
+        match a {
+            Action::Grant { vp, cpu } => self.grant(actor, vp, cpu),
+            Action::Revoke { vp, reason } => self.revoke(actor, vp, reason),
+            Action::Request { vp } => self.request(actor, vp),
+            Action::Release { vp } => self.release(actor, vp),
+            Action::Msg { vp, msg } => {
+                self.owned(actor, vp, false, || Action::Msg { vp, msg })?;
+                match (self.st.vps[vp.index()].parent, actor) {
+                    (Node::Instance(p), Node::Instance(from)) => {
+                        Some((p, Note::Msg(vp, msg, from)))
+                    }
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    /// The state of `vp` and the node on its other side, when `actor` is
+    /// its parent (`parent_side`) or its child; otherwise reports `a()`.
+    #[inline(always)]
+    fn owned(
+        &mut self,
+        actor: Node,
+        vp: VpId,
+        parent_side: bool,
+        a: impl FnOnce() -> Action,
+    ) -> Option<(VpState, Node)> {
+        if let Some(s) = self.st.vps.get(vp.index()) {
+            let (owner, other) = if parent_side {
+                (s.parent, s.child)
+            } else {
+                (s.child, s.parent)
+            };
+            if s.live && owner == actor {
+                return Some((s.state, other));
+            }
+        }
+        self.not_owner(actor, vp, parent_side, a());
+        None
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn not_owner(&mut self, actor: Node, vp: VpId, parent_side: bool, a: Action) {
+        self.refuse_with(Rule::NotOwner, actor, vp, |st| {
+            match st.vps.get(vp.index()) {
+                Some(s) if s.live => {
+                    let (side, owner) = if parent_side {
+                        ("parent", s.parent)
+                    } else {
+                        ("child", s.child)
+                    };
+                    format!("{a:?} on a VP whose {side} is {}", st.node_name(owner))
+                }
+                _ => "acted on a VP that is not registered".into(),
+            }
+        });
+    }
+
+    /// A grant of `cpu` by `actor` to its ready child `vp`.
+    #[inline(always)]
+    fn grant(&mut self, actor: Node, vp: VpId, cpu: CpuId) -> Option<(InstanceId, Note)> {
+        let (state, child) = self.owned(actor, vp, true, || Action::Grant { vp, cpu })?;
+        if state != VpState::Ready {
+            self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                format!("grant of {cpu} to a VP that is {state:?}, not Ready")
             });
             return None;
         }
-        match a {
-            Action::Grant { cpu, .. } => {
-                if state != VpState::Ready {
-                    self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
-                        format!("grant of {cpu} to a VP that is {state:?}, not Ready")
-                    });
-                    return None;
-                }
-                if cpu.index() >= self.st.cpus.len() || !self.holds(actor, cpu) {
-                    self.refuse_with(Rule::CpuNotHeld, actor, vp, |_| {
-                        format!("granted {cpu}, which it does not hold")
-                    });
-                    return None;
-                }
+        if cpu.index() >= self.st.cpus.len() || !self.holds(actor, cpu) {
+            self.refuse_with(Rule::CpuNotHeld, actor, vp, |_| {
+                format!("granted {cpu}, which it does not hold")
+            });
+            return None;
+        }
+        self.st.vps[vp.index()].state = VpState::Running(cpu);
+        self.st.start_segment(vp, cpu);
+        self.trace(|| TraceKind::Grant {
+            vp,
+            parent: actor,
+            child,
+            cpu,
+        });
+        match child {
+            Node::Instance(c) => Some((c, Note::Grant(vp, cpu))),
+            Node::Thread(t) => {
+                self.st.thread_started(cpu, t);
+                None
+            }
+            Node::Top => unreachable!("the top scheduler is never a child"),
+        }
+    }
+
+    /// A revocation by `actor` of the processor of its running child `vp`.
+    #[inline(always)]
+    fn revoke(
+        &mut self,
+        actor: Node,
+        vp: VpId,
+        reason: RevokeReason,
+    ) -> Option<(InstanceId, Note)> {
+        let (state, child) = self.owned(actor, vp, true, || Action::Revoke { vp, reason })?;
+        let VpState::Running(cpu) = state else {
+            self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                format!("revoke from a VP that is {state:?}, not Running")
+            });
+            return None;
+        };
+        self.st.end_segment(vp, cpu);
+        self.st.vps[vp.index()].state = VpState::Ready;
+        self.trace(|| TraceKind::Revoke {
+            vp,
+            parent: actor,
+            child,
+            cpu,
+            reason,
+        });
+        match child {
+            Node::Instance(c) => Some((c, Note::Revoke(vp, cpu, reason))),
+            Node::Thread(t) => {
+                self.st.thread_stopped(cpu, t);
+                None
+            }
+            Node::Top => unreachable!("the top scheduler is never a child"),
+        }
+    }
+
+    /// A request by `actor` for a processor for its waiting parent VP `vp`.
+    #[inline(always)]
+    fn request(&mut self, actor: Node, vp: VpId) -> Option<(InstanceId, Note)> {
+        let (state, parent) = self.owned(actor, vp, false, || Action::Request { vp })?;
+        if state != VpState::Waiting {
+            self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                format!("request from a VP that is {state:?}, not Waiting")
+            });
+            return None;
+        }
+        self.st.vps[vp.index()].state = VpState::Ready;
+        self.trace(|| TraceKind::Request {
+            vp,
+            parent,
+            child: actor,
+        });
+        match parent {
+            Node::Instance(p) => Some((p, Note::Request(vp))),
+            Node::Top => {
+                // The top scheduler grants every request at once, always
+                // the same processor (§9.3.5).
+                let cpu = self.st.vps[vp.index()].top_cpu.expect("top VPs have a CPU");
                 self.st.vps[vp.index()].state = VpState::Running(cpu);
                 self.st.start_segment(vp, cpu);
                 self.trace(|| TraceKind::Grant {
                     vp,
-                    parent: actor,
-                    child: other,
+                    parent: Node::Top,
+                    child: actor,
                     cpu,
                 });
-                match other {
+                match actor {
                     Node::Instance(c) => Some((c, Note::Grant(vp, cpu))),
-                    Node::Thread(t) => {
-                        self.st.thread_started(cpu, t);
-                        None
-                    }
-                    Node::Top => unreachable!("the top scheduler is never a child"),
-                }
-            }
-            Action::Revoke { reason, .. } => {
-                let VpState::Running(cpu) = state else {
-                    self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
-                        format!("revoke from a VP that is {state:?}, not Running")
-                    });
-                    return None;
-                };
-                self.st.end_segment(vp);
-                self.st.vps[vp.index()].state = VpState::Ready;
-                self.trace(|| TraceKind::Revoke {
-                    vp,
-                    parent: actor,
-                    child: other,
-                    cpu,
-                    reason,
-                });
-                match other {
-                    Node::Instance(c) => Some((c, Note::Revoke(vp, cpu, reason))),
-                    Node::Thread(t) => {
-                        self.st.thread_stopped(cpu, t);
-                        None
-                    }
-                    Node::Top => unreachable!("the top scheduler is never a child"),
-                }
-            }
-            Action::Request { .. } => {
-                if state != VpState::Waiting {
-                    self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
-                        format!("request from a VP that is {state:?}, not Waiting")
-                    });
-                    return None;
-                }
-                self.st.vps[vp.index()].state = VpState::Ready;
-                self.trace(|| TraceKind::Request {
-                    vp,
-                    parent: other,
-                    child: actor,
-                });
-                match other {
-                    Node::Instance(p) => Some((p, Note::Request(vp))),
-                    Node::Top => {
-                        // The top scheduler grants every request at once, always
-                        // the same processor (§9.3.5).
-                        let cpu = self.st.vps[vp.index()].top_cpu.expect("top VPs have a CPU");
-                        self.st.vps[vp.index()].state = VpState::Running(cpu);
-                        self.st.start_segment(vp, cpu);
-                        self.trace(|| TraceKind::Grant {
-                            vp,
-                            parent: Node::Top,
-                            child: actor,
-                            cpu,
-                        });
-                        match actor {
-                            Node::Instance(c) => Some((c, Note::Grant(vp, cpu))),
-                            _ => None,
-                        }
-                    }
-                    Node::Thread(_) => unreachable!("threads are leaves"),
-                }
-            }
-            Action::Release { .. } => {
-                match state {
-                    VpState::Waiting => {
-                        self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
-                            "release from a VP that is already Waiting".into()
-                        });
-                        return None;
-                    }
-                    VpState::Running(cpu) => {
-                        self.st.end_segment(vp);
-                        if let Node::Thread(t) = actor {
-                            self.st.thread_stopped(cpu, t);
-                        }
-                    }
-                    VpState::Ready => {}
-                }
-                self.st.vps[vp.index()].state = VpState::Waiting;
-                self.trace(|| TraceKind::Release {
-                    vp,
-                    parent: other,
-                    child: actor,
-                });
-                match other {
-                    Node::Instance(p) => Some((p, Note::Release(vp))),
                     _ => None,
                 }
             }
-            Action::Msg { msg, .. } => match (other, actor) {
-                (Node::Instance(p), Node::Instance(from)) => Some((p, Note::Msg(vp, msg, from))),
-                _ => None,
-            },
+            Node::Thread(_) => unreachable!("threads are leaves"),
+        }
+    }
+
+    /// A release by `actor` of its parent VP `vp`: it gives back the
+    /// processor, or withdraws the request.
+    #[inline(always)]
+    fn release(&mut self, actor: Node, vp: VpId) -> Option<(InstanceId, Note)> {
+        let (state, parent) = self.owned(actor, vp, false, || Action::Release { vp })?;
+        match state {
+            VpState::Waiting => {
+                self.refuse_with(Rule::IllegalTransition, actor, vp, |_| {
+                    "release from a VP that is already Waiting".into()
+                });
+                return None;
+            }
+            VpState::Running(cpu) => {
+                self.st.end_segment(vp, cpu);
+                if let Node::Thread(t) = actor {
+                    self.st.thread_stopped(cpu, t);
+                }
+            }
+            VpState::Ready => {}
+        }
+        self.st.vps[vp.index()].state = VpState::Waiting;
+        self.trace(|| TraceKind::Release {
+            vp,
+            parent,
+            child: actor,
+        });
+        match parent {
+            Node::Instance(p) => Some((p, Note::Release(vp))),
+            _ => None,
         }
     }
 
     /// Ends an input: runs the protocol checker if on, reports violations.
+    #[inline]
     fn finish(&mut self) -> Result<(), HsiError> {
         self.st.notes = 0;
-        if self.st.actions.is_empty() {
+        // The usual end, inline: nothing to check, report or free.
+        if !self.checking && self.st.violations.is_empty() && self.st.msgs.is_empty() {
+            return Ok(());
+        }
+        self.finish_slow()
+    }
+
+    #[inline(never)]
+    fn finish_slow(&mut self) -> Result<(), HsiError> {
+        if self.st.work.is_empty() {
             self.st.msgs.clear();
         }
         if self.checking {

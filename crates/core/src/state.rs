@@ -46,6 +46,18 @@ pub(crate) enum Action {
     },
 }
 
+/// One entry of the HSI's work stack (see `Hsi::drive`): an action an
+/// instance's hook queued, or the mark that frees the instance once the
+/// hook's actions and all they caused are applied.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Step {
+    pub actor: InstanceId,
+    /// `None`: the mark that frees `actor` (its hook is done).
+    pub action: Option<Action>,
+    /// The hook's last action, whose entry becomes the mark once applied.
+    pub last: bool,
+}
+
 /// A notification caused by an action, possibly waiting for a busy
 /// instance (see `Hsi::notify`).
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +68,48 @@ pub(crate) enum Note {
     Release(VpId),
     /// Message index into `State::msgs`, and the sending instance.
     Msg(VpId, u32, InstanceId),
+}
+
+/// Whether an instance's hook is having its actions applied (busy), and how
+/// many notifications wait for it meanwhile; one word, so that the hot path
+/// reads and writes it once.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HookState(u32);
+
+impl HookState {
+    const BUSY: u32 = 1 << 31;
+
+    #[inline(always)]
+    pub fn busy(self) -> bool {
+        self.0 & Self::BUSY != 0
+    }
+
+    #[inline(always)]
+    pub fn waiting(self) -> u32 {
+        self.0 & !Self::BUSY
+    }
+
+    #[inline(always)]
+    pub fn set_busy(&mut self) {
+        self.0 |= Self::BUSY;
+    }
+
+    /// Frees the instance; returns whether notifications wait for it.
+    #[inline(always)]
+    pub fn done(&mut self) -> bool {
+        self.0 &= !Self::BUSY;
+        self.0 != 0
+    }
+
+    #[inline(always)]
+    pub fn add_waiting(&mut self) {
+        self.0 += 1;
+    }
+
+    #[inline(always)]
+    pub fn sub_waiting(&mut self) {
+        self.0 -= 1;
+    }
 }
 
 #[derive(Debug)]
@@ -129,14 +183,15 @@ pub(crate) struct State {
     pub threads: Vec<ThreadSlot>,
     pub cpus: Vec<CpuSlot>,
     pub dirty_cpus: Vec<CpuId>,
-    pub actions: Vec<Action>,
+    /// Hooks' queued actions still to apply, the next one last (see
+    /// `Hsi::drive`).
+    pub work: Vec<Step>,
     pub msgs: Vec<Option<Msg>>,
-    /// Per instance: a hook of it is on the stack.
-    pub busy: Vec<bool>,
+    /// Per instance: whether a hook of it is having its actions applied,
+    /// and how many entries of `deferred` are its own.
+    pub hooks: Vec<HookState>,
     /// Notifications waiting for busy instances, in arrival order.
     pub deferred: VecDeque<(InstanceId, Note)>,
-    /// Per instance: how many entries of `deferred` are its own.
-    pub waiting: Vec<u32>,
     /// Notifications delivered during the current input.
     pub notes: u64,
     pub violations: Vec<Violation>,
@@ -159,11 +214,10 @@ impl State {
             threads: Vec::new(),
             cpus: (0..cpus).map(|_| CpuSlot::default()).collect(),
             dirty_cpus: Vec::new(),
-            actions: Vec::new(),
+            work: Vec::new(),
             msgs: Vec::new(),
-            busy: Vec::new(),
+            hooks: Vec::new(),
             deferred: VecDeque::new(),
-            waiting: Vec::new(),
             notes: 0,
             violations: Vec::new(),
             trace: None,
@@ -231,9 +285,14 @@ impl State {
         s.last_cpu = Some(cpu);
     }
 
+    /// Closes the running segment of `vp`, which runs on `cpu`.
     #[inline]
-    pub fn end_segment(&mut self, vp: VpId) {
-        self.vps[vp.index()].received = self.vp_received(vp);
+    pub fn end_segment(&mut self, vp: VpId, cpu: CpuId) {
+        let stolen = self.cpus[cpu.index()].stolen;
+        let now = self.now;
+        let s = &mut self.vps[vp.index()];
+        let gross = now.saturating_since(s.granted_at);
+        s.received += gross - (stolen - s.stolen_at_grant);
     }
 
     /// Thread `t`'s VP now runs on `cpu`.

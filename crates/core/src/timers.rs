@@ -23,19 +23,33 @@ pub(crate) struct Timers {
     /// (key, instance), heap-ordered; each key is at most the instance's
     /// `due`, and equal to it at the root (see `settle`).
     heap: Vec<(Instant, InstanceId)>,
-    /// Per instance: its index in `heap`, or `ABSENT`.
-    pos: Vec<u32>,
-    /// Per instance: its armed deadline, `NEVER` when disarmed.
-    due: Vec<Instant>,
+    /// Per instance: where it is and when it is due, side by side so that
+    /// the common re-arm checks one table.
+    slots: Vec<Slot>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The instance's index in `heap`, or `ABSENT`.
+    pos: u32,
+    /// Its armed deadline, `NEVER` when disarmed.
+    due: Instant,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        pos: ABSENT,
+        due: Instant::NEVER,
+    };
 }
 
 impl Timers {
     /// The armed deadline of `inst`, if any.
     #[inline]
     pub fn get(&self, inst: InstanceId) -> Option<Instant> {
-        self.due
+        self.slots
             .get(inst.index())
-            .copied()
+            .map(|s| s.due)
             .filter(|&at| at != Instant::NEVER)
     }
 
@@ -50,10 +64,10 @@ impl Timers {
     #[inline]
     pub fn set(&mut self, inst: InstanceId, at: Instant) {
         // The common re-arm: a later deadline for an entry below the root.
-        let k = inst.index();
-        if let Some(&p) = self.pos.get(k) {
+        if let Some(s) = self.slots.get_mut(inst.index()) {
+            let p = s.pos;
             if p != ABSENT && p != 0 && at != Instant::NEVER && at >= self.heap[p as usize].0 {
-                self.due[k] = at;
+                s.due = at;
                 return;
             }
         }
@@ -65,12 +79,11 @@ impl Timers {
             return self.cancel(inst);
         }
         let k = inst.index();
-        if self.pos.len() <= k {
-            self.pos.resize(k + 1, ABSENT);
-            self.due.resize(k + 1, Instant::NEVER);
+        if self.slots.len() <= k {
+            self.slots.resize(k + 1, Slot::EMPTY);
         }
-        self.due[k] = at;
-        let p = self.pos[k];
+        self.slots[k].due = at;
+        let p = self.slots[k].pos;
         if p == ABSENT {
             self.heap.push((at, inst));
             self.up(self.heap.len() - 1);
@@ -86,11 +99,11 @@ impl Timers {
     /// Disarms `inst`'s timer.
     pub fn cancel(&mut self, inst: InstanceId) {
         let k = inst.index();
-        if self.due.get(k).is_none_or(|&at| at == Instant::NEVER) {
+        if self.slots.get(k).is_none_or(|s| s.due == Instant::NEVER) {
             return;
         }
-        self.due[k] = Instant::NEVER;
-        if self.pos[k] == 0 {
+        self.slots[k].due = Instant::NEVER;
+        if self.slots[k].pos == 0 {
             self.settle();
         }
     }
@@ -100,7 +113,7 @@ impl Timers {
     /// no sift. [`Timers::first`] is wrong until [`Timers::settle`] runs.
     pub fn disarm_first(&mut self) {
         if let Some(&(_, inst)) = self.heap.first() {
-            self.due[inst.index()] = Instant::NEVER;
+            self.slots[inst.index()].due = Instant::NEVER;
         }
     }
 
@@ -108,12 +121,12 @@ impl Timers {
     /// their deadline, until the root is an armed entry at its deadline.
     pub fn settle(&mut self) {
         while let Some(&(key, inst)) = self.heap.first() {
-            let due = self.due[inst.index()];
+            let due = self.slots[inst.index()].due;
             if key == due {
                 return;
             }
             if due == Instant::NEVER {
-                self.pos[inst.index()] = ABSENT;
+                self.slots[inst.index()].pos = ABSENT;
                 let last = self.heap.pop().expect("the heap is not empty");
                 if self.heap.is_empty() {
                     return;
@@ -137,11 +150,11 @@ impl Timers {
                 break;
             }
             self.heap[i] = pe;
-            self.pos[pe.1.index()] = i as u32;
+            self.slots[pe.1.index()].pos = i as u32;
             i = parent;
         }
         self.heap[i] = e;
-        self.pos[e.1.index()] = i as u32;
+        self.slots[e.1.index()].pos = i as u32;
     }
 
     /// Moves the entry at `i` away from the root while a child is smaller,
@@ -163,11 +176,11 @@ impl Timers {
                 break;
             }
             self.heap[i] = me;
-            self.pos[me.1.index()] = i as u32;
+            self.slots[me.1.index()].pos = i as u32;
             i = m;
         }
         self.heap[i] = e;
-        self.pos[e.1.index()] = i as u32;
+        self.slots[e.1.index()].pos = i as u32;
     }
 }
 

@@ -888,14 +888,18 @@ impl<E> PrioSet<E> {
     /// `parent_vp`: one child, no index, one parent VP (`parent_vp`, so the
     /// view needs no rebuilding), and nothing unsettled (no flag left set
     /// and no notification waiting, so `begin` would mark nothing).
+    ///
+    /// A view of one entry was built from the instance's parent VPs, which
+    /// never change after `init`, so that one is `parent_vp`.
     #[inline(always)]
     fn solo(&self, ctx: &Ctx<'_>, parent_vp: VpId) -> bool {
-        self.kids.len() == 1
+        let solo = self.kids.len() == 1
             && !self.indexed
             && self.busy == 0
             && self.parents.view.len() == 1
-            && ctx.parent_vps() == [parent_vp]
-            && ctx.notifications_waiting() == 0
+            && ctx.notifications_waiting() == 0;
+        debug_assert!(!solo || ctx.parent_vps() == [parent_vp]);
+        solo
     }
 
     /// The commonest grant, in one step: a one-child set (see
