@@ -1126,6 +1126,13 @@ impl Daemon {
         params: Params,
     ) -> Result<usize, LiveError> {
         let (r, w) = sys::pipe().map_err(io_err("pipe"))?;
+        // The child closes every descriptor it inherited from the daemon
+        // (CPU locks, perf events, the control socket), this pipe's write
+        // end with them, before it is adopted: a child frozen before its
+        // first instruction must not hold them, or a `kill -9` of the
+        // daemon would leave them alive until the child runs.
+        let (shed_r, shed_w) = sys::pipe().map_err(io_err("pipe"))?;
+        let last_fd = sys::highest_fd();
         let slot = spec.filter(|_| workload.is_some());
         let pid = match (exec, workload) {
             (Some(argv), _) => {
@@ -1145,6 +1152,7 @@ impl Daemon {
                     ] {
                         sys::default_signal(s);
                     }
+                    sys::close_cloexec(last_fd, r.as_raw_fd());
                     let mut b = [0u8; 1];
                     let _ = sys::read(r.as_raw_fd(), &mut b);
                     let err = ex.exec();
@@ -1177,10 +1185,25 @@ impl Daemon {
             }
         };
         drop(r);
+        drop(shed_w);
         // Put the child back to the daemon's own original scheduling before
         // recording it: that is what it would have had without hsched.
         let _ = sys::sched_setattr(pid, &self.self_attr);
         let _ = sys::set_affinity(pid, &self.self_mask);
+        match sys::wait_closed(shed_r.as_raw_fd(), 5_000) {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = sys::kill(pid, libc::SIGKILL);
+                return Err(LiveError::Setup(format!(
+                    "thread `{name}`: its process did not start within 5 s"
+                )));
+            }
+            Err(e) => {
+                let _ = sys::kill(pid, libc::SIGKILL);
+                return Err(io_err("pipe")(e));
+            }
+        }
+        drop(shed_r);
         let gi = self.groups.len();
         self.groups.push(Group {
             name: name.to_string(),

@@ -937,6 +937,57 @@ pub fn close_from(first: RawFd, keep: &[RawFd]) {
     unsafe { libc::syscall(libc::SYS_close_range, lo, u32::MAX, 0u32) };
 }
 
+/// The highest descriptor number this process has open (2 if it cannot
+/// tell). Allocates: call it before `fork`, not in the child.
+pub fn highest_fd() -> RawFd {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
+                .max()
+                .unwrap_or(2)
+        })
+        .unwrap_or(2)
+}
+
+/// Closes every close-on-exec descriptor from 3 to `last` except `keep`:
+/// what an `execve` would close anyway, closed before it instead. Others
+/// (descriptors the daemon's caller passed on, for the program) stay.
+/// Async-signal-safe (`fcntl` and `close` only).
+pub fn close_cloexec(last: RawFd, keep: RawFd) {
+    for fd in 3..=last {
+        if fd == keep {
+            continue;
+        }
+        // SAFETY: queries and closes descriptors of this process only;
+        // called in a freshly forked child where nothing else uses them.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Waits until every copy of the write end of the pipe `r` is closed (end
+/// of file), for at most `timeout_ms`; `Ok(false)` on timeout.
+pub fn wait_closed(r: RawFd, timeout_ms: u64) -> io::Result<bool> {
+    let deadline = now_ns() + timeout_ms * 1_000_000;
+    let mut b = [0u8; 16];
+    loop {
+        let left = deadline.saturating_sub(now_ns()) / 1_000_000;
+        if !poll_in(r, left.min(i32::MAX as u64) as i32)? {
+            if now_ns() >= deadline {
+                return Ok(false);
+            }
+            continue;
+        }
+        if read(r, &mut b)? == 0 {
+            return Ok(true);
+        }
+    }
+}
+
 /// Raises the soft descriptor limit to the hard one.
 pub fn raise_nofile_limit() {
     let mut rl = libc::rlimit {

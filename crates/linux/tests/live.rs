@@ -312,6 +312,10 @@ workload = { kind = "cpu-bound" }
 name = "low"
 params = { priority = 1 }
 workload = { kind = "cpu-bound" }
+[[thread]]
+name = "waiter"
+params = { priority = 1 }
+exec = ["sleep", "30"]
 "#,
     );
     let sock = std::env::temp_dir().join(format!("hsched-test-kill-{}.sock", std::process::id()));
@@ -351,6 +355,21 @@ workload = { kind = "cpu-bound" }
         Some('D'),
         "the other one is frozen"
     );
+    // Frozen or not, before or after `exec`, a launched program holds none
+    // of the daemon's descriptors (CPU locks, perf events, the socket).
+    for t in [high, low, tid("waiter")] {
+        let held: Vec<String> = std::fs::read_dir(format!("/proc/{t}/fd"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .map(|l| l.display().to_string())
+            .filter(|l| {
+                l.contains("perf_event")
+                    || l.starts_with(hsched_linux::cpulock::LOCK_DIR)
+                    || l.starts_with("socket:")
+            })
+            .collect();
+        assert!(held.is_empty(), "thread {t} holds the daemon's {held:?}");
+    }
     let all = hsched_linux::sys::get_affinity(0).unwrap();
     daemon.kill().unwrap();
     let killed = Instant::now();
@@ -381,12 +400,7 @@ workload = { kind = "cpu-bound" }
         !std::path::Path::new(&channel).exists(),
         "{channel} left behind after SIGKILL"
     );
-    // The frozen one really runs again. A built-in workload frozen before
-    // its first instruction still holds the daemon's descriptors (it closes
-    // them first thing); with the daemon dead, closing them releases the
-    // perf events, which keeps it in state D for up to a few hundred ms on
-    // a loaded machine before it spins (docs/live-mode.md). So give it a
-    // second to show 20 ms of CPU.
+    // The frozen one really runs again: 20 ms of CPU within a second.
     let c0 = hsched_linux::enforce::proc_cpu_ns(low).unwrap();
     let t2 = Instant::now();
     while hsched_linux::enforce::proc_cpu_ns(low).unwrap() < c0 + 20_000_000 {
@@ -406,7 +420,7 @@ workload = { kind = "cpu-bound" }
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    for t in [high, low] {
+    for t in [high, low, tid("waiter")] {
         let _ = hsched_linux::sys::kill(t, libc::SIGKILL);
     }
     let _ = std::fs::remove_file(&sock);

@@ -6,6 +6,12 @@
 
 use hsched_linux::record::{record, RecordOptions};
 
+/// The tests look for this process's tracefs instances, so they take turns.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn supported() -> bool {
     if hsched_linux::sys::geteuid() != 0 {
         eprintln!("SKIPPED: recording needs root");
@@ -34,6 +40,7 @@ fn instances() -> Vec<String> {
 
 #[test]
 fn a_recorded_shell_loop_imports_with_one_burst_per_wait() {
+    let _turn = serial();
     if !supported() {
         return;
     }
@@ -77,6 +84,7 @@ fn a_recorded_shell_loop_imports_with_one_burst_per_wait() {
 
 #[test]
 fn a_command_that_cannot_start_records_nothing() {
+    let _turn = serial();
     if !supported() {
         return;
     }
