@@ -724,6 +724,25 @@ impl Hsi {
         }
     }
 
+    /// The deadline the parent of `vp` holds for it now, if its policy
+    /// schedules by deadlines ([`Policy::child_deadline`]); `None` for a VP
+    /// under the top scheduler or an unregistered one.
+    pub fn vp_deadline(&mut self, vp: VpId) -> Option<Instant> {
+        let slot = self.st.vps.get(vp.index()).filter(|s| s.live)?;
+        let Node::Instance(p) = slot.parent else {
+            return None;
+        };
+        let policy = self.policies.get(p.index())?.as_deref()?;
+        let base = self.st.work.len();
+        let ctx = Ctx {
+            st: &mut self.st,
+            me: p,
+            base,
+            revoked: None,
+        };
+        policy.child_deadline(&ctx, vp)
+    }
+
     /// Threads in creation order (including exited ones).
     pub fn thread_count(&self) -> usize {
         self.st.threads.len()

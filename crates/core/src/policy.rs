@@ -11,6 +11,7 @@
 use crate::ctx::Ctx;
 use crate::ids::{CpuId, VpId};
 use crate::params::{ParamError, Params};
+use crate::time::Instant;
 use std::fmt;
 
 /// Why a parent took a processor back from a child.
@@ -189,5 +190,13 @@ pub trait Policy: Send + 'static {
     /// The instance's parameters in one line, for `hsched tree`.
     fn describe(&self) -> String {
         String::new()
+    }
+
+    /// The deadline this instance holds for child VP `vp` now, if it
+    /// schedules by deadlines (the end of a reservation's current period, a
+    /// BEST job's deadline); `None` otherwise. For displays such as
+    /// `hsched ctl show`; it changes nothing.
+    fn child_deadline(&self, _ctx: &Ctx<'_>, _vp: VpId) -> Option<Instant> {
+        None
     }
 }

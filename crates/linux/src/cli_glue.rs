@@ -239,9 +239,21 @@ pub fn render_tree(v: &Value) -> String {
     }
     if let Some(ts) = v["threads"].as_array() {
         for t in ts {
+            // What only some threads have: a deadline held by a deadline
+            // scheduler, stolen time, a built-in workload's own counts.
+            let mut extra = String::new();
+            if let Some(d) = t["deadline_ns"].as_u64() {
+                let _ = write!(extra, " deadline t={:.1} ms", d as f64 / 1e6);
+            }
+            if t["stolen_ns"].as_u64().is_some_and(|x| x > 0) {
+                let _ = write!(extra, " stolen {:.1} ms", ms(&t["stolen_ns"]));
+            }
+            if let (Some(j), Some(m)) = (t["jobs"].as_u64(), t["deadline_misses"].as_u64()) {
+                let _ = write!(extra, " jobs {j} misses {m}");
+            }
             let _ = writeln!(
                 s,
-                "  {:<20} tid {:<7} in {:<12} {} cpu {:>10.1} ms granted {:>10.1} ms {}",
+                "  {:<20} tid {:<7} in {:<12} {} cpu {:>10.1} ms granted {:>10.1} ms{extra} {}",
                 t["name"].as_str().unwrap_or(""),
                 t["tid"],
                 t["scheduler"].as_str().unwrap_or(""),

@@ -24,10 +24,12 @@ use crate::sys;
 use hsched_config::{OpSpec, ParentSpec, SchedulerSpec, Span};
 use hsched_core::{Msg, ParamValue, Params, ThreadId, VpState};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 /// Protocol version.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -754,7 +756,16 @@ impl Daemon {
     }
 
     /// The live tree: instances with supply, threads with CPU.
-    pub(crate) fn show(&self) -> Value {
+    pub(crate) fn show(&mut self) -> Value {
+        // Deadlines first: asking a policy needs the HSI mutably.
+        let deadlines: BTreeMap<i32, Option<u64>> = self
+            .threads
+            .values()
+            .map(|m| {
+                let vp = self.hsi.thread_vp(m.hsi);
+                (m.tid, self.hsi.vp_deadline(vp).map(|d| d.0))
+            })
+            .collect();
         let hsi = &self.hsi;
         let node_name = |n: hsched_core::Node| match n {
             hsched_core::Node::Top => "top".to_string(),
@@ -791,9 +802,14 @@ impl Daemon {
                     VpState::Running(c) => json!(self.cpus.get(c.index())),
                     _ => Value::Null,
                 };
+                // A built-in workload counts its own jobs and misses.
+                let probe = self.groups[m.group].slot.and_then(|i| self.slots.get(i));
+                let count = |f: fn(&sys::ProbeSlot) -> u64| probe.map(f);
                 json!({"name": m.name, "tid": m.tid, "pid": m.orig.tgid, "scheduler": hsi.instance_name(hsi.thread_parent(m.hsi)),
                     "params": params_to_json(&v.params), "runnable": hsi.thread_runnable(m.hsi), "cpu": cpu, "frozen": m.frozen,
-                    "received_ns": hsi.thread_received(m.hsi).as_nanos(), "cpu_ns": enforce::proc_cpu_ns(m.tid).unwrap_or(m.cpu_ns)})
+                    "received_ns": hsi.thread_received(m.hsi).as_nanos(), "cpu_ns": enforce::proc_cpu_ns(m.tid).unwrap_or(m.cpu_ns),
+                    "deadline_ns": deadlines.get(&m.tid).copied().flatten(), "stolen_ns": m.stolen_ns,
+                    "jobs": count(|p| p.jobs.load(Ordering::Relaxed)), "deadline_misses": count(|p| p.misses.load(Ordering::Relaxed))})
             })
             .collect();
         let mut lat = self

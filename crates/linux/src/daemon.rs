@@ -67,6 +67,8 @@ pub(crate) struct Managed {
     pub group: usize,
     /// Measured CPU time (last sample of /proc schedstat).
     pub cpu_ns: u64,
+    /// Stolen time fed to the hierarchy while it ran.
+    pub stolen_ns: u64,
     /// Counters for the report.
     pub grants: u64,
     pub freezes: u64,
@@ -711,8 +713,12 @@ impl Daemon {
             *v += s.ns;
         }
         let cpu = CpuId(s.cpu as u32);
-        if self.hsi.running(cpu).is_some() {
+        if let Some(t) = self.hsi.running(cpu) {
             self.hsi.add_stolen(self.inst(s.at), cpu, Duration(s.ns));
+            let tid = self.by_hsi.get(t.index()).copied().unwrap_or(0);
+            if let Some(m) = self.threads.get_mut(&tid) {
+                m.stolen_ns += s.ns;
+            }
             self.stats.stolen_reports += 1;
             if let Some(v) = self.stats.stolen_fed_ns.get_mut(s.cpu) {
                 *v += s.ns;
@@ -906,6 +912,7 @@ impl Daemon {
                 fds: Vec::new(),
                 group,
                 cpu_ns: 0,
+                stolen_ns: 0,
                 grants: 0,
                 freezes: 0,
                 wakeups: 0,

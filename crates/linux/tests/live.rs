@@ -474,6 +474,15 @@ workload = { kind = "cpu-bound" }
         .unwrap()
         .clone();
     assert_eq!(w["scheduler"], "rez");
+    // Under the reservation the worker shows its period's end; its CPU
+    // time, stolen time and (a built-in workload) its own counts are there.
+    let now = tree["now_ns"].as_u64().unwrap();
+    let deadline = w["deadline_ns"].as_u64().expect("a deadline under rez");
+    assert!(
+        deadline + 20_000_000 >= now && deadline <= now + 20_000_000,
+        "deadline {deadline} ns at {now} ns, period 20 ms"
+    );
+    assert!(w["stolen_ns"].is_u64() && w["jobs"].is_u64(), "{w}");
     c.request(
         "set-params",
         json!({"thread": "worker", "params": {"amount": "6ms", "period": "20ms"}}),

@@ -777,6 +777,13 @@ pub(crate) struct Edf<R: Rule> {
 }
 
 impl<R: Rule> Edf<R> {
+    /// Child `vp`'s current deadline, while it asks for or holds a
+    /// processor (`Policy::child_deadline`).
+    pub(crate) fn deadline(&self, ctx: &Ctx<'_>, vp: VpId) -> Option<Instant> {
+        let k = self.kids.get(ctx, vp)?;
+        (k.run != Run::Waiting).then_some(k.deadline)
+    }
+
     pub(crate) fn new(rule: R) -> Self {
         Edf {
             rule,
@@ -1196,6 +1203,13 @@ macro_rules! edf_policy {
             }
             fn describe(&self) -> String {
                 self.edf.rule.describe()
+            }
+            fn child_deadline(
+                &self,
+                ctx: &hsched_core::Ctx<'_>,
+                vp: hsched_core::VpId,
+            ) -> Option<hsched_core::Instant> {
+                self.edf.deadline(ctx, vp)
             }
         }
     };

@@ -579,6 +579,13 @@ impl<R: Rules> Budgets<R> {
 
     /// Arms the timer at the earliest of the tick, the next replenishment
     /// and the running child's budget exhaustion.
+    /// The end of child `vp`'s current period, once its period grid has
+    /// started (`Policy::child_deadline`).
+    pub(crate) fn deadline(&self, ctx: &Ctx<'_>, vp: VpId) -> Option<Instant> {
+        let s = R::slot(self.children.get(ctx, vp)?);
+        (s.started && s.deadline != Instant::NEVER).then_some(s.deadline)
+    }
+
     pub(crate) fn arm(&mut self, ctx: &mut Ctx<'_>) {
         let mut at = self.tick;
         while let Some(&Reverse((t, seq, vp))) = self.events.peek() {

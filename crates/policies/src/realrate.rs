@@ -1211,6 +1211,11 @@ impl Policy for RealRate {
         Ok(())
     }
 
+    /// The end of the child's current reservation period.
+    fn child_deadline(&self, ctx: &Ctx<'_>, vp: VpId) -> Option<Instant> {
+        self.core.deadline(ctx, vp)
+    }
+
     fn describe(&self) -> String {
         let mut s = format!(
             "overload={} load={:.1}% rt={:.1}% adaptive={} ticks={} qex={}",

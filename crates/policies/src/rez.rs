@@ -692,6 +692,11 @@ impl Policy for Rez {
         Ok(())
     }
 
+    /// The end of the child's current reservation period.
+    fn child_deadline(&self, ctx: &Ctx<'_>, vp: VpId) -> Option<Instant> {
+        self.core.deadline(ctx, vp)
+    }
+
     fn describe(&self) -> String {
         let cfg = self.core.rules.cfg;
         let mut s = format!(

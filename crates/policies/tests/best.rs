@@ -555,3 +555,39 @@ fn parameters_are_checked() {
         .create_thread(Instant(0), "z", r, Params::new().with("nice", int(-20)))
         .is_ok());
 }
+
+#[test]
+fn a_ready_child_shows_its_deadline_and_a_blocked_one_none() {
+    let mut hsi = checked(1);
+    let r = root(&mut hsi, "best", Params::new(), 1);
+    let t = hsi
+        .create_thread(Instant(0), "video", r, Params::new())
+        .unwrap();
+    let hog = hsi
+        .create_thread(Instant(0), "hog", r, Params::new())
+        .unwrap();
+    let vp = hsi.thread_vp(t);
+    let mut d = Driver::new(hsi);
+    d.add(t, periodic(40, 10, 0)).unwrap();
+    d.add(hog, Behaviour::CpuBound).unwrap();
+    let mut last = None;
+    for k in 0..400u64 {
+        let now = Instant(k * 1_000_000 + 500_000);
+        d.run_until(now).unwrap();
+        let shown = d.hsi.vp_deadline(vp);
+        assert_eq!(
+            shown.is_some(),
+            d.hsi.thread_runnable(t),
+            "a deadline exactly while the child is ready or running, at {now}"
+        );
+        last = shown.or(last);
+    }
+    // Once the 40 ms period is known (the first wake-up has no estimate
+    // and gets its wake-up time), each job's deadline is its release plus
+    // the period: the last job, released at 360 ms, is due at about 400 ms.
+    let last = last.expect("the video was ready at some sample");
+    assert!(
+        (last.0 as f64 / 1e6 - 400.0).abs() < 1.0,
+        "last deadline {last}"
+    );
+}

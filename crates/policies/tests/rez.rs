@@ -881,3 +881,29 @@ fn rez_fb_gives_back_its_correction_after_a_burst_of_stolen_time() {
         "after the burst the amount returns to the reservation: {last:?} (peak {peak:?})"
     );
 }
+
+#[test]
+fn the_deadline_shown_for_a_child_is_the_end_of_its_current_period() {
+    let mut hsi = new_hsi();
+    let rez = rez_root(&mut hsi, RezConfig::default());
+    let t = hsi
+        .create_thread(ms(0), "t", rez, res("10ms", "33ms"))
+        .unwrap();
+    let vp = hsi.thread_vp(t);
+    assert_eq!(
+        hsi.vp_deadline(vp),
+        None,
+        "no period before the first request"
+    );
+    let mut d = Driver::new(hsi);
+    d.add(t, Behaviour::CpuBound).unwrap();
+    d.run_until(ms(5)).unwrap();
+    assert_eq!(d.hsi.vp_deadline(vp), Some(ms(33)));
+    d.run_until(ms(40)).unwrap();
+    assert_eq!(d.hsi.vp_deadline(vp), Some(ms(66)));
+    d.run_until(ms(100)).unwrap();
+    assert_eq!(d.hsi.vp_deadline(vp), Some(ms(132)));
+    // The root's own VP sits under the top scheduler: no deadline there.
+    let root_vp = d.hsi.instance_parents(rez)[0];
+    assert_eq!(d.hsi.vp_deadline(root_vp), None);
+}
