@@ -199,6 +199,7 @@ impl<'a> Ctx<'a> {
         self.push(Action::Release { vp });
     }
 
+    /// Queues action `a` of this hook; the HSI applies it after the hook.
     #[inline(always)]
     fn push(&mut self, a: Action) {
         self.st.work.push(Step {

@@ -103,6 +103,9 @@ impl HookState {
 
     #[inline(always)]
     pub fn add_waiting(&mut self) {
+        // The count would need 2^31 queued notifications (32 GiB) to reach
+        // the busy bit.
+        debug_assert!(self.waiting() < Self::BUSY - 1);
         self.0 += 1;
     }
 
