@@ -138,6 +138,15 @@ pub(crate) struct VpSlot {
     pub live: bool,
 }
 
+impl VpSlot {
+    /// Net CPU time of the running segment at `now`, with `stolen` the
+    /// running total of stolen time on its processor.
+    #[inline]
+    fn segment(&self, now: Instant, stolen: Duration) -> Duration {
+        now.saturating_since(self.granted_at) - (stolen - self.stolen_at_grant)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct InstSlot {
     pub name: String,
@@ -270,9 +279,7 @@ impl State {
         let s = &self.vps[vp.index()];
         match s.state {
             VpState::Running(cpu) => {
-                let gross = self.now.saturating_since(s.granted_at);
-                let stolen = self.cpus[cpu.index()].stolen - s.stolen_at_grant;
-                s.received + (gross - stolen)
+                s.received + s.segment(self.now, self.cpus[cpu.index()].stolen)
             }
             _ => s.received,
         }
@@ -291,11 +298,9 @@ impl State {
     /// Closes the running segment of `vp`, which runs on `cpu`.
     #[inline]
     pub fn end_segment(&mut self, vp: VpId, cpu: CpuId) {
-        let stolen = self.cpus[cpu.index()].stolen;
-        let now = self.now;
+        let (now, stolen) = (self.now, self.cpus[cpu.index()].stolen);
         let s = &mut self.vps[vp.index()];
-        let gross = now.saturating_since(s.granted_at);
-        s.received += gross - (stolen - s.stolen_at_grant);
+        s.received += s.segment(now, stolen);
     }
 
     /// Thread `t`'s VP now runs on `cpu`.
