@@ -41,6 +41,24 @@ const CHECK_NS: u64 = 20_000_000;
 /// A thread is resynced only when its last event is older than this, so a
 /// sample still on its way through the ring is not overtaken.
 const RESYNC_GUARD_NS: u64 = 2_000_000;
+/// A thread marked leaving that is still alive after this long, with
+/// nothing fatal pending and not exiting, is managed again (its process
+/// installed a handler between the check and the delivery).
+const DYING_PATIENCE_NS: u64 = 1_000_000_000;
+/// At most `SIGNAL_BUDGET` signal records per `SIGNAL_WINDOW_NS`: beyond,
+/// the signal events pause for `SIGNAL_PAUSE_NS`, then every frozen thread
+/// is checked once. A storm of signals to a managed process (each record
+/// costs a wake-up and two `/proc` reads) costs the real-time daemon a
+/// bounded share of its CPU, and a fatal signal during it waits at most
+/// the pause.
+const SIGNAL_WINDOW_NS: u64 = 100_000_000;
+const SIGNAL_BUDGET: u32 = 200;
+const SIGNAL_PAUSE_NS: u64 = 100_000_000;
+/// The signal filter follows the managed threads at most this often: each
+/// update replaces one event per online CPU (85 µs measured for 2 CPUs),
+/// and a fork-heavy program would otherwise pay it at every pump. A
+/// process created in between is found by the backstop if need be.
+const FILTER_GAP_NS: u64 = 20_000_000;
 
 /// One managed thread.
 pub(crate) struct Managed {
@@ -74,6 +92,10 @@ pub(crate) struct Managed {
     pub freezes: u64,
     pub wakeups: u64,
     pub created_ns: u64,
+    /// Since when (ns) the thread is known to be leaving: a fatal signal is
+    /// pending or it is exiting. It is never frozen or raised again, and
+    /// its exit (`sched_process_exit`) removes it from the hierarchy.
+    pub dying: Option<u64>,
 }
 
 /// A launched program or an attached process.
@@ -124,6 +146,20 @@ pub(crate) struct Daemon {
     pub groups: Vec<Group>,
     pub gone: Vec<Gone>,
     pub pending_rmdir: Vec<ThreadCg>,
+    /// Perf events of a launched or attached thread that exited while
+    /// other threads of its group are still managed, by group: closing
+    /// them would also close the events those threads inherited from them
+    /// (their exits would never be seen).
+    pub held_fds: Vec<(usize, Vec<OwnedFd>)>,
+    /// The managed threads or processes changed: the signal filter's
+    /// targets must follow (`update_signal_targets`).
+    pub targets_dirty: bool,
+    /// When the signal filter was last updated.
+    pub filter_at: u64,
+    /// Signal records in the current budget window, and its start.
+    pub signal_window: (u64, u32),
+    /// The signal events are paused until then.
+    pub signals_paused_until: Option<u64>,
     pub launches: Vec<(u64, usize)>,
     pub kills: Vec<(u64, usize)>,
     pub ops: Vec<TimedOp>,
@@ -234,6 +270,11 @@ impl Daemon {
         // Every online CPU, not only the managed ones: a wake-up sample is
         // written on the CPU where the wake-up runs, often the waker's.
         let obs = Observer::new(&online, opts.ring_order).map_err(io_err("perf events"))?;
+        if let Some(e) = &obs.signal_error {
+            eprintln!(
+                "hsched: warning: signals to frozen threads are not observed ({e}); a fatal one is found by the 200 ms sweep"
+            );
+        }
         let stolen = match opts.stolen {
             StolenSource::Off => None,
             s => {
@@ -313,6 +354,7 @@ impl Daemon {
             stolen_source: opts.stolen.name().to_string(),
             stolen_measured_ns: vec![0; ncpu],
             stolen_fed_ns: vec![0; ncpu],
+            signals_watched: obs.watches_signals(),
             ..LiveStats::default()
         };
         Ok(Daemon {
@@ -333,6 +375,11 @@ impl Daemon {
             groups: Vec::new(),
             gone: Vec::new(),
             pending_rmdir: Vec::new(),
+            held_fds: Vec::new(),
+            targets_dirty: true,
+            filter_at: 0,
+            signal_window: (0, 0),
+            signals_paused_until: None,
             launches,
             kills: Vec::new(),
             ops,
@@ -482,6 +529,12 @@ impl Daemon {
         if let Some(t) = self.gov.next_wake() {
             at = at.min(t);
         }
+        if let Some(t) = self.signals_paused_until {
+            at = at.min(t);
+        }
+        if self.targets_dirty {
+            at = at.min(self.filter_at + FILTER_GAP_NS);
+        }
         if !self.threads.is_empty() {
             at = at.min(self.next_sweep).min(self.next_check);
             if let Some(w) = crate::coop::next_wake(self) {
@@ -526,6 +579,12 @@ impl Daemon {
 
     fn reap(&mut self) {
         while let Some((pid, status, cpu)) = sys::reap_any_rusage() {
+            if self.debug {
+                eprintln!(
+                    "[{}] reaped {pid} status {status}",
+                    sys::now_ns().saturating_sub(self.epoch)
+                );
+            }
             if let Some(g) = self.groups.iter_mut().find(|g| g.pid == pid && g.launched) {
                 g.exit_status = Some(status);
                 g.cpu_ns = Some(cpu);
@@ -552,6 +611,9 @@ impl Daemon {
         }
         self.next_check = now + CHECK_NS;
         let mut wake = Vec::new();
+        if full {
+            self.backstop(now);
+        }
         for m in self.threads.values_mut() {
             if full {
                 if let Some(c) = enforce::proc_cpu_ns(m.tid) {
@@ -589,6 +651,95 @@ impl Daemon {
                 self.protocol_error(e);
             }
             self.touched.push(tid);
+        }
+    }
+
+    /// The backstop for a lost or paused `signal_generate` record, or a
+    /// freeze that raced with the signal: checks every frozen thread, and
+    /// every thread marked leaving that is still here after
+    /// `DYING_PATIENCE_NS`.
+    fn backstop(&mut self, now: u64) {
+        let check: Vec<(i32, u64)> = self
+            .threads
+            .values()
+            .filter(|m| m.frozen || m.dying.is_some_and(|t| t + DYING_PATIENCE_NS < now))
+            .map(|m| (m.tid, m.orig.start))
+            .collect();
+        for (tid, start) in check {
+            self.stats.fatal_checks += 1;
+            let leaving = enforce::proc_leaving(tid, start);
+            let Some(m) = self.threads.get_mut(&tid) else {
+                continue;
+            };
+            match leaving {
+                Some(enforce::Leaving::Signal(_) | enforce::Leaving::Exiting)
+                    if m.dying.is_none() =>
+                {
+                    self.stats.fatal_by_sweep += 1;
+                    self.leave(tid, None);
+                }
+                None if m.dying.is_some() => {
+                    // Gone, its exit record lost (a sibling's events
+                    // closed, a full ring): it leaves the hierarchy now.
+                    self.stats.exits_found += 1;
+                    self.thread_exit(tid, now);
+                }
+                Some(enforce::Leaving::No) if m.dying.is_some() => {
+                    // Not leaving after all: managed again, frozen by the
+                    // next dispatch unless granted.
+                    m.dying = None;
+                    self.touched.push(tid);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Points the signal filter at the managed threads and processes.
+    fn update_signal_targets(&mut self, now: u64) {
+        if !self.targets_dirty || now < self.filter_at + FILTER_GAP_NS {
+            return;
+        }
+        self.targets_dirty = false;
+        self.filter_at = now;
+        let mut ids: Vec<i32> = self
+            .threads
+            .values()
+            .flat_map(|m| [m.tid, m.orig.tgid])
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let t0 = sys::now_ns();
+        let r = self.obs.set_signal_targets(&ids);
+        if self.debug {
+            eprintln!(
+                "[{}] signal filter for {} ids in {} us",
+                t0.saturating_sub(self.epoch),
+                ids.len(),
+                (sys::now_ns() - t0) / 1_000
+            );
+        }
+        if let Err(e) = r {
+            self.warn(
+                "signal-filter",
+                format!("the signal filter could not follow the managed threads: {e}"),
+            );
+        }
+    }
+
+    /// Counts one signal record against the budget; pauses the signal
+    /// events when it is spent.
+    fn signal_budget(&mut self, now: u64) {
+        let (start, n) = &mut self.signal_window;
+        if now.saturating_sub(*start) > SIGNAL_WINDOW_NS {
+            *start = now;
+            *n = 0;
+        }
+        *n += 1;
+        if *n > SIGNAL_BUDGET && self.signals_paused_until.is_none() {
+            self.obs.pause_signals(true);
+            self.signals_paused_until = Some(now + SIGNAL_PAUSE_NS);
+            self.stats.signal_pauses += 1;
         }
     }
 
@@ -636,7 +787,7 @@ impl Daemon {
                     self.feed_stolen(steals[k]);
                     k += 1;
                 }
-                if self.stats.latency.len() < 4_000_000 {
+                if self.stats.latency.len() < 4_000_000 && !matches!(e, Event::Signal { .. }) {
                     self.stats.latency.push(now.saturating_sub(e.time()));
                 }
                 crate::coop::serve(self, e.time());
@@ -685,6 +836,12 @@ impl Daemon {
                 eprintln!("hsched: timed operation at {}: {e}", op.at);
             }
         }
+        if self.signals_paused_until.is_some_and(|t| now >= t) {
+            self.signals_paused_until = None;
+            self.obs.pause_signals(false);
+            self.backstop(now);
+        }
+        self.update_signal_targets(now);
         if now >= self.next_sweep || self.obs.lost != self.lost_seen {
             self.lost_seen = self.obs.lost;
             self.sweep(true);
@@ -836,8 +993,157 @@ impl Daemon {
                     m.pinned = ppin;
                 }
             }
-            Event::Exit { time, tid } => self.thread_exit(tid, time),
+            Event::Exit { time, tid } => {
+                let tgid = self.threads.get(&tid).map(|m| m.orig.tgid);
+                self.thread_exit(tid, time);
+                // A group exit (a fatal signal to one thread, `exit_group`)
+                // puts SIGKILL in every other thread's own set without a
+                // `signal_generate` record; the first thread's exit is the
+                // earliest sign of it.
+                if let Some(g) = tgid {
+                    self.check_group(g, true, time);
+                }
+            }
+            Event::Signal { time, pid, sig } => self.on_signal(pid, sig, time),
         }
+    }
+
+    /// A possibly fatal signal `sig` was sent to thread `pid` (or to its
+    /// process). A thread the v1 freezer holds does not act on it until
+    /// thawed, so every thread of a managed target process is checked now:
+    /// the frozen ones, and the others before the dispatch that follows
+    /// could freeze them (one woken by the signal, say).
+    fn on_signal(&mut self, pid: i32, sig: i32, time: u64) {
+        self.stats.signal_records += 1;
+        self.signal_budget(sys::now_ns());
+        if self.signals_paused_until.is_some() {
+            // Over budget: the records still in the rings are skipped
+            // too; the backstop after the pause covers them.
+            return;
+        }
+        let tgid = self.threads.get(&pid).map_or(pid, |m| m.orig.tgid);
+        if !self.threads.values().any(|m| m.orig.tgid == tgid) {
+            return;
+        }
+        // A signal the process handles or ignores is not fatal, whatever
+        // its number; SIGKILL cannot be either.
+        if sig != libc::SIGKILL && enforce::proc_handles(tgid, sig) == Some(true) {
+            return;
+        }
+        self.check_group(tgid, false, time);
+    }
+
+    /// Checks the threads of process `tgid` not yet known to be leaving
+    /// and lets each one that is leave ([`Daemon::leave`]). `first_only`:
+    /// stop at the first thread that is not leaving (after an exit, a
+    /// group exit has marked all of them or none).
+    fn check_group(&mut self, tgid: i32, first_only: bool, time: u64) {
+        let tids: Vec<(i32, u64)> = self
+            .threads
+            .values()
+            .filter(|m| m.orig.tgid == tgid && m.dying.is_none())
+            .map(|m| (m.tid, m.orig.start))
+            .collect();
+        for (tid, start) in tids {
+            self.stats.fatal_checks += 1;
+            match enforce::proc_leaving(tid, start) {
+                Some(enforce::Leaving::Signal(_) | enforce::Leaving::Exiting) => {
+                    self.leave(tid, Some(time))
+                }
+                Some(enforce::Leaving::No) if first_only => return,
+                _ => {}
+            }
+        }
+    }
+
+    /// Thread `tid` is leaving (a fatal signal pending, or exiting): thaw
+    /// it if frozen, and let it run to its exit at `SCHED_OTHER` (original
+    /// nice) on its original CPUs other than the managed ones (all of them
+    /// when that leaves none), so that it neither waits for a grant nor
+    /// takes a managed CPU from the granted thread. Policy and affinity
+    /// change before the thaw, so that the thaw's wake-up already places
+    /// it: woken first, it would queue on its managed CPU behind the
+    /// granted `SCHED_FIFO` thread until the fair class's load balancing
+    /// moved it (25 ms measured). It stays in the hierarchy (no input is
+    /// fed for it) until its `sched_process_exit`.
+    /// `seen`: the kernel time of the record that showed it (the signal or
+    /// a sibling's exit), for `live.signals.thaw_latency`.
+    fn leave(&mut self, tid: i32, seen: Option<u64>) {
+        let now = sys::now_ns();
+        let granted = self.running.contains(&Some(tid));
+        if !granted {
+            self.unleash(tid, true);
+        }
+        let Some(m) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        m.dying = Some(now);
+        let was_frozen = m.frozen;
+        if m.frozen {
+            if let Some(cg) = &m.cg {
+                let _ = cg.thaw();
+            }
+            m.frozen = false;
+            m.thawed_at = now;
+        }
+        self.gov.cancel(tid);
+        if was_frozen {
+            self.stats.fatal_thaws += 1;
+            if let Some(t) = seen.filter(|_| self.stats.fatal_latency_ns.len() < 100_000) {
+                self.stats.fatal_latency_ns.push(now.saturating_sub(t));
+            }
+        }
+        if self.debug {
+            eprintln!(
+                "[{}] leaving {tid} (frozen {was_frozen}, granted {granted})",
+                now.saturating_sub(self.epoch)
+            );
+        }
+    }
+
+    /// Runs leaving thread `tid` at `SCHED_OTHER` (original nice) on its
+    /// original CPUs minus the managed ones (all of them when that leaves
+    /// none); `always`: even if hsched has not raised or pinned it (it may
+    /// still be on a managed CPU's queue, where it last ran).
+    fn unleash(&mut self, tid: i32, always: bool) {
+        let managed = &self.cpus;
+        let Some(m) = self
+            .threads
+            .get_mut(&tid)
+            .filter(|m| always || m.fifo || m.pinned.is_some())
+        else {
+            return;
+        };
+        let mut mask = CpuMask::empty();
+        for c in m
+            .orig
+            .mask
+            .cpus()
+            .into_iter()
+            .filter(|c| !managed.contains(c))
+        {
+            mask.set(c);
+        }
+        if mask.cpus().is_empty() {
+            mask = m.orig.mask;
+        }
+        let _ = sys::sched_setattr(tid, &enforce::other_attr(&m.orig));
+        let _ = sys::set_affinity(tid, &mask);
+        m.fifo = false;
+        m.pinned = None;
+    }
+
+    /// Keeps the perf events `fds` of a thread of `group` that left while
+    /// other threads of the group are managed (they follow those threads
+    /// through inheritance), and closes the held ones of a group that has
+    /// no managed thread left.
+    fn hold_fds(&mut self, group: usize, fds: Vec<OwnedFd>) {
+        if !fds.is_empty() {
+            self.held_fds.push((group, fds));
+        }
+        let threads = &self.threads;
+        self.held_fds
+            .retain(|(g, _)| threads.values().any(|m| m.group == *g));
     }
 
     /// Makes thread `tid` managed: watchdog record first, then its own
@@ -891,6 +1197,7 @@ impl Daemon {
             }
         };
         self.stats.creates += 1;
+        self.targets_dirty = true;
         if self.by_hsi.len() <= t.index() {
             self.by_hsi.resize(t.index() + 1, 0);
         }
@@ -917,6 +1224,7 @@ impl Daemon {
                 freezes: 0,
                 wakeups: 0,
                 created_ns: time.saturating_sub(self.epoch),
+                dying: None,
             },
         );
         if runnable {
@@ -950,8 +1258,12 @@ impl Daemon {
                 *r = None;
             }
         }
+        self.hold_fds(m.group, std::mem::take(&mut m.fds));
+        self.targets_dirty = true;
         if let Some(cg) = m.cg.take() {
-            if !self.freezer.release(tid, &cg) {
+            // Not moved to the root: it leaves its cgroup by itself
+            // (enforce.rs `release_exited`).
+            if !self.freezer.release_exited(&cg) {
                 self.pending_rmdir.push(cg);
             }
         }
@@ -1030,6 +1342,12 @@ impl Daemon {
         let Some(m) = self.threads.get_mut(&tid) else {
             return;
         };
+        if m.dying.is_some() {
+            // Leaving, granted when it was found so (a core dump can be
+            // long): not frozen, but off the managed CPU it was granted.
+            self.unleash(tid, false);
+            return;
+        }
         if m.frozen || !self.hsi.thread_runnable(m.hsi) {
             return;
         }
@@ -1052,6 +1370,11 @@ impl Daemon {
         let Some(m) = self.threads.get_mut(&tid) else {
             return;
         };
+        if m.dying.is_some() {
+            // Leaving: it runs (to its exit) wherever its original
+            // affinity allows, at SCHED_OTHER (see `leave`).
+            return;
+        }
         m.grants += 1;
         let mut warn = None;
         if m.pinned != Some(cpu) {
@@ -1280,6 +1603,8 @@ impl Daemon {
         if let Some(c) = enforce::proc_cpu_ns(tid) {
             m.cpu_ns = c;
         }
+        self.hold_fds(m.group, std::mem::take(&mut m.fds));
+        self.targets_dirty = true;
         if let Some(cg) = m.cg.take() {
             if !self.freezer.release(tid, &cg) {
                 self.pending_rmdir.push(cg);

@@ -24,6 +24,15 @@
 //!   CPU) mostly writes no perf sample, although ftrace records it.
 //! - `sched_process_fork`: a managed thread created a thread or process.
 //! - `sched_process_exit`: a managed thread exited.
+//! - `signal:signal_generate` (one system-wide event per online CPU, not per
+//!   thread: the sender may be any process on any CPU): a signal that may be
+//!   fatal by default was sent to some thread. A thread frozen by the v1
+//!   freezer does not act on it until thawed, so the daemon checks the
+//!   target's frozen threads for a fatal pending signal (daemon.rs
+//!   `check_group`). A tracepoint filter keeps out of the ring the signals
+//!   whose default action is to ignore, stop or continue (`SIGCHLD` above
+//!   all), those the target ignores, and those sent to processes hsched
+//!   does not manage ([`Observer::set_signal_targets`]).
 
 use crate::sys::{self, PerfEventAttr, PerfRing};
 use std::io;
@@ -75,6 +84,16 @@ pub enum Event {
         /// The thread.
         tid: i32,
     },
+    /// Signal `sig` was sent to thread `pid` (or to its process).
+    Signal {
+        /// When.
+        time: u64,
+        /// The target thread named by the sender (the group leader for
+        /// `kill`).
+        pid: i32,
+        /// The signal.
+        sig: i32,
+    },
 }
 
 impl Event {
@@ -85,7 +104,8 @@ impl Event {
             | Event::Wake { time, .. }
             | Event::Fork { time, .. }
             | Event::Run { time, .. }
-            | Event::Exit { time, .. } => time,
+            | Event::Exit { time, .. }
+            | Event::Signal { time, .. } => time,
         }
     }
 }
@@ -106,7 +126,15 @@ pub struct Tracepoints {
     wakeup_new: Tp,
     fork: Tp, // a = parent_pid, b = child_pid
     exit: Tp, // a = pid
+    /// `signal:signal_generate`, when the kernel has it: a = pid, b = sig.
+    signal: Option<Tp>,
 }
+
+/// The `signal:signal_generate` filter for every target: only signals whose
+/// default action ends the process (every one but `SIGCHLD`, `SIGCONT`,
+/// `SIGURG`, `SIGWINCH` and the four stop signals), and not those the
+/// kernel reports as ignored (`result` 1, `TRACE_SIGNAL_IGNORED`).
+pub const SIGNAL_FILTER: &str = "result != 1 && sig != 17 && sig != 18 && sig != 19 && sig != 20 && sig != 21 && sig != 22 && sig != 23 && sig != 28";
 
 /// The tracefs mount point, mounting it at `/sys/kernel/tracing` if needed.
 ///
@@ -130,7 +158,11 @@ pub fn tracefs() -> io::Result<PathBuf> {
 }
 
 fn read_tp(root: &Path, name: &str, fields: [&str; 2]) -> io::Result<Tp> {
-    let dir = root.join("events/sched").join(name);
+    read_tp_in(root, "sched", name, fields)
+}
+
+fn read_tp_in(root: &Path, system: &str, name: &str, fields: [&str; 2]) -> io::Result<Tp> {
+    let dir = root.join("events").join(system).join(name);
     let id: u64 = std::fs::read_to_string(dir.join("id"))?
         .trim()
         .parse()
@@ -170,6 +202,26 @@ fn read_tp(root: &Path, name: &str, fields: [&str; 2]) -> io::Result<Tp> {
     })
 }
 
+/// The longest target list [`signal_filter`] writes; a longer one (about
+/// 170 ids) falls back to every target (the kernel copies at most a page).
+const MAX_FILTER: usize = 3_000;
+
+/// The filter for signals to the targets `ids` (thread ids as the sender
+/// names them: a process id for `kill`, a thread id for `tgkill`), or to
+/// every target when `ids` is too long to list. No target: a filter that
+/// matches nothing (pid 0 is never a target).
+pub fn signal_filter(ids: &[i32]) -> String {
+    if ids.is_empty() {
+        return "pid == 0".into();
+    }
+    let list: Vec<String> = ids.iter().map(|p| format!("pid == {p}")).collect();
+    let list = list.join(" || ");
+    if list.len() > MAX_FILTER {
+        return SIGNAL_FILTER.into();
+    }
+    format!("({list}) && {SIGNAL_FILTER}")
+}
+
 impl Tracepoints {
     /// Reads the tracepoints from tracefs.
     ///
@@ -183,6 +235,7 @@ impl Tracepoints {
             wakeup_new: read_tp(&root, "sched_wakeup_new", ["pid", ""])?,
             fork: read_tp(&root, "sched_process_fork", ["parent_pid", "child_pid"])?,
             exit: read_tp(&root, "sched_process_exit", ["pid", ""])?,
+            signal: read_tp_in(&root, "signal", "signal_generate", ["pid", "sig"]).ok(),
         })
     }
 
@@ -250,6 +303,12 @@ impl Tracepoints {
                 time,
                 tid: i32_at(self.exit.a)?,
             })
+        } else if let Some(sg) = self.signal.filter(|sg| ty == sg.id) {
+            Some(Event::Signal {
+                time,
+                pid: i32_at(sg.a)?,
+                sig: i32_at(sg.b)?,
+            })
         } else {
             None
         }
@@ -267,6 +326,22 @@ pub struct Observer {
     pub samples: u64,
     /// Context-switch records read.
     pub switches: u64,
+    /// The system-wide `signal_generate` events (one per ring), empty when
+    /// they could not be opened.
+    signal_fds: Vec<OwnedFd>,
+    /// Why the signal events are missing, if they are.
+    pub signal_error: Option<String>,
+    /// `signal_generate` records read.
+    pub signals: u64,
+    /// The targets the signal filter lists now (`None`: every target).
+    signal_targets: Option<Vec<i32>>,
+    /// Whether the signal events are paused ([`Observer::pause_signals`]).
+    pub signals_paused: bool,
+    /// Filter updates made.
+    pub filter_updates: u64,
+    /// One disabled event per followed tracepoint, on the daemon's own
+    /// thread, held for the Observer's life (see [`Observer::new`]).
+    _anchors: Vec<OwnedFd>,
 }
 
 fn base_attr() -> PerfEventAttr {
@@ -298,13 +373,115 @@ impl Observer {
             let ring = PerfRing::map(&fd, order)?;
             rings.push((c, fd, ring));
         }
+        // Closing the last perf event of a tracepoint unregisters the
+        // tracepoint, which waits for RCU grace periods in `close`: 193 ms
+        // measured when the only followed program exited, up to a second
+        // under load, the daemon blocked all along. One disabled event per
+        // tracepoint keeps them registered (best effort: without it, only
+        // that stall returns).
+        let anchors = tps
+            .all()
+            .iter()
+            .chain(tps.signal.as_ref().map(|t| &t.id))
+            .filter_map(|&id| {
+                let attr = PerfEventAttr {
+                    type_: sys::PERF_TYPE_TRACEPOINT,
+                    config: id,
+                    flags: sys::FLAG_USE_CLOCKID | sys::FLAG_DISABLED,
+                    ..base_attr()
+                };
+                sys::perf_event_open(&attr, 0, -1).ok()
+            })
+            .collect();
+        let (signal_fds, signal_error) =
+            match Self::open_signals(&tps, &rings, SIGNAL_FILTER, false) {
+                Ok(v) => (v, None),
+                Err(e) => (Vec::new(), Some(e)),
+            };
         Ok(Observer {
             tps,
             rings,
             lost: 0,
             samples: 0,
             switches: 0,
+            signal_fds,
+            signal_error,
+            signals: 0,
+            signal_targets: None,
+            signals_paused: false,
+            filter_updates: 0,
+            _anchors: anchors,
         })
+    }
+
+    /// One `signal_generate` event per ring's CPU, every thread (`pid =
+    /// -1`: the sender may be any process), filtered by `filter`, writing
+    /// into that CPU's ring, `disabled` or not. All or nothing.
+    fn open_signals(
+        tps: &Tracepoints,
+        rings: &[(usize, OwnedFd, PerfRing)],
+        filter: &str,
+        disabled: bool,
+    ) -> Result<Vec<OwnedFd>, String> {
+        let tp = tps
+            .signal
+            .ok_or("tracepoint signal:signal_generate not found")?;
+        let mut fds = Vec::with_capacity(rings.len());
+        for (cpu, owner, _) in rings {
+            let attr = PerfEventAttr {
+                type_: sys::PERF_TYPE_TRACEPOINT,
+                config: tp.id,
+                flags: base_attr().flags | if disabled { sys::FLAG_DISABLED } else { 0 },
+                ..base_attr()
+            };
+            let fd = sys::perf_event_open(&attr, -1, *cpu as i32)
+                .map_err(|e| format!("signal_generate on CPU {cpu}: {e}"))?;
+            sys::perf_set_filter(&fd, filter)
+                .map_err(|e| format!("signal_generate filter: {e}"))?;
+            sys::perf_set_output(&fd, owner)
+                .map_err(|e| format!("signal_generate output on CPU {cpu}: {e}"))?;
+            fds.push(fd);
+        }
+        Ok(fds)
+    }
+
+    /// Whether signals sent to managed threads are observed.
+    pub fn watches_signals(&self) -> bool {
+        !self.signal_fds.is_empty()
+    }
+
+    /// Records only signals sent to `ids` (sorted, deduplicated), when the
+    /// list changed; see [`signal_filter`]. A perf event's filter can be
+    /// set only once (`EEXIST`), so new events replace the old ones, opened
+    /// first: a signal in between may be recorded twice, never lost.
+    ///
+    /// # Errors
+    /// The kernel refused the new events (the previous ones stay).
+    pub fn set_signal_targets(&mut self, ids: &[i32]) -> Result<(), String> {
+        if self.signal_fds.is_empty() || self.signal_targets.as_deref() == Some(ids) {
+            return Ok(());
+        }
+        let fds = Self::open_signals(
+            &self.tps,
+            &self.rings,
+            &signal_filter(ids),
+            self.signals_paused,
+        )?;
+        self.signal_fds = fds;
+        self.filter_updates += 1;
+        self.signal_targets = Some(ids.to_vec());
+        Ok(())
+    }
+
+    /// Stops (`true`) or resumes (`false`) recording signals.
+    pub fn pause_signals(&mut self, pause: bool) {
+        if pause == self.signals_paused {
+            return;
+        }
+        for fd in &self.signal_fds {
+            let _ = sys::perf_enable(fd, !pause);
+        }
+        self.signals_paused = pause;
     }
 
     /// The descriptors to poll (readable when records are waiting).
@@ -351,11 +528,13 @@ impl Observer {
         let mut lost = 0;
         let mut samples = 0;
         let mut switches = 0;
+        let mut signals = 0;
         for (_, _, ring) in &mut self.rings {
             ring.drain_misc(|ty, misc, body| match ty {
                 sys::PERF_RECORD_SAMPLE => {
                     samples += 1;
                     if let Some(e) = tps.decode(body) {
+                        signals += u64::from(matches!(e, Event::Signal { .. }));
                         out.push(e);
                     }
                 }
@@ -374,6 +553,7 @@ impl Observer {
         self.lost += lost;
         self.samples += samples;
         self.switches += switches;
+        self.signals += signals;
     }
 }
 
@@ -388,6 +568,17 @@ mod switch_tests {
         b.extend_from_slice(&time.to_ne_bytes());
         b.extend_from_slice(&[0; 8]); // cpu, res
         b
+    }
+
+    #[test]
+    fn the_signal_filter_lists_targets_until_too_long() {
+        assert_eq!(signal_filter(&[]), "pid == 0");
+        assert_eq!(
+            signal_filter(&[12, 345]),
+            format!("(pid == 12 || pid == 345) && {SIGNAL_FILTER}")
+        );
+        let many: Vec<i32> = (100_000..100_300).collect();
+        assert_eq!(signal_filter(&many), SIGNAL_FILTER);
     }
 
     #[test]

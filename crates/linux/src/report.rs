@@ -68,6 +68,30 @@ pub struct LiveStats {
     /// CPU time spent spinning before HSI timers (`HSCHED_LIVE_EARLY`),
     /// ns; also counted in `daemon_cpu_ns`.
     pub spin_ns: u64,
+    /// Whether `signal:signal_generate` is observed (else only the 200 ms
+    /// sweep finds fatal signals to frozen threads).
+    pub signals_watched: bool,
+    /// `signal_generate` records applied (possibly fatal signals sent to
+    /// any process, filtered in the kernel).
+    pub signal_records: u64,
+    /// `/proc` checks of a managed thread for a fatal pending signal.
+    pub fatal_checks: u64,
+    /// Frozen threads thawed because a fatal signal was pending (they then
+    /// exit; daemon.rs `leave`).
+    pub fatal_thaws: u64,
+    /// Of those, found by the periodic sweep rather than a signal record.
+    pub fatal_by_sweep: u64,
+    /// Times the signal events were paused for a storm of signals to
+    /// managed processes (daemon.rs `SIGNAL_BUDGET`).
+    pub signal_pauses: u64,
+    /// Signal filter updates (the managed threads changed).
+    pub filter_updates: u64,
+    /// Threads marked leaving that the sweep found gone without an exit
+    /// record, and removed from the hierarchy.
+    pub exits_found: u64,
+    /// Per fatal thaw found from a record, from the record's kernel time
+    /// (the signal, or a sibling's exit) to the thaw, ns.
+    pub fatal_latency_ns: Vec<u64>,
 }
 
 /// A latency distribution.
@@ -258,6 +282,11 @@ impl Report {
                 "daemon_cpu_ns": st.daemon_cpu_ns,
                 "timer_lateness": Dist::of(&mut st.timer_late_ns.clone()).json(),
                 "spin_ns": st.spin_ns,
+                "fatal_thaws": st.fatal_thaws,
+                "signals": {"watched": st.signals_watched, "records": st.signal_records,
+                    "checks": st.fatal_checks, "by_sweep": st.fatal_by_sweep, "exits_found": st.exits_found,
+                    "pauses": st.signal_pauses, "filter_updates": st.filter_updates,
+                    "thaw_latency": Dist::of(&mut st.fatal_latency_ns.clone()).json()},
                 "ended_by": st.ended_by,
                 "stolen": {"source": st.stolen_source, "measured_ns": st.stolen_measured_ns,
                     "fed_ns": st.stolen_fed_ns, "reports": st.stolen_reports},
@@ -434,6 +463,7 @@ pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
     st.rt_demoted_ns = d.gov.demoted_ns;
     st.grace_ns = d.gov.budget.grace_ns;
     st.deferred_freezes = d.gov.deferred;
+    st.filter_updates = d.obs.filter_updates;
     let mut lat = st.latency.clone();
     Report {
         duration_ns: duration,

@@ -338,6 +338,8 @@ pub const PERF_TYPE_TRACEPOINT: u32 = 2;
 pub const PERF_COUNT_SW_DUMMY: u64 = 9;
 /// `PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW`.
 pub const SAMPLE_TYPE: u64 = (1 << 1) | (1 << 2) | (1 << 7) | (1 << 10);
+/// `disabled` bit of the flags: the event counts nothing until enabled.
+pub const FLAG_DISABLED: u64 = 1;
 /// `inherit` bit of the flags.
 pub const FLAG_INHERIT: u64 = 1 << 1;
 /// `use_clockid` bit of the flags.
@@ -388,6 +390,32 @@ pub fn perf_set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
             target.as_raw_fd(),
         )
     };
+    check(r as libc::c_long).map(|_| ())
+}
+
+/// Enables or disables a perf event (`PERF_EVENT_IOC_ENABLE` / `_DISABLE`).
+pub fn perf_enable(fd: &OwnedFd, on: bool) -> io::Result<()> {
+    const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+    const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+    let req = if on {
+        PERF_EVENT_IOC_ENABLE
+    } else {
+        PERF_EVENT_IOC_DISABLE
+    };
+    // SAFETY: the ioctl takes no argument and touches no user memory.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, 0) };
+    check(r as libc::c_long).map(|_| ())
+}
+
+/// Sets a tracepoint event's filter (`PERF_EVENT_IOC_SET_FILTER`), in
+/// ftrace's filter syntax over the tracepoint's fields.
+pub fn perf_set_filter(fd: &OwnedFd, filter: &str) -> io::Result<()> {
+    const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
+    let c = std::ffi::CString::new(filter)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a filter"))?;
+    // SAFETY: the ioctl reads a NUL-terminated string from the pointer,
+    // which stays valid for the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER as _, c.as_ptr()) };
     check(r as libc::c_long).map(|_| ())
 }
 

@@ -1190,3 +1190,291 @@ workload = {{ kind = "cpu-bound" }}
     assert!(fb > 0.1 && fb < 0.9, "fill {fb}");
     assert!(hog > 0.2 && hog < 0.9, "hog {hog}");
 }
+
+/// A low-priority program for [`fp_with_frozen`]: name, `sh -c` script,
+/// and how many threads it has once set up.
+type Low<'a> = (&'a str, &'a str, usize);
+
+/// The daemon of a live test with a JSON report on its stdout; ended with
+/// SIGTERM (it restores everything) if the test fails before
+/// [`DaemonRun::finish`].
+struct DaemonRun {
+    child: Option<Child>,
+    sock: PathBuf,
+}
+
+impl DaemonRun {
+    /// Waits for the end of the run and returns the report.
+    fn finish(mut self) -> Value {
+        let out = wait_bounded(self.child.take().unwrap(), Duration::from_secs(30));
+        assert!(
+            out.status.success(),
+            "hsched-live run failed: {:?}",
+            out.status
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// The managed threads whose name is `name` or starts with `name/`
+    /// (`None`: the daemon did not answer `show`).
+    fn threads_of(&self, name: &str) -> Option<Vec<Value>> {
+        let tree = Client::connect(&self.sock)
+            .ok()
+            .and_then(|mut c| c.request("show", json!({})).ok())?;
+        let prefix = format!("{name}/");
+        let threads = tree["threads"].as_array()?.iter().filter(|t| {
+            t["name"] == name || t["name"].as_str().is_some_and(|n| n.starts_with(&prefix))
+        });
+        Some(threads.cloned().collect())
+    }
+}
+
+impl Drop for DaemonRun {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = hsched_linux::sys::kill(c.id() as i32, libc::SIGTERM);
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(&self.sock);
+    }
+}
+
+/// An FP hierarchy on the test CPU: each of `lows` (`sh -c SCRIPT`, under a
+/// TS scheduler at FP priority 1) runs for the first 600 ms, long enough
+/// to `exec` and set itself up, then `high` (FP priority 2, a built-in CPU
+/// hog) starts and is always granted, so every runnable thread of the low
+/// ones stays frozen. Returns the daemon, the pids of the low programs and
+/// the tid of `high`, once every low one is set up and frozen.
+fn fp_with_frozen(tag: &str, lows: &[Low], duration: &str) -> (DaemonRun, Vec<i32>, i32) {
+    let mut toml = String::from(
+        r#"
+default = "fp"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "lows"
+policy = "ts"
+parent = "fp"
+params = { priority = 1 }
+[[thread]]
+name = "high"
+params = { priority = 2 }
+start = "600ms"
+workload = { kind = "cpu-bound" }
+"#,
+    );
+    for (name, script, _) in lows {
+        toml.push_str(&format!(
+            "[[thread]]\nname = \"{name}\"\nscheduler = \"lows\"\nexec = [\"sh\", \"-c\", {script:?}]\n"
+        ));
+    }
+    let f = write_file(&format!("{tag}.toml"), &toml);
+    let sock = std::env::temp_dir().join(format!("hsched-test-{tag}-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&sock);
+    let cpu = test_cpu().to_string();
+    let child = Command::new(bin())
+        .arg("run")
+        .arg(&f)
+        .args(["--cpus", &cpu, "--json", "--duration", duration, "--socket"])
+        .arg(&sock)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let run = DaemonRun {
+        child: Some(child),
+        sock,
+    };
+    let t0 = Instant::now();
+    loop {
+        let high = run.threads_of("high").unwrap_or_default();
+        let ready: Vec<i32> = lows
+            .iter()
+            .filter_map(|&(name, _, n)| {
+                let ts = run.threads_of(name)?;
+                let pid = ts.iter().find(|t| t["name"] == name)?["tid"].as_i64()? as i32;
+                // Set up: past its `exec` (the daemon's fork runs `run`)
+                // and all its threads there ...
+                let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).ok()?;
+                let set_up = !cmd.contains("\0run\0") && ts.len() == n;
+                // ... and every runnable one frozen, in the kernel too.
+                let frozen = ts.iter().filter(|t| t["runnable"] == true).all(|t| {
+                    t["frozen"] == true
+                        && hsched_linux::enforce::proc_state(t["tid"].as_i64().unwrap() as i32)
+                            == Some('D')
+                });
+                (set_up && frozen).then_some(pid)
+            })
+            .collect();
+        if let (Some(h), true) = (high.first(), ready.len() == lows.len()) {
+            let h = h["tid"].as_i64().unwrap() as i32;
+            return (run, ready, h);
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the low-priority programs were never all set up and frozen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends `sig` to `pid` and returns how long until the process ended
+/// (zombie or gone) and until it was reaped (`/proc/PID` gone), or `None`
+/// if it was still there after `limit`.
+fn signal_and_time(pid: i32, sig: i32, limit: Duration) -> Option<(Duration, Duration)> {
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    // Timed from before the call: the daemon (real-time, perhaps on this
+    // CPU) may thaw and reap the program before `kill` returns.
+    let t0 = Instant::now();
+    hsched_linux::sys::kill(pid, sig).unwrap();
+    let mut ended = None;
+    while t0.elapsed() < limit {
+        let st = hsched_linux::enforce::proc_state(pid);
+        if ended.is_none() && matches!(st, None | Some('Z') | Some('X')) {
+            ended = Some(t0.elapsed());
+        }
+        if !proc_dir.exists() {
+            return Some((ended.unwrap_or(t0.elapsed()), t0.elapsed()));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    None
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn kill_all(pids: &[i32]) {
+    for &q in pids {
+        let _ = hsched_linux::sys::kill(q, libc::SIGKILL);
+    }
+}
+
+/// Issue #6: `kill -9` of a program the hierarchy never grants (frozen in
+/// its freezer cgroup) takes effect at once, not at its next grant, and the
+/// granted program runs on. The last one has 3 frozen threads besides its
+/// blocked main thread: all of them leave the hierarchy.
+#[test]
+fn kill_9_of_a_frozen_program_takes_effect_at_once() {
+    let Some(_g) = live() else { return };
+    let multi = format!(
+        "exec {} probe poll --threads 3 --duration 30s > /dev/null",
+        bin()
+    );
+    let loop_ = "while :; do :; done";
+    let lows: Vec<Low> = vec![
+        ("low1", loop_, 1),
+        ("low2", loop_, 1),
+        ("low3", loop_, 1),
+        ("low4", loop_, 1),
+        ("low5", loop_, 1),
+        ("multi", &multi, 4),
+    ];
+    let (run, pids, high) = fp_with_frozen("kill9", &lows, "6s");
+    let mut ended = Vec::new();
+    let mut reaped = Vec::new();
+    for &p in &pids {
+        let Some((e, r)) = signal_and_time(p, libc::SIGKILL, Duration::from_secs(1)) else {
+            kill_all(&pids);
+            panic!("a frozen program was still there 1 s after kill -9");
+        };
+        ended.push(e);
+        reaped.push(r);
+        // The granted hog runs on: 50 ms of CPU within 200 ms.
+        let c0 = hsched_linux::enforce::proc_cpu_ns(high).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let c1 = hsched_linux::enforce::proc_cpu_ns(high).unwrap();
+        assert!(
+            c1 > c0 + 50_000_000,
+            "the granted program stopped ({} ns in 200 ms)",
+            c1 - c0
+        );
+    }
+    // Every thread of the killed programs has left the hierarchy (none
+    // stays behind as a runnable ghost).
+    for (name, _, _) in &lows {
+        let left = run.threads_of(name).expect("the daemon answers `show`");
+        assert!(left.is_empty(), "{name} left {left:?} in the hierarchy");
+    }
+    let r = run.finish();
+    eprintln!(
+        "kill -9 of a frozen program: ended after {ended:?} (median {:?}), reaped after {reaped:?} (median {:?}); live.signals {}",
+        median(&ended),
+        median(&reaped),
+        r["live"]["signals"]
+    );
+    assert!(median(&reaped) < Duration::from_millis(100));
+    // 5 single-threaded programs and the 3 frozen threads of the last one.
+    assert_eq!(r["live"]["fatal_thaws"], 8);
+    assert_eq!(r["live"]["signals"]["exits_found"], 0);
+    assert_eq!(r["live"]["protocol_errors"], 0);
+    for (n, _, _) in &lows {
+        // Raw wait status: killed by signal 9.
+        assert_eq!(
+            program(&r, n)["exit_status"],
+            libc::SIGKILL,
+            "{n} was killed"
+        );
+    }
+    assert!(cpu_s(&r, "high") > 4.0, "the granted program ran on");
+}
+
+/// Issue #6: SIGTERM to a frozen program without a handler ends it at once
+/// (the kernel's default action); a frozen program that catches SIGTERM is
+/// not thawed: its handler runs when the hierarchy grants it, here never
+/// during the run.
+#[test]
+fn sigterm_ends_a_frozen_program_at_once_unless_it_has_a_handler() {
+    let Some(_g) = live() else { return };
+    let loop_ = "while :; do :; done";
+    let lows: Vec<Low> = vec![
+        ("plain1", loop_, 1),
+        ("plain2", loop_, 1),
+        ("plain3", loop_, 1),
+        ("caught", "trap 'exit 3' TERM; while :; do :; done", 1),
+    ];
+    let (run, pids, high) = fp_with_frozen("term", &lows, "3s");
+    let mut reaped = Vec::new();
+    for &p in &pids[..3] {
+        match signal_and_time(p, libc::SIGTERM, Duration::from_secs(1)) {
+            Some((_, r)) => reaped.push(r),
+            None => {
+                kill_all(&pids);
+                panic!("a frozen program was still there 1 s after SIGTERM");
+            }
+        }
+    }
+    let caught = pids[3];
+    let gone = signal_and_time(caught, libc::SIGTERM, Duration::from_millis(500));
+    let state = hsched_linux::enforce::proc_state(caught);
+    if gone.is_some() || state != Some('D') {
+        kill_all(&pids);
+        panic!("the program with a SIGTERM handler was thawed: gone {gone:?}, state {state:?}");
+    }
+    assert!(hsched_linux::enforce::proc_cpu_ns(high).is_some());
+    let r = run.finish();
+    kill_all(&pids);
+    eprintln!(
+        "SIGTERM to a frozen program: reaped after {reaped:?} (median {:?}); live.signals {}",
+        median(&reaped),
+        r["live"]["signals"]
+    );
+    assert_eq!(r["live"]["fatal_thaws"], 3);
+    assert_eq!(r["live"]["protocol_errors"], 0);
+    for n in ["plain1", "plain2", "plain3"] {
+        assert_eq!(
+            program(&r, n)["exit_status"],
+            libc::SIGTERM,
+            "{n} ended by SIGTERM"
+        );
+    }
+    // Still there (frozen) when the run ended; its handler runs when hsched
+    // lets it go.
+    assert_eq!(program(&r, "caught")["exit_status"], Value::Null);
+}
