@@ -18,7 +18,10 @@
 //! heap ordered by (time, sequence number), stale entries recognised by
 //! their sequence number, and are driven by the single instance timer,
 //! which also carries the running child's budget exhaustion and any tick
-//! of the owner's own ([`Budgets::tick`]). Every event costs O(log n).
+//! of the owner's own ([`Budgets::tick`]). Every event costs O(log n)
+//! comparisons, plus moving up to n entries of the eligible set (a sorted
+//! vector, cheaper than a tree at the tens of children a reservation
+//! scheduler has).
 //!
 //! The hooks follow the shared rules of [`crate::fp`] (eager view, stale
 //! news dropped, fixed action order): every notification first charges the
@@ -35,7 +38,7 @@ use hsched_core::{
     CpuId, Ctx, Duration, Instant, PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
 };
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::fmt::Debug;
 
 /// The budget state of one child, as the dispatcher keeps it.
@@ -147,7 +150,7 @@ pub(crate) struct Budgets<R: Rules> {
     pub(crate) tick: Instant,
     charging: Charging,
     /// Eligible children (ready, budget left, not running) by key.
-    eligible: BTreeMap<(R::Key, u64), VpId>,
+    eligible: Eligible<(R::Key, u64)>,
     /// Replenishment events (time, sequence, child).
     events: BinaryHeap<Reverse<(Instant, u64, VpId)>>,
     next_seq: u64,
@@ -165,7 +168,7 @@ impl<R: Rules> Budgets<R> {
             children: VpTable::new(Side::Child),
             tick: Instant::NEVER,
             charging,
-            eligible: BTreeMap::new(),
+            eligible: Eligible::default(),
             events: BinaryHeap::new(),
             next_seq: 1,
             next_order: 0,
@@ -203,12 +206,12 @@ impl<R: Rules> Budgets<R> {
 
     /// The eligible set, in order.
     pub(crate) fn eligible(&self) -> impl Iterator<Item = ((R::Key, u64), VpId)> + '_ {
-        self.eligible.iter().map(|(&k, &v)| (k, v))
+        self.eligible.iter()
     }
 
     /// Whether an entry with this key is in the eligible set.
     pub(crate) fn is_queued(&self, key: (R::Key, u64)) -> bool {
-        self.eligible.contains_key(&key)
+        self.eligible.contains(key)
     }
 
     /// A child's full eligible key.
@@ -353,7 +356,7 @@ impl<R: Rules> Budgets<R> {
             let s = R::slot_mut(c);
             if s.eligible {
                 s.eligible = false;
-                self.eligible.remove(&key);
+                self.eligible.remove(key);
             }
         }
     }
@@ -385,7 +388,7 @@ impl<R: Rules> Budgets<R> {
         let s = R::slot_mut(c);
         if s.eligible {
             s.eligible = false;
-            self.eligible.remove(&key);
+            self.eligible.remove(key);
         }
         let mut notes: Vec<PolicyEvent> = Vec::new();
         if tracing && runnable && s.budget > Duration::ZERO {
@@ -540,8 +543,8 @@ impl<R: Rules> Budgets<R> {
                 }
             } else if self
                 .eligible
-                .first_key_value()
-                .is_some_and(|(k, _)| key.is_some_and(|key| *k < key))
+                .first_key()
+                .is_some_and(|k| key.is_some_and(|key| k < key))
             {
                 self.running = None;
                 ctx.revoke(r.vp, RevokeReason::Preempted);
@@ -577,8 +580,6 @@ impl<R: Rules> Budgets<R> {
         self.arm(ctx);
     }
 
-    /// Arms the timer at the earliest of the tick, the next replenishment
-    /// and the running child's budget exhaustion.
     /// The end of child `vp`'s current period, once its period grid has
     /// started (`Policy::child_deadline`).
     pub(crate) fn deadline(&self, ctx: &Ctx<'_>, vp: VpId) -> Option<Instant> {
@@ -586,6 +587,8 @@ impl<R: Rules> Budgets<R> {
         (s.started && s.deadline != Instant::NEVER).then_some(s.deadline)
     }
 
+    /// Arms the timer at the earliest of the tick, the next replenishment
+    /// and the running child's budget exhaustion.
     pub(crate) fn arm(&mut self, ctx: &mut Ctx<'_>) {
         let mut at = self.tick;
         while let Some(&Reverse((t, seq, vp))) = self.events.peek() {
@@ -612,5 +615,76 @@ impl<R: Rules> Budgets<R> {
                 ctx.set_timer(at);
             }
         }
+    }
+}
+
+/// The eligible set: entries `(key, child)` with unique keys, kept sorted
+/// from the largest key to the smallest, so the first child in eligible
+/// order is the last entry and taking it moves nothing. The set holds at
+/// most one entry per child; at the sizes a reservation scheduler has
+/// (tens of children) a sorted vector costs a fraction of a B-tree's
+/// insertions and removals (docs/performance.md, "Reservation dispatch").
+#[derive(Debug)]
+struct Eligible<K> {
+    by_key_desc: Vec<(K, VpId)>,
+}
+
+impl<K> Default for Eligible<K> {
+    fn default() -> Self {
+        Eligible {
+            by_key_desc: Vec::new(),
+        }
+    }
+}
+
+impl<K: Ord + Copy> Eligible<K> {
+    /// Where `key` is, or would go.
+    #[inline]
+    fn position(&self, key: K) -> usize {
+        self.by_key_desc.partition_point(|&(k, _)| k > key)
+    }
+
+    /// Adds `vp` under `key`, which no entry has.
+    #[inline]
+    fn insert(&mut self, key: K, vp: VpId) {
+        let at = self.position(key);
+        debug_assert!(self.by_key_desc.get(at).is_none_or(|&(k, _)| k != key));
+        self.by_key_desc.insert(at, (key, vp));
+    }
+
+    /// Removes the entry with `key`, if there is one.
+    #[inline]
+    fn remove(&mut self, key: K) {
+        let at = self.position(key);
+        if self.by_key_desc.get(at).is_some_and(|&(k, _)| k == key) {
+            self.by_key_desc.remove(at);
+        }
+    }
+
+    /// Whether an entry has `key`.
+    fn contains(&self, key: K) -> bool {
+        let at = self.position(key);
+        self.by_key_desc.get(at).is_some_and(|&(k, _)| k == key)
+    }
+
+    /// The smallest key.
+    #[inline]
+    fn first_key(&self) -> Option<K> {
+        self.by_key_desc.last().map(|&(k, _)| k)
+    }
+
+    /// Takes the entry with the smallest key.
+    #[inline]
+    fn pop_first(&mut self) -> Option<(K, VpId)> {
+        self.by_key_desc.pop()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.by_key_desc.is_empty()
+    }
+
+    /// The entries, smallest key first.
+    fn iter(&self) -> impl Iterator<Item = (K, VpId)> + '_ {
+        self.by_key_desc.iter().rev().copied()
     }
 }
