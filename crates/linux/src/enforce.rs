@@ -263,6 +263,43 @@ pub fn freezer_mount() -> Option<PathBuf> {
     })
 }
 
+/// Where hsched mounts a v1 freezer hierarchy of its own when none is
+/// mounted (a cgroup2-only system, as most distributions now are).
+pub const OWN_FREEZER_MOUNT: &str = "/run/hsched/freezer";
+
+/// The v1 freezer mount point, mounting one at [`OWN_FREEZER_MOUNT`] if
+/// none is mounted. The mount stays after hsched ends, as tracefs's does:
+/// later runs, and the watchdog of a daemon that died, find it there. It
+/// changes nothing for other processes: everything starts in its root
+/// cgroup, which cannot be frozen, and cgroup v2 does not use the v1
+/// freezer controller.
+///
+/// # Errors
+/// The kernel refuses the mount (no `CONFIG_CGROUP_FREEZER`, or cgroup v1
+/// controllers disabled with `cgroup_no_v1=`), or this is not root.
+pub fn ensure_freezer() -> io::Result<PathBuf> {
+    if let Some(m) = freezer_mount() {
+        return Ok(m);
+    }
+    let at = Path::new(OWN_FREEZER_MOUNT);
+    std::fs::create_dir_all(at)
+        .and_then(|()| sys::mount_cgroup_v1(at, "freezer"))
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "the cgroup-v1 freezer controller is not mounted and mounting it at {OWN_FREEZER_MOUNT} failed: {e} (the kernel needs CONFIG_CGROUP_FREEZER and cgroup v1 controllers not disabled by cgroup_no_v1=)"
+                ),
+            )
+        })?;
+    freezer_mount().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("mounted the cgroup-v1 freezer at {OWN_FREEZER_MOUNT} but /proc/self/mounts does not show it"),
+        )
+    })
+}
+
 /// hsched's freezer cgroups: `MOUNT/hsched-PID/TID`, one per managed thread.
 #[derive(Debug)]
 pub struct Freezer {
@@ -280,17 +317,13 @@ pub struct ThreadCg {
 }
 
 impl Freezer {
-    /// Creates `MOUNT/hsched-PID`.
+    /// Creates `MOUNT/hsched-PID`, mounting the freezer first if need be
+    /// ([`ensure_freezer`]).
     ///
     /// # Errors
-    /// No v1 freezer mounted, or the directory cannot be made.
+    /// No v1 freezer can be mounted, or the directory cannot be made.
     pub fn new() -> io::Result<Freezer> {
-        let mount = freezer_mount().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "the cgroup-v1 freezer controller is not mounted",
-            )
-        })?;
+        let mount = ensure_freezer()?;
         let root = mount.join(format!("hsched-{}", sys::getpid()));
         match std::fs::create_dir(&root) {
             Ok(()) => {}
@@ -969,6 +1002,44 @@ mod rt_tests {
         assert!(!g.freeze_pending(4));
         let off = RtGovernor::new(RtBudget::default().with_overrides("off"), 1);
         assert!(!off.active());
+    }
+}
+
+#[cfg(test)]
+mod freezer_tests {
+    use super::*;
+
+    /// Mounting the v1 freezer, as `ensure_freezer` does on a system with
+    /// none: a second mount of a mounted controller is the same hierarchy,
+    /// so this runs beside the system's and removes its own mount.
+    #[test]
+    fn the_freezer_hierarchy_can_be_mounted_and_shows_every_process() {
+        if sys::geteuid() != 0 {
+            eprintln!("SKIPPED: mounting a cgroup hierarchy needs root");
+            return;
+        }
+        let at = std::env::temp_dir().join(format!("hsched-freezer-test-{}", sys::getpid()));
+        std::fs::create_dir_all(&at).unwrap();
+        let mounted = sys::mount_cgroup_v1(&at, "freezer");
+        let tasks = std::fs::read_to_string(at.join("tasks"));
+        if mounted.is_ok() {
+            sys::umount_lazy(&at).unwrap();
+        }
+        std::fs::remove_dir(&at).unwrap();
+        if freezer_mount().is_none() {
+            // No v1 freezer on this kernel at all: the mount must fail.
+            assert!(mounted.is_err());
+            eprintln!("SKIPPED: this kernel has no v1 freezer");
+            return;
+        }
+        mounted.unwrap();
+        let me = sys::gettid().to_string();
+        assert!(
+            tasks.unwrap().lines().any(|t| t == me),
+            "the root cgroup lists this thread"
+        );
+        assert_eq!(ensure_freezer().unwrap(), freezer_mount().unwrap());
+        assert!(sys::mount_cgroup_v1(Path::new("/nonexistent/hsched"), "freezer").is_err());
     }
 }
 

@@ -173,7 +173,8 @@ impl Default for RunOptions {
 ///
 /// # Errors
 /// [`LiveError::Unsupported`] naming the first missing piece: root,
-/// tracefs with the sched tracepoints, perf events, the v1 freezer.
+/// tracefs with the sched tracepoints, perf events, the v1 freezer (each
+/// of tracefs and the freezer is mounted if it is not).
 pub fn check_support() -> Result<(), LiveError> {
     if sys::geteuid() != 0 {
         return Err(LiveError::Unsupported(
@@ -181,11 +182,7 @@ pub fn check_support() -> Result<(), LiveError> {
         ));
     }
     observe::tracefs().map_err(|e| LiveError::Unsupported(e.to_string()))?;
-    if enforce::freezer_mount().is_none() {
-        return Err(LiveError::Unsupported(
-            "the cgroup-v1 freezer controller is not mounted (mount -t cgroup -o freezer none /sys/fs/cgroup/freezer)".into(),
-        ));
-    }
+    enforce::ensure_freezer().map_err(|e| LiveError::Unsupported(e.to_string()))?;
     if !std::path::Path::new("/proc/sys/kernel/perf_event_paranoid").exists() {
         return Err(LiveError::Unsupported(
             "perf events are not available".into(),

@@ -7,6 +7,7 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
 
 /// `Err(last_os_error)` when `r` is negative.
 fn check(r: libc::c_long) -> io::Result<libc::c_long> {
@@ -416,6 +417,40 @@ pub fn perf_set_filter(fd: &OwnedFd, filter: &str) -> io::Result<()> {
     // SAFETY: the ioctl reads a NUL-terminated string from the pointer,
     // which stays valid for the call.
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER as _, c.as_ptr()) };
+    check(r as libc::c_long).map(|_| ())
+}
+
+/// Mounts a cgroup-v1 hierarchy with controller `controller` at `at`
+/// (`mount -t cgroup -o CONTROLLER none AT`, without setuid, devices or
+/// exec). A controller already mounted elsewhere gives the same hierarchy.
+pub fn mount_cgroup_v1(at: &Path, controller: &str) -> io::Result<()> {
+    let c = |s: &str| {
+        CString::new(s)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a mount argument"))
+    };
+    let target = c(at
+        .to_str()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "mount point is not UTF-8"))?)?;
+    let (source, fstype, data) = (c("none")?, c("cgroup")?, c(controller)?);
+    // SAFETY: every pointer is a NUL-terminated string alive for the call.
+    let r = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            data.as_ptr().cast(),
+        )
+    };
+    check(r as libc::c_long).map(|_| ())
+}
+
+/// Detaches the mount at `at` (`umount -l`).
+pub fn umount_lazy(at: &Path) -> io::Result<()> {
+    let target = CString::new(at.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a mount point"))?;
+    // SAFETY: a NUL-terminated string alive for the call.
+    let r = unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
     check(r as libc::c_long).map(|_| ())
 }
 
