@@ -96,6 +96,12 @@ pub(crate) struct Managed {
     /// pending or it is exiting. It is never frozen or raised again, and
     /// its exit (`sched_process_exit`) removes it from the hierarchy.
     pub dying: Option<u64>,
+    /// Kernel time of the `execve` that gave this task its tid (0: none):
+    /// an exit recorded for the tid before it was the old leader's.
+    pub renamed_at: u64,
+    /// A full sweep found the thread gone from `/proc` with no exit record
+    /// applied; the next one removes it if the record is still missing.
+    pub missing: bool,
 }
 
 /// A launched program or an attached process.
@@ -224,6 +230,33 @@ fn daemon_cpus(online: &[usize], managed: &[usize]) -> Vec<usize> {
     } else {
         free
     }
+}
+
+/// Whether the task named `m.tid`, `m` a process's leader, is the one that
+/// took over the tid by `execve` from a thread `m` did not manage: it is in
+/// `m`'s freezer cgroup and not leaving (the old leader, exiting, is
+/// `PF_EXITING` until it has left the cgroup).
+fn took_over(m: &Managed) -> bool {
+    m.tid == m.orig.tgid
+        && m.cg.as_ref().is_some_and(|cg| cg.tasks().contains(&m.tid))
+        && enforce::proc_leaving(m.tid, m.orig.start) == Some(enforce::Leaving::No)
+}
+
+/// The task that managed thread `m` became by an `execve` from a thread
+/// other than its process's leader, with its start time: `m.tid` has left
+/// `m`'s freezer cgroup and the process's pid (the tid `de_thread` gave
+/// the caller) is in it. `None` otherwise (a leader, or no such task).
+fn exec_successor(m: &Managed) -> Option<(i32, u64)> {
+    let pid = m.orig.tgid;
+    if m.tid == pid {
+        return None;
+    }
+    let tasks = m.cg.as_ref()?.tasks();
+    if tasks.contains(&m.tid) || !tasks.contains(&pid) {
+        return None;
+    }
+    let (tgid, start) = enforce::proc_identity(pid).ok()?;
+    (tgid == pid).then_some((pid, start))
 }
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> LiveError + '_ {
@@ -611,13 +644,19 @@ impl Daemon {
         }
         self.next_check = now + CHECK_NS;
         let mut wake = Vec::new();
+        let mut gone = Vec::new();
         if full {
             self.backstop(now);
         }
         for m in self.threads.values_mut() {
             if full {
-                if let Some(c) = enforce::proc_cpu_ns(m.tid) {
+                let c = enforce::proc_cpu_ns(m.tid);
+                if let Some(c) = c {
                     m.cpu_ns = c;
+                }
+                if m.missing || (c.is_none() && !m.orig.same_thread()) {
+                    gone.push(m.tid);
+                    continue;
                 }
             }
             if !m.frozen && !self.hsi.thread_runnable(m.hsi) && m.last_event + RESYNC_GUARD_NS < now
@@ -639,6 +678,9 @@ impl Daemon {
                 }
             }
         }
+        for tid in gone {
+            self.vanished(tid, now);
+        }
         for (tid, t, read_at) in wake {
             self.stats.resyncs += 1;
             if self.debug {
@@ -651,6 +693,32 @@ impl Daemon {
                 self.protocol_error(e);
             }
             self.touched.push(tid);
+        }
+    }
+
+    /// Managed thread `tid` is no longer in `/proc` and no exit record
+    /// removed it, or it is `missing`. An `execve` from it made it its
+    /// process's leader (its record lost, or still on its way): renamed
+    /// now. A leader whose tid an unmanaged thread was taking over at its
+    /// exit record: kept if that is done. Otherwise it exited with its
+    /// record lost (a full ring, its events closed): removed at the next
+    /// full sweep if the record has not come by then, so that a record
+    /// still in a ring is applied rather than overtaken.
+    fn vanished(&mut self, tid: i32, now: u64) {
+        let Some(m) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        if let Some((new, start)) = exec_successor(m) {
+            self.stats.execs_found += 1;
+            self.rename(tid, new, start, now);
+        } else if m.missing && took_over(m) {
+            self.stats.execs_found += 1;
+            self.renamed_in_place(tid, now);
+        } else if m.missing {
+            self.stats.exits_found += 1;
+            self.thread_exit(tid, now);
+        } else {
+            m.missing = true;
         }
     }
 
@@ -994,6 +1062,15 @@ impl Daemon {
                 }
             }
             Event::Exit { time, tid } => {
+                if self.threads.get(&tid).is_some_and(|m| time < m.renamed_at) {
+                    // The old leader's exit, recorded before the `execve`
+                    // that gave its tid to the thread managed under it now
+                    // (its entry already left, see `thread_exec`).
+                    return;
+                }
+                if self.leader_taken_over(tid, time) {
+                    return;
+                }
                 let tgid = self.threads.get(&tid).map(|m| m.orig.tgid);
                 self.thread_exit(tid, time);
                 // A group exit (a fatal signal to one thread, `exit_group`)
@@ -1004,7 +1081,150 @@ impl Daemon {
                     self.check_group(g, true, time);
                 }
             }
+            Event::Exec { time, pid, old_pid } => {
+                if pid != old_pid {
+                    self.thread_exec(old_pid, pid, time);
+                }
+            }
             Event::Signal { time, pid, sig } => self.on_signal(pid, sig, time),
+        }
+    }
+
+    /// The exit record of managed thread `tid`, a process's leader, while
+    /// an unmanaged thread of the process takes over its tid by `execve`:
+    /// one whose fork record was applied only after the `execve` had
+    /// renamed it (no `/proc` entry left to adopt), or whose adoption
+    /// failed. Such a thread is in the leader's freezer cgroup (a thread
+    /// starts in its creator's), so the leader's entry goes on as that task
+    /// instead of leaving (which would also close the perf events that
+    /// task inherited). `true` when the entry stays: the task named `tid`
+    /// is in it now, or another thread of the process is and the takeover
+    /// is still under way (`missing`: the next full sweep decides).
+    fn leader_taken_over(&mut self, tid: i32, time: u64) -> bool {
+        let Some(m) = self.threads.get(&tid) else {
+            return false;
+        };
+        if took_over(m) {
+            self.renamed_in_place(tid, time);
+            return true;
+        }
+        let pending = tid == m.orig.tgid
+            && m.cg.as_ref().is_some_and(|cg| {
+                cg.tasks()
+                    .into_iter()
+                    .any(|t| t != tid && enforce::proc_identity(t).is_ok_and(|(g, _)| g == tid))
+            });
+        if pending {
+            if let Some(m) = self.threads.get_mut(&tid) {
+                m.missing = true;
+            }
+        }
+        pending
+    }
+
+    /// The leader's entry `tid` is the task that took over its tid by
+    /// `execve` (see [`Daemon::leader_taken_over`]) since kernel time
+    /// `time`. The same tid and start time (`de_thread` gives the caller
+    /// the leader's), so the watchdog record and the cgroup stay; the old
+    /// leader's HSI state is fixed by the check sweep (a runnable task the
+    /// HSI holds blocked), and policy and affinity are those the thread
+    /// inherited, applied afresh at its next grant.
+    fn renamed_in_place(&mut self, tid: i32, time: u64) {
+        let Some(m) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        m.renamed_at = time;
+        m.last_event = m.last_event.max(time);
+        m.missing = false;
+        m.dying = None;
+        m.fifo = sys::sched_getattr(tid).is_ok_and(|a| a.policy == libc::SCHED_FIFO as u32);
+        m.pinned = None;
+        self.stats.execs += 1;
+        self.touched.push(tid);
+        if self.debug {
+            eprintln!(
+                "[{}] exec: an unmanaged thread is {tid} now",
+                time.saturating_sub(self.epoch)
+            );
+        }
+    }
+
+    /// Managed thread `old` called `execve` from a thread other than its
+    /// process's leader and is now thread `new` (the leader's tid); see
+    /// [`Daemon::rename`]. Checked first: the task named `new` now is the
+    /// one in `old`'s freezer cgroup. When it is not (it exited since, or
+    /// the record is stale), nothing changes here: the full sweep finds
+    /// `old` gone and renames or removes it.
+    fn thread_exec(&mut self, old: i32, new: i32, time: u64) {
+        let Some(m) = self.threads.get(&old) else {
+            return;
+        };
+        match exec_successor(m) {
+            Some((tid, start)) if tid == new => self.rename(old, new, start, time),
+            _ => {
+                if self.debug {
+                    eprintln!(
+                        "[{}] exec {old} -> {new} not confirmed by its cgroup",
+                        time.saturating_sub(self.epoch)
+                    );
+                }
+            }
+        }
+    }
+
+    /// Thread `old` is thread `new` from now on, the same task (an
+    /// `execve` from a non-leader thread, at kernel time `time`; `start`:
+    /// its start time as `/proc/NEW/stat` reports it, which `de_thread`
+    /// sets to the old leader's). Everything keyed by tid follows it; its
+    /// freezer cgroup, HSI thread, policy and affinity stay. The old leader
+    /// (the entry under `new`, if its exit record has not been applied) is
+    /// gone: it leaves first, while `old` still counts in its group, so
+    /// that the group's held perf events (which the renamed task inherited)
+    /// stay open.
+    fn rename(&mut self, old: i32, new: i32, start: u64, time: u64) {
+        if !self.threads.contains_key(&old) {
+            return;
+        }
+        if self.threads.contains_key(&new) {
+            // Its /proc entry is the renamed task's now: no CPU sample.
+            self.thread_gone(new, time, false);
+        }
+        let Some(mut m) = self.threads.remove(&old) else {
+            return;
+        };
+        let was = m.orig;
+        m.tid = new;
+        m.orig.tid = new;
+        m.orig.start = start;
+        m.renamed_at = time;
+        m.last_event = m.last_event.max(time);
+        m.missing = false;
+        // The new record in the same write as the old one's removal.
+        if let Some(Err(e)) = self.wd.as_ref().map(|wd| wd.replace(&was, &m.orig)) {
+            self.warn(
+                "watchdog-exec",
+                format!("the watchdog could not follow thread {old}'s exec (now {new}): {e}"),
+            );
+        }
+        if let Some(slot) = self.by_hsi.get_mut(m.hsi.index()) {
+            *slot = new;
+        }
+        for r in self.running.iter_mut().filter(|r| **r == Some(old)) {
+            *r = Some(new);
+        }
+        for t in self.touched.iter_mut().filter(|t| **t == old) {
+            *t = new;
+        }
+        self.gov.rename(old, new);
+        self.touched.push(new);
+        self.threads.insert(new, m);
+        self.stats.execs += 1;
+        self.targets_dirty = true;
+        if self.debug {
+            eprintln!(
+                "[{}] exec: thread {old} is {new} now",
+                time.saturating_sub(self.epoch)
+            );
         }
     }
 
@@ -1225,6 +1445,8 @@ impl Daemon {
                 wakeups: 0,
                 created_ns: time.saturating_sub(self.epoch),
                 dying: None,
+                renamed_at: 0,
+                missing: false,
             },
         );
         if runnable {
@@ -1237,10 +1459,17 @@ impl Daemon {
     }
 
     fn thread_exit(&mut self, tid: i32, time: u64) {
+        self.thread_gone(tid, time, true);
+    }
+
+    /// Thread `tid` is gone (exited at `time`): it leaves the hierarchy;
+    /// `sample`: its CPU time is read from `/proc` first (not when the tid
+    /// names another task now).
+    fn thread_gone(&mut self, tid: i32, time: u64, sample: bool) {
         let Some(mut m) = self.threads.remove(&tid) else {
             return;
         };
-        if let Some(c) = enforce::proc_cpu_ns(tid) {
+        if let Some(c) = enforce::proc_cpu_ns(tid).filter(|_| sample) {
             m.cpu_ns = c;
         }
         let received = self.hsi.thread_received(m.hsi).as_nanos();

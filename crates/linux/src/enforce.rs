@@ -432,6 +432,18 @@ impl ThreadCg {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+    /// The tasks in the cgroup (`tasks`), by tid; empty when it cannot
+    /// be read. A thread that took over its process's pid by `execve`
+    /// stays in its cgroup under its new tid.
+    pub fn tasks(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.dir.join("tasks"))
+            .map(|t| {
+                t.split_whitespace()
+                    .filter_map(|s| s.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
 }
 
 /// Puts everything recorded in `o` back on its thread, if it is still the
@@ -800,6 +812,22 @@ impl RtGovernor {
         self.pending.retain(|p| p.1 != tid);
     }
 
+    /// Thread `old` is thread `new` from now on (an `execve` from a thread
+    /// other than its process's leader gives it the leader's tid): its
+    /// grant and deferred freeze follow it.
+    pub fn rename(&mut self, old: i32, new: i32) {
+        for g in &mut self.cpus {
+            if g.granted == Some(old) {
+                g.granted = Some(new);
+            }
+        }
+        for p in &mut self.pending {
+            if p.1 == old {
+                p.1 = new;
+            }
+        }
+    }
+
     /// Deferred freezes due at `now`, removed from the list.
     pub fn due(&mut self, now: u64, out: &mut Vec<i32>) {
         out.clear();
@@ -977,6 +1005,20 @@ mod rt_tests {
         assert_eq!(g.decide(0, 100 * MS), Some(RtChange::Demote(1)));
         g.set_protected(0, true);
         assert_eq!(g.decide(0, 101 * MS), Some(RtChange::Promote(1)));
+    }
+
+    #[test]
+    fn a_renamed_thread_keeps_its_grant_and_deferred_freeze() {
+        let mut g = gov();
+        g.set_granted(0, 0, Some(7));
+        assert!(g.defer_freeze(9, 0));
+        g.rename(7, 5);
+        g.rename(9, 5);
+        assert!(g.freeze_pending(5) && !g.freeze_pending(9));
+        // Still the same grant: the demotion decided for 7 goes to 5.
+        assert_eq!(g.decide(0, 0), Some(RtChange::Demote(5)));
+        g.set_granted(0, MS, Some(5));
+        assert_eq!(g.decide(0, 8 * MS), Some(RtChange::Promote(5)));
     }
 
     #[test]

@@ -24,6 +24,11 @@
 //!   CPU) mostly writes no perf sample, although ftrace records it.
 //! - `sched_process_fork`: a managed thread created a thread or process.
 //! - `sched_process_exit`: a managed thread exited.
+//! - `sched_process_exec` (`pid`, `old_pid`): a managed thread called
+//!   `execve`. From a thread other than the leader, `de_thread` has killed
+//!   the other threads (the old leader's exit is recorded before) and the
+//!   caller has taken over the leader's pid: `old_pid` names it no more,
+//!   `pid` from now on. Its perf events stay with the task.
 //! - `signal:signal_generate` (one system-wide event per online CPU, not per
 //!   thread: the sender may be any process on any CPU): a signal that may be
 //!   fatal by default was sent to some thread. A thread frozen by the v1
@@ -84,6 +89,16 @@ pub enum Event {
         /// The thread.
         tid: i32,
     },
+    /// The thread `old_pid` called `execve` and is now thread `pid` (the
+    /// same tid, unless a thread other than the leader did).
+    Exec {
+        /// When.
+        time: u64,
+        /// The thread's tid from now on (its process's pid).
+        pid: i32,
+        /// Its tid before the `execve`.
+        old_pid: i32,
+    },
     /// Signal `sig` was sent to thread `pid` (or to its process).
     Signal {
         /// When.
@@ -105,6 +120,7 @@ impl Event {
             | Event::Fork { time, .. }
             | Event::Run { time, .. }
             | Event::Exit { time, .. }
+            | Event::Exec { time, .. }
             | Event::Signal { time, .. } => time,
         }
     }
@@ -126,6 +142,7 @@ pub struct Tracepoints {
     wakeup_new: Tp,
     fork: Tp, // a = parent_pid, b = child_pid
     exit: Tp, // a = pid
+    exec: Tp, // a = pid, b = old_pid
     /// `signal:signal_generate`, when the kernel has it: a = pid, b = sig.
     signal: Option<Tp>,
 }
@@ -235,17 +252,23 @@ impl Tracepoints {
             wakeup_new: read_tp(&root, "sched_wakeup_new", ["pid", ""])?,
             fork: read_tp(&root, "sched_process_fork", ["parent_pid", "child_pid"])?,
             exit: read_tp(&root, "sched_process_exit", ["pid", ""])?,
+            exec: read_tp(&root, "sched_process_exec", ["pid", "old_pid"])?,
             signal: read_tp_in(&root, "signal", "signal_generate", ["pid", "sig"]).ok(),
         })
     }
 
-    fn all(&self) -> [u64; 5] {
+    /// The tracepoints followed per thread: [`Observer::follow`] opens
+    /// one event per tracepoint and online CPU.
+    pub const PER_THREAD: usize = 6;
+
+    fn all(&self) -> [u64; Self::PER_THREAD] {
         [
             self.switch.id,
             self.wakeup.id,
             self.wakeup_new.id,
             self.fork.id,
             self.exit.id,
+            self.exec.id,
         ]
     }
 
@@ -302,6 +325,12 @@ impl Tracepoints {
             Some(Event::Exit {
                 time,
                 tid: i32_at(self.exit.a)?,
+            })
+        } else if ty == self.exec.id {
+            Some(Event::Exec {
+                time,
+                pid: i32_at(self.exec.a)?,
+                old_pid: i32_at(self.exec.b)?,
             })
         } else if let Some(sg) = self.signal.filter(|sg| ty == sg.id) {
             Some(Event::Signal {
@@ -496,7 +525,7 @@ impl Observer {
     /// # Errors
     /// The thread is gone, or perf refused.
     pub fn follow(&self, tid: i32) -> io::Result<Vec<OwnedFd>> {
-        let mut fds = Vec::with_capacity(self.rings.len() * 5);
+        let mut fds = Vec::with_capacity(self.rings.len() * Tracepoints::PER_THREAD);
         for (cpu, owner, _) in &self.rings {
             for id in self.tps.all() {
                 // The switch event also writes the thread's switch-ins
@@ -579,6 +608,35 @@ mod switch_tests {
         );
         let many: Vec<i32> = (100_000..100_300).collect();
         assert_eq!(signal_filter(&many), SIGNAL_FILTER);
+    }
+
+    #[test]
+    fn an_exec_record_names_the_new_and_the_old_tid() {
+        let tps = Tracepoints {
+            exec: Tp {
+                id: 365,
+                a: 12,
+                b: 16,
+            },
+            ..Tracepoints::default()
+        };
+        // sched_process_exec: common fields, filename (data_loc), pid, old_pid.
+        let mut raw = vec![0u8; 20];
+        raw[0..2].copy_from_slice(&365u16.to_ne_bytes());
+        raw[12..16].copy_from_slice(&4000i32.to_ne_bytes());
+        raw[16..20].copy_from_slice(&4003i32.to_ne_bytes());
+        let mut b = body(4000, 4000, 77);
+        b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+        b.extend_from_slice(&raw);
+        assert_eq!(
+            tps.decode(&b),
+            Some(Event::Exec {
+                time: 77,
+                pid: 4000,
+                old_pid: 4003
+            })
+        );
+        assert_eq!(tps.decode(&b[..b.len() - 1]), None);
     }
 
     #[test]

@@ -86,9 +86,16 @@ pub struct LiveStats {
     pub signal_pauses: u64,
     /// Signal filter updates (the managed threads changed).
     pub filter_updates: u64,
-    /// Threads marked leaving that the sweep found gone without an exit
-    /// record, and removed from the hierarchy.
+    /// Threads the sweep found gone without an exit record (marked
+    /// leaving, or missing from `/proc` at two full sweeps in a row), and
+    /// removed from the hierarchy.
     pub exits_found: u64,
+    /// Managed threads that called `execve` from a thread other than their
+    /// process's leader and went on under the leader's tid
+    /// (`sched_process_exec`, daemon.rs `rename`).
+    pub execs: u64,
+    /// Of those, found by the sweep (their exec record lost or late).
+    pub execs_found: u64,
     /// Per fatal thaw found from a record, from the record's kernel time
     /// (the signal, or a sibling's exit) to the thaw, ns.
     pub fatal_latency_ns: Vec<u64>,
@@ -283,6 +290,7 @@ impl Report {
                 "timer_lateness": Dist::of(&mut st.timer_late_ns.clone()).json(),
                 "spin_ns": st.spin_ns,
                 "fatal_thaws": st.fatal_thaws,
+                "execs": {"renamed": st.execs, "by_sweep": st.execs_found},
                 "signals": {"watched": st.signals_watched, "records": st.signal_records,
                     "checks": st.fatal_checks, "by_sweep": st.fatal_by_sweep, "exits_found": st.exits_found,
                     "pauses": st.signal_pauses, "filter_updates": st.filter_updates,

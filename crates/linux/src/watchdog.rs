@@ -136,6 +136,19 @@ impl Watchdog {
         self.send(&encode(MANAGE, o))
     }
 
+    /// The thread recorded as `old` is `new` from now on (same task, new
+    /// tid: an `execve` from a thread other than its process's leader):
+    /// both records in one write, so the watchdog never holds neither.
+    ///
+    /// # Errors
+    /// The watchdog is gone.
+    pub fn replace(&self, old: &Original, new: &Original) -> io::Result<()> {
+        let mut b = [0u8; 2 * REC];
+        b[..REC].copy_from_slice(&encode(MANAGE, new));
+        b[REC..].copy_from_slice(&encode(FORGET, old));
+        self.send(&b)
+    }
+
     /// The thread left the hierarchy (exited or was restored).
     pub fn forget(&self, o: &Original) {
         let _ = self.send(&encode(FORGET, o));
@@ -308,5 +321,31 @@ mod tests {
         assert_eq!(back, o);
         let (k, _) = decode(&encode(FORGET, &o));
         assert_eq!(k, FORGET);
+    }
+
+    #[test]
+    fn replace_records_the_new_tid_then_forgets_the_old_one() {
+        let (r, w) = sys::pipe().unwrap();
+        let wd = Watchdog { pid: 0, w: Some(w) };
+        let old = Original {
+            tid: 4243,
+            tgid: 4240,
+            start: 11,
+            attr: SchedAttr {
+                size: std::mem::size_of::<SchedAttr>() as u32,
+                ..SchedAttr::default()
+            },
+            mask: CpuMask::empty(),
+        };
+        let new = Original {
+            tid: 4240,
+            start: 10,
+            ..old
+        };
+        wd.replace(&old, &new).unwrap();
+        let mut b = [0u8; 2 * REC];
+        assert_eq!(sys::read(r.as_raw_fd(), &mut b).unwrap(), 2 * REC);
+        assert_eq!(decode(&b[..REC]), (MANAGE, new));
+        assert_eq!(decode(&b[REC..]), (FORGET, old));
     }
 }

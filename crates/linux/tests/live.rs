@@ -1478,3 +1478,236 @@ fn sigterm_ends_a_frozen_program_at_once_unless_it_has_a_handler() {
     // lets it go.
     assert_eq!(program(&r, "caught")["exit_status"], Value::Null);
 }
+
+/// A Python program whose second thread `exec`s a shell CPU loop: the
+/// kernel kills the main thread and the caller goes on under its pid.
+const EXEC_FROM_THREAD: &str = "import os,threading; threading.Thread(target=lambda: os.execv('/bin/sh', ['sh','-c','while :; do :; done'])).start(); threading.Event().wait()";
+
+/// The freezer cgroup of `pid` (`/proc/PID/cgroup`), `""` if none.
+fn freezer_cgroup(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let (_, rest) = l.split_once(':')?;
+            let (ctl, path) = rest.split_once(':')?;
+            ctl.split(',')
+                .any(|c| c == "freezer")
+                .then(|| path.to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// Issue #6, live-mode `execve` from a thread other than the leader: under
+/// FP, `execer` (priority 1, [`EXEC_FROM_THREAD`]) runs alone until `high`
+/// (priority 2, a CPU hog) starts at 2 s. Returns the daemon and the
+/// program's pid once (1) the daemon manages exactly one thread of it, the
+/// exec'd task under the pid, (2) it ran alone before `high` came, and (3)
+/// since `high` runs, it is frozen in its hsched freezer cgroup and gets no
+/// CPU. `None` when python3 is missing.
+fn exec_from_a_thread(tag: &str) -> Option<(DaemonRun, i32)> {
+    if !Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIPPED: python3 is missing");
+        return None;
+    }
+    let toml = format!(
+        r#"
+default = "fp"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "lows"
+policy = "ts"
+parent = "fp"
+params = {{ priority = 1 }}
+[[thread]]
+name = "high"
+params = {{ priority = 2 }}
+start = "2s"
+workload = {{ kind = "cpu-bound" }}
+[[thread]]
+name = "execer"
+scheduler = "lows"
+exec = ["python3", "-c", {EXEC_FROM_THREAD:?}]
+"#
+    );
+    let f = write_file(&format!("{tag}.toml"), &toml);
+    let sock = std::env::temp_dir().join(format!("hsched-test-{tag}-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&sock);
+    let cpu = test_cpu().to_string();
+    let child = Command::new(bin())
+        .arg("run")
+        .arg(&f)
+        .args(["--cpus", &cpu, "--json", "--duration", "6s", "--socket"])
+        .arg(&sock)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let daemon = child.id();
+    let run = DaemonRun {
+        child: Some(child),
+        sock,
+    };
+    // (1) The exec'd shell is managed under the pid, and nothing else.
+    let t0 = Instant::now();
+    let mut pid = None;
+    let mut last = Vec::new();
+    loop {
+        if let Some(ts) = run.threads_of("execer") {
+            if pid.is_none() {
+                pid = ts.first().and_then(|t| t["pid"].as_i64()).map(|p| p as i32);
+            }
+            if let Some(p) = pid {
+                let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+                let tids: Vec<i64> = ts.iter().filter_map(|t| t["tid"].as_i64()).collect();
+                if comm.trim() == "sh" && tids == [p as i64] {
+                    break;
+                }
+            }
+            last = ts;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "after the exec the daemon does not manage the program under its pid {pid:?}: {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = pid.unwrap();
+    // (2) Alone on the test CPU before `high` starts: it runs.
+    let c0 = hsched_linux::enforce::proc_cpu_ns(pid).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let c1 = hsched_linux::enforce::proc_cpu_ns(pid).unwrap();
+    let alone = run.threads_of("high").unwrap_or_default().is_empty();
+    if alone {
+        assert!(
+            c1 > c0 + 200_000_000,
+            "alone, the exec'd program got {} ns of 300 ms",
+            c1 - c0
+        );
+    }
+    // (3) Once `high` runs, the program is frozen in its hsched cgroup.
+    let cg = format!("/hsched-{daemon}/");
+    let t1 = Instant::now();
+    loop {
+        let frozen = run
+            .threads_of("execer")
+            .is_some_and(|ts| ts.len() == 1 && ts[0]["tid"] == pid && ts[0]["frozen"] == true);
+        if frozen
+            && !run.threads_of("high").unwrap_or_default().is_empty()
+            && hsched_linux::enforce::proc_state(pid) == Some('D')
+            && freezer_cgroup(pid).contains(&cg)
+        {
+            break;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(3),
+            "the exec'd program was never frozen under `high`: {:?}, state {:?}, freezer {:?}",
+            run.threads_of("execer"),
+            hsched_linux::enforce::proc_state(pid),
+            freezer_cgroup(pid)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let c2 = hsched_linux::enforce::proc_cpu_ns(pid).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let c3 = hsched_linux::enforce::proc_cpu_ns(pid).unwrap();
+    assert!(
+        c3 < c2 + 10_000_000,
+        "the frozen program ran {} ns in 500 ms",
+        c3 - c2
+    );
+    eprintln!(
+        "exec from a thread: pid {pid}, {} ms of 300 ms alone{}, {} us of 500 ms under `high`",
+        (c1 - c0) / 1_000_000,
+        if alone { "" } else { " (`high` had started)" },
+        (c3 - c2) / 1_000
+    );
+    Some((run, pid))
+}
+
+/// Whether `pid` is back as it was: `SCHED_OTHER`, affinity `all`, out of
+/// hsched's freezer cgroups, and running (10 ms of CPU), within `limit`.
+fn restored_within(pid: i32, all: hsched_linux::sys::CpuMask, limit: Duration) -> bool {
+    let t0 = Instant::now();
+    let mut c0 = None;
+    while t0.elapsed() < limit {
+        let back = sched_policy(pid) == Some(libc::SCHED_OTHER as u32)
+            && hsched_linux::sys::get_affinity(pid).ok() == Some(all)
+            && !freezer_cgroup(pid).contains("/hsched-");
+        if back {
+            let c = hsched_linux::enforce::proc_cpu_ns(pid).unwrap_or(0);
+            match c0 {
+                None => c0 = Some(c),
+                Some(s) if c > s + 10_000_000 => return true,
+                _ => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+/// Issue #6: a thread that `exec`s (not the leader) stays managed under its
+/// new tid (the pid), frozen when the hierarchy says so, and `detach`
+/// restores it (policy, affinity, freezer cgroup).
+#[test]
+fn a_thread_that_execs_stays_managed_under_the_pid() {
+    let Some(_g) = live() else { return };
+    let Some((run, pid)) = exec_from_a_thread("exec-detach") else {
+        return;
+    };
+    let all = hsched_linux::sys::get_affinity(0).unwrap();
+    let released = Client::connect(&run.sock)
+        .unwrap()
+        .request("detach", json!({"pid": pid}))
+        .unwrap();
+    let ok = restored_within(pid, all, Duration::from_secs(1));
+    if !ok {
+        let _ = hsched_linux::sys::kill(pid, libc::SIGKILL);
+        panic!(
+            "not restored by detach ({released}): policy {:?}, affinity {:?}, freezer {:?}",
+            sched_policy(pid),
+            hsched_linux::sys::get_affinity(pid),
+            freezer_cgroup(pid)
+        );
+    }
+    let r = run.finish();
+    let _ = hsched_linux::sys::kill(pid, libc::SIGKILL);
+    eprintln!("exec from a thread: live.execs {}", r["live"]["execs"]);
+    assert_eq!(r["live"]["execs"]["renamed"], 1);
+    assert_eq!(r["live"]["signals"]["exits_found"], 0);
+    assert_eq!(r["live"]["protocol_errors"], 0);
+}
+
+/// Issue #6: after such an `exec`, the watchdog holds the program under its
+/// new tid: a `kill -9` of the daemon while the program is frozen (and
+/// pinned) restores it.
+#[test]
+fn sigkill_of_the_daemon_restores_a_program_that_execed_from_a_thread() {
+    let Some(_g) = live() else { return };
+    let Some((mut run, pid)) = exec_from_a_thread("exec-kill9") else {
+        return;
+    };
+    let all = hsched_linux::sys::get_affinity(0).unwrap();
+    let pinned = hsched_linux::sys::get_affinity(pid).unwrap();
+    let mut daemon = run.child.take().unwrap();
+    daemon.kill().unwrap();
+    let _ = daemon.wait();
+    let ok = restored_within(pid, all, Duration::from_secs(1));
+    let state = (
+        sched_policy(pid),
+        hsched_linux::sys::get_affinity(pid),
+        freezer_cgroup(pid),
+    );
+    let _ = hsched_linux::sys::kill(pid, libc::SIGKILL);
+    assert!(pinned != all, "the granted program was pinned ({pinned:?})");
+    assert!(ok, "not restored within 1 s of SIGKILL: {state:?}");
+}
