@@ -855,11 +855,16 @@ impl Daemon {
                     self.feed_stolen(steals[k]);
                     k += 1;
                 }
-                if self.stats.latency.len() < 4_000_000 && !matches!(e, Event::Signal { .. }) {
+                crate::coop::serve(self, e.time());
+                let before = self.stats.inputs();
+                self.apply_event(*e);
+                // Only records that fed the HSI an input count: a
+                // switch-in that confirms a thread already runnable (most
+                // of them) wakes no reader (perf wakes the daemon for
+                // samples only) and waits in the ring for the next one.
+                if self.stats.inputs() != before && self.stats.latency.len() < 4_000_000 {
                     self.stats.latency.push(now.saturating_sub(e.time()));
                 }
-                crate::coop::serve(self, e.time());
-                self.apply_event(*e);
             }
             for &s in &steals[k..] {
                 self.feed_stolen(s);

@@ -13,7 +13,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Counters the daemon keeps while running.
 #[derive(Clone, Debug, Default)]
 pub struct LiveStats {
-    /// Notification latencies (kernel event → HSI input), ns.
+    /// Notification latencies (kernel event → HSI input), ns: of the
+    /// records that fed the HSI an input (wake, block, create, exit).
     pub latency: Vec<u64>,
     /// HSI wake inputs.
     pub wakes: u64,
@@ -99,6 +100,14 @@ pub struct LiveStats {
     /// Per fatal thaw found from a record, from the record's kernel time
     /// (the signal, or a sibling's exit) to the thaw, ns.
     pub fatal_latency_ns: Vec<u64>,
+}
+
+impl LiveStats {
+    /// HSI inputs fed for observed events so far (wake, block, create,
+    /// exit).
+    pub fn inputs(&self) -> u64 {
+        self.wakes + self.blocks + self.creates + self.exits
+    }
 }
 
 /// A latency distribution.
@@ -349,12 +358,20 @@ impl Report {
             );
         }
         let l = &self.notification_latency;
+        let latency = if l.count == 0 {
+            "notification latency: no observed event fed the HSI (no wake-up, block or new thread)"
+                .to_string()
+        } else {
+            format!(
+                "notification latency: median {:.1} us, p99 {:.1} us over {} HSI inputs",
+                l.median_ns as f64 / 1e3,
+                l.p99_ns as f64 / 1e3,
+                l.count
+            )
+        };
         let _ = writeln!(
             s,
-            "notification latency: median {:.1} us, p99 {:.1} us over {} events; daemon CPU {:.1} ms; lost events {}",
-            l.median_ns as f64 / 1e3,
-            l.p99_ns as f64 / 1e3,
-            l.count,
+            "{latency}; daemon CPU {:.1} ms; lost events {}",
             self.stats.daemon_cpu_ns as f64 / 1e6,
             self.lost_events
         );
