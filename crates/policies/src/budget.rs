@@ -688,3 +688,40 @@ impl<K: Ord + Copy> Eligible<K> {
         self.by_key_desc.iter().rev().copied()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// The sorted vector against the map it replaced, on a long run of
+    /// mixed operations: same first key, same pops, same order.
+    #[test]
+    fn eligible_set_behaves_as_an_ordered_map() {
+        let mut set = Eligible::default();
+        let mut map = BTreeMap::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for step in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = ((x % 64) as u32, (x >> 8) % 8);
+            let vp = VpId(step);
+            match x % 5 {
+                0 | 1 if !map.contains_key(&key) => {
+                    set.insert(key, vp);
+                    map.insert(key, vp);
+                }
+                2 => {
+                    set.remove(key);
+                    map.remove(&key);
+                }
+                3 => assert_eq!(set.pop_first(), map.pop_first()),
+                _ => assert_eq!(set.contains(key), map.contains_key(&key)),
+            }
+            assert_eq!(set.first_key(), map.first_key_value().map(|(k, _)| *k));
+            assert_eq!(set.is_empty(), map.is_empty());
+        }
+        assert!(set.iter().eq(map.iter().map(|(k, v)| (*k, *v))));
+    }
+}
