@@ -1204,6 +1204,29 @@ struct DaemonRun {
 }
 
 impl DaemonRun {
+    /// Starts `hsched-live run` of `toml` (written to `TAG.toml`) on the
+    /// test CPU for `duration`, with a JSON report and a control socket.
+    fn start(tag: &str, toml: &str, duration: &str) -> DaemonRun {
+        let f = write_file(&format!("{tag}.toml"), toml);
+        let sock =
+            std::env::temp_dir().join(format!("hsched-test-{tag}-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&sock);
+        let cpu = test_cpu().to_string();
+        let child = Command::new(bin())
+            .arg("run")
+            .arg(&f)
+            .args(["--cpus", &cpu, "--json", "--duration", duration, "--socket"])
+            .arg(&sock)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        DaemonRun {
+            child: Some(child),
+            sock,
+        }
+    }
+
     /// Waits for the end of the run and returns the report.
     fn finish(mut self) -> Value {
         let out = wait_bounded(self.child.take().unwrap(), Duration::from_secs(30));
@@ -1239,14 +1262,11 @@ impl Drop for DaemonRun {
     }
 }
 
-/// An FP hierarchy on the test CPU: each of `lows` (`sh -c SCRIPT`, under a
-/// TS scheduler at FP priority 1) runs for the first 600 ms, long enough
-/// to `exec` and set itself up, then `high` (FP priority 2, a built-in CPU
-/// hog) starts and is always granted, so every runnable thread of the low
-/// ones stays frozen. Returns the daemon, the pids of the low programs and
-/// the tid of `high`, once every low one is set up and frozen.
-fn fp_with_frozen(tag: &str, lows: &[Low], duration: &str) -> (DaemonRun, Vec<i32>, i32) {
-    let mut toml = String::from(
+/// An FP root on one CPU with `high` (FP priority 2, a built-in CPU hog
+/// that starts at `high_start`) and a TS scheduler `lows` at FP priority 1
+/// holding one thread per `(name, exec)`, `exec` a TOML array of strings.
+fn fp_high_over_lows(high_start: &str, lows: &[(&str, String)]) -> String {
+    let mut toml = format!(
         r#"
 default = "fp"
 [machine]
@@ -1258,36 +1278,34 @@ policy = "fp"
 name = "lows"
 policy = "ts"
 parent = "fp"
-params = { priority = 1 }
+params = {{ priority = 1 }}
 [[thread]]
 name = "high"
-params = { priority = 2 }
-start = "600ms"
-workload = { kind = "cpu-bound" }
-"#,
+params = {{ priority = 2 }}
+start = "{high_start}"
+workload = {{ kind = "cpu-bound" }}
+"#
     );
-    for (name, script, _) in lows {
+    for (name, exec) in lows {
         toml.push_str(&format!(
-            "[[thread]]\nname = \"{name}\"\nscheduler = \"lows\"\nexec = [\"sh\", \"-c\", {script:?}]\n"
+            "[[thread]]\nname = \"{name}\"\nscheduler = \"lows\"\nexec = {exec}\n"
         ));
     }
-    let f = write_file(&format!("{tag}.toml"), &toml);
-    let sock = std::env::temp_dir().join(format!("hsched-test-{tag}-{}.sock", std::process::id()));
-    let _ = std::fs::remove_file(&sock);
-    let cpu = test_cpu().to_string();
-    let child = Command::new(bin())
-        .arg("run")
-        .arg(&f)
-        .args(["--cpus", &cpu, "--json", "--duration", duration, "--socket"])
-        .arg(&sock)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let run = DaemonRun {
-        child: Some(child),
-        sock,
-    };
+    toml
+}
+
+/// An FP hierarchy on the test CPU: each of `lows` (`sh -c SCRIPT`, under a
+/// TS scheduler at FP priority 1) runs for the first 600 ms, long enough
+/// to `exec` and set itself up, then `high` (FP priority 2, a built-in CPU
+/// hog) starts and is always granted, so every runnable thread of the low
+/// ones stays frozen. Returns the daemon, the pids of the low programs and
+/// the tid of `high`, once every low one is set up and frozen.
+fn fp_with_frozen(tag: &str, lows: &[Low], duration: &str) -> (DaemonRun, Vec<i32>, i32) {
+    let execs: Vec<(&str, String)> = lows
+        .iter()
+        .map(|&(name, script, _)| (name, format!("[\"sh\", \"-c\", {script:?}]")))
+        .collect();
+    let run = DaemonRun::start(tag, &fp_high_over_lows("600ms", &execs), duration);
     let t0 = Instant::now();
     loop {
         let high = run.threads_of("high").unwrap_or_default();
@@ -1514,48 +1532,15 @@ fn exec_from_a_thread(tag: &str) -> Option<(DaemonRun, i32)> {
         eprintln!("SKIPPED: python3 is missing");
         return None;
     }
-    let toml = format!(
-        r#"
-default = "fp"
-[machine]
-cpus = 1
-[[scheduler]]
-name = "fp"
-policy = "fp"
-[[scheduler]]
-name = "lows"
-policy = "ts"
-parent = "fp"
-params = {{ priority = 1 }}
-[[thread]]
-name = "high"
-params = {{ priority = 2 }}
-start = "2s"
-workload = {{ kind = "cpu-bound" }}
-[[thread]]
-name = "execer"
-scheduler = "lows"
-exec = ["python3", "-c", {EXEC_FROM_THREAD:?}]
-"#
+    let toml = fp_high_over_lows(
+        "2s",
+        &[(
+            "execer",
+            format!("[\"python3\", \"-c\", {EXEC_FROM_THREAD:?}]"),
+        )],
     );
-    let f = write_file(&format!("{tag}.toml"), &toml);
-    let sock = std::env::temp_dir().join(format!("hsched-test-{tag}-{}.sock", std::process::id()));
-    let _ = std::fs::remove_file(&sock);
-    let cpu = test_cpu().to_string();
-    let child = Command::new(bin())
-        .arg("run")
-        .arg(&f)
-        .args(["--cpus", &cpu, "--json", "--duration", "6s", "--socket"])
-        .arg(&sock)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let daemon = child.id();
-    let run = DaemonRun {
-        child: Some(child),
-        sock,
-    };
+    let run = DaemonRun::start(tag, &toml, "6s");
+    let daemon = run.child.as_ref().unwrap().id();
     // (1) The exec'd shell is managed under the pid, and nothing else.
     let t0 = Instant::now();
     let mut pid = None;
