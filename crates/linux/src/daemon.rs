@@ -33,6 +33,7 @@ pub(crate) const TOK_SIGNAL: u64 = 3;
 pub(crate) const TOK_LISTEN: u64 = 4;
 /// The live `coop_poll` doorbell ([`crate::coop`]).
 pub(crate) const TOK_COOP: u64 = 5;
+pub(crate) const TOK_IDLE_WAKES: u64 = 6;
 pub(crate) const TOK_CLIENT: u64 = 1 << 32;
 const SWEEP_NS: u64 = 200_000_000;
 /// Between full sweeps, how often the threads the HSI holds blocked are
@@ -141,6 +142,11 @@ pub(crate) struct Daemon {
     /// HSI processor k is Linux CPU `cpus[k]`.
     pub cpus: Vec<usize>,
     pub obs: Observer,
+    /// Idle-context wake-ups, which perf misses (ftrace.rs); `Err`: why
+    /// there are none.
+    pub idle_wakes: Result<crate::ftrace::IdleWakes, String>,
+    /// epoll reported records in `idle_wakes`.
+    pub idle_wakes_ready: bool,
     pub epoll: sys::Epoll,
     pub timer: sys::TimerFd,
     pub sigfd: OwnedFd,
@@ -308,6 +314,19 @@ impl Daemon {
                 "hsched: warning: signals to frozen threads are not observed ({e}); a fatal one is found by the 200 ms sweep"
             );
         }
+        // HSCHED_LIVE_IDLE_WAKES=off: without, for comparisons.
+        let idle_wakes = if std::env::var("HSCHED_LIVE_IDLE_WAKES").is_ok_and(|v| v == "off") {
+            Err("HSCHED_LIVE_IDLE_WAKES=off".to_string())
+        } else {
+            crate::ftrace::IdleWakes::new(&online).map_err(|e| e.to_string())
+        };
+        if let Err(e) = idle_wakes.as_ref().map_err(String::as_str) {
+            if !e.starts_with("HSCHED") {
+                eprintln!(
+                "hsched: warning: wake-ups on idle CPUs reach the hierarchy late (no ftrace instance: {e})"
+            );
+            }
+        }
         let stolen = match opts.stolen {
             StolenSource::Off => None,
             s => {
@@ -324,6 +343,11 @@ impl Daemon {
         for fd in obs.poll_fds() {
             epoll
                 .add(fd, libc::EPOLLIN as u32, TOK_RING)
+                .map_err(io_err("epoll"))?;
+        }
+        for fd in idle_wakes.iter().flat_map(|w| w.poll_fds()) {
+            epoll
+                .add(fd, libc::EPOLLIN as u32, TOK_IDLE_WAKES)
                 .map_err(io_err("epoll"))?;
         }
         epoll
@@ -397,6 +421,8 @@ impl Daemon {
             epoch,
             cpus,
             obs,
+            idle_wakes,
+            idle_wakes_ready: false,
             epoll,
             timer,
             sigfd,
@@ -494,6 +520,7 @@ impl Daemon {
                         self.expire_clients();
                     }
                     TOK_SIGNAL => self.on_signals(),
+                    TOK_IDLE_WAKES => self.idle_wakes_ready = true,
                     TOK_LISTEN => self.accept_clients(),
                     TOK_COOP => {
                         if let Some(c) = &self.coop {
@@ -778,6 +805,16 @@ impl Daemon {
         ids.sort_unstable();
         ids.dedup();
         let t0 = sys::now_ns();
+        if let Ok(w) = self.idle_wakes.as_mut() {
+            // The map is ordered by tid.
+            let tids: Vec<i32> = self.threads.keys().copied().collect();
+            if let Err(e) = w.set_targets(&tids) {
+                self.warn(
+                    "wake-filter",
+                    format!("the idle wake-up filter could not follow the managed threads: {e}"),
+                );
+            }
+        }
         let r = self.obs.set_signal_targets(&ids);
         if self.debug {
             eprintln!(
@@ -838,6 +875,17 @@ impl Daemon {
         let mut evs = std::mem::take(&mut self.events);
         crate::coop::collect(self);
         self.obs.drain(&mut evs);
+        // Read only when epoll said so (level-triggered: what is left
+        // is reported again): two system calls saved on every other pump.
+        if let Some(w) = self
+            .idle_wakes
+            .as_mut()
+            .ok()
+            .filter(|_| self.idle_wakes_ready)
+        {
+            w.drain(&mut evs);
+            self.idle_wakes_ready = false;
+        }
         let mut steals = std::mem::take(&mut self.steals);
         steals.clear();
         if let Some(m) = self.stolen.as_mut() {

@@ -7,7 +7,9 @@
 //!   `sched_wakeup(_new)`, `sched_process_fork` and `sched_process_exit`
 //!   tracepoints, attached per managed thread with `inherit`, so every
 //!   thread and child a program creates is followed from its first
-//!   instruction; one mmap ring buffer per CPU.
+//!   instruction; one mmap ring buffer per CPU. Wake-ups in the idle
+//!   task's context, which perf does not record, come from an ftrace
+//!   instance ([`ftrace`]).
 //! - **Enforce** ([`enforce`]): a granted thread runs at `SCHED_FIFO`
 //!   pinned to its CPU; a runnable thread without a CPU is frozen in a
 //!   cgroup-v1 freezer cgroup of its own; blocked threads are left alone.
@@ -41,6 +43,7 @@ pub mod cpulock;
 pub mod ctl;
 mod daemon;
 pub mod enforce;
+pub mod ftrace;
 pub mod hierarchy;
 pub mod observe;
 pub mod probe;

@@ -21,7 +21,9 @@
 //!   context, it carries the wake-ups whose sample the kernel drops: on
 //!   this kernel (6.18) a tracepoint firing in the idle task's context
 //!   (a timer interrupt on an idle CPU, a remote wake-up queued to an idle
-//!   CPU) mostly writes no perf sample, although ftrace records it.
+//!   CPU) writes no perf sample, although ftrace records it. The daemon
+//!   reads those from ftrace ([`crate::ftrace`]); the switch-in record is
+//!   the fallback, late because it does not wake the reader.
 //! - `sched_process_fork`: a managed thread created a thread or process.
 //! - `sched_process_exit`: a managed thread exited.
 //! - `sched_process_exec` (`pid`, `old_pid`): a managed thread called
@@ -219,24 +221,45 @@ fn read_tp_in(root: &Path, system: &str, name: &str, fields: [&str; 2]) -> io::R
     })
 }
 
-/// The longest target list [`signal_filter`] writes; a longer one (about
-/// 170 ids) falls back to every target (the kernel copies at most a page).
+/// The longest id list [`id_filter`] writes (the kernel copies at most a
+/// page): about 170 scattered ids, any number in a few runs.
 const MAX_FILTER: usize = 3_000;
+
+/// A filter matching field `pid` equal to one of `ids` (sorted,
+/// deduplicated), runs of consecutive ids written as ranges (threads
+/// created in a row get consecutive ids); `None` when too long. No id: a
+/// filter that matches nothing (pid 0 is never a target).
+pub fn id_filter(ids: &[i32]) -> Option<String> {
+    if ids.is_empty() {
+        return Some("pid == 0".into());
+    }
+    let mut terms = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j].saturating_add(1) {
+            j += 1;
+        }
+        terms.push(match j - i {
+            0 => format!("pid == {}", ids[i]),
+            1 => format!("pid == {} || pid == {}", ids[i], ids[j]),
+            _ => format!("(pid >= {} && pid <= {})", ids[i], ids[j]),
+        });
+        i = j + 1;
+    }
+    let list = terms.join(" || ");
+    (list.len() <= MAX_FILTER).then_some(list)
+}
 
 /// The filter for signals to the targets `ids` (thread ids as the sender
 /// names them: a process id for `kill`, a thread id for `tgkill`), or to
-/// every target when `ids` is too long to list. No target: a filter that
-/// matches nothing (pid 0 is never a target).
+/// every target when `ids` is too long to list.
 pub fn signal_filter(ids: &[i32]) -> String {
-    if ids.is_empty() {
-        return "pid == 0".into();
+    match id_filter(ids) {
+        Some(list) if !ids.is_empty() => format!("({list}) && {SIGNAL_FILTER}"),
+        Some(list) => list,
+        None => SIGNAL_FILTER.into(),
     }
-    let list: Vec<String> = ids.iter().map(|p| format!("pid == {p}")).collect();
-    let list = list.join(" || ");
-    if list.len() > MAX_FILTER {
-        return SIGNAL_FILTER.into();
-    }
-    format!("({list}) && {SIGNAL_FILTER}")
 }
 
 impl Tracepoints {
@@ -422,11 +445,16 @@ impl Observer {
                 sys::perf_event_open(&attr, 0, -1).ok()
             })
             .collect();
-        let (signal_fds, signal_error) =
-            match Self::open_signals(&tps, &rings, SIGNAL_FILTER, false) {
+        let (signal_fds, signal_error) = match tps
+            .signal
+            .ok_or("tracepoint signal:signal_generate not found".to_string())
+        {
+            Ok(tp) => match Self::open_wide(tp.id, &rings, SIGNAL_FILTER, false) {
                 Ok(v) => (v, None),
-                Err(e) => (Vec::new(), Some(e)),
-            };
+                Err(e) => (Vec::new(), Some(format!("signal_generate {e}"))),
+            },
+            Err(e) => (Vec::new(), Some(e)),
+        };
         Ok(Observer {
             tps,
             rings,
@@ -443,32 +471,28 @@ impl Observer {
         })
     }
 
-    /// One `signal_generate` event per ring's CPU, every thread (`pid =
-    /// -1`: the sender may be any process), filtered by `filter`, writing
-    /// into that CPU's ring, `disabled` or not. All or nothing.
-    fn open_signals(
-        tps: &Tracepoints,
+    /// One event on tracepoint `id` per ring's CPU, in every context (`pid
+    /// = -1`: the sender of a signal, the waker of a thread may be any
+    /// task, the idle task included), filtered by `filter`, writing into
+    /// that CPU's ring, `disabled` or not. All or nothing.
+    fn open_wide(
+        id: u64,
         rings: &[(usize, OwnedFd, PerfRing)],
         filter: &str,
         disabled: bool,
     ) -> Result<Vec<OwnedFd>, String> {
-        let tp = tps
-            .signal
-            .ok_or("tracepoint signal:signal_generate not found")?;
         let mut fds = Vec::with_capacity(rings.len());
         for (cpu, owner, _) in rings {
             let attr = PerfEventAttr {
                 type_: sys::PERF_TYPE_TRACEPOINT,
-                config: tp.id,
+                config: id,
                 flags: base_attr().flags | if disabled { sys::FLAG_DISABLED } else { 0 },
                 ..base_attr()
             };
             let fd = sys::perf_event_open(&attr, -1, *cpu as i32)
-                .map_err(|e| format!("signal_generate on CPU {cpu}: {e}"))?;
-            sys::perf_set_filter(&fd, filter)
-                .map_err(|e| format!("signal_generate filter: {e}"))?;
-            sys::perf_set_output(&fd, owner)
-                .map_err(|e| format!("signal_generate output on CPU {cpu}: {e}"))?;
+                .map_err(|e| format!("on CPU {cpu}: {e}"))?;
+            sys::perf_set_filter(&fd, filter).map_err(|e| format!("filter: {e}"))?;
+            sys::perf_set_output(&fd, owner).map_err(|e| format!("output on CPU {cpu}: {e}"))?;
             fds.push(fd);
         }
         Ok(fds)
@@ -490,12 +514,9 @@ impl Observer {
         if self.signal_fds.is_empty() || self.signal_targets.as_deref() == Some(ids) {
             return Ok(());
         }
-        let fds = Self::open_signals(
-            &self.tps,
-            &self.rings,
-            &signal_filter(ids),
-            self.signals_paused,
-        )?;
+        let id = self.tps.signal.map_or(0, |t| t.id);
+        let fds = Self::open_wide(id, &self.rings, &signal_filter(ids), self.signals_paused)
+            .map_err(|e| format!("signal_generate {e}"))?;
         self.signal_fds = fds;
         self.filter_updates += 1;
         self.signal_targets = Some(ids.to_vec());
@@ -606,8 +627,28 @@ mod switch_tests {
             signal_filter(&[12, 345]),
             format!("(pid == 12 || pid == 345) && {SIGNAL_FILTER}")
         );
-        let many: Vec<i32> = (100_000..100_300).collect();
-        assert_eq!(signal_filter(&many), SIGNAL_FILTER);
+        // Consecutive ids are one range, however many.
+        let run: Vec<i32> = (100_000..100_300).collect();
+        assert_eq!(
+            signal_filter(&run),
+            format!("((pid >= 100000 && pid <= 100299)) && {SIGNAL_FILTER}")
+        );
+        let scattered: Vec<i32> = (100_000..100_600).step_by(2).collect();
+        assert_eq!(signal_filter(&scattered), SIGNAL_FILTER);
+    }
+
+    #[test]
+    fn the_id_filter_writes_runs_as_ranges() {
+        assert_eq!(
+            id_filter(&[3, 5, 6, 8, 9, 10, 11]).unwrap(),
+            "pid == 3 || pid == 5 || pid == 6 || (pid >= 8 && pid <= 11)"
+        );
+        assert_eq!(
+            id_filter(&[i32::MAX]).unwrap(),
+            format!("pid == {}", i32::MAX)
+        );
+        let scattered: Vec<i32> = (100_000..100_600).step_by(2).collect();
+        assert_eq!(id_filter(&scattered), None);
     }
 
     #[test]

@@ -87,6 +87,16 @@ pub struct LiveStats {
     pub signal_pauses: u64,
     /// Signal filter updates (the managed threads changed).
     pub filter_updates: u64,
+    /// Why idle-context wake-ups are not read from ftrace (ftrace.rs);
+    /// empty when they are.
+    pub idle_wakes_off: String,
+    /// `sched_wakeup` records read from ftrace (idle-context wake-ups of
+    /// managed threads).
+    pub idle_wake_records: u64,
+    /// ftrace pages that reported records dropped (buffer full).
+    pub idle_wake_lost_pages: u64,
+    /// Whether the ftrace filter lists every managed thread now.
+    pub idle_wakes_complete: bool,
     /// Threads the sweep found gone without an exit record (marked
     /// leaving, or missing from `/proc` at two full sweeps in a row), and
     /// removed from the hierarchy.
@@ -304,6 +314,10 @@ impl Report {
                     "checks": st.fatal_checks, "by_sweep": st.fatal_by_sweep, "exits_found": st.exits_found,
                     "pauses": st.signal_pauses, "filter_updates": st.filter_updates,
                     "thaw_latency": Dist::of(&mut st.fatal_latency_ns.clone()).json()},
+                "idle_wakes": {"source": if st.idle_wakes_off.is_empty() { "ftrace" } else { "off" },
+                    "off_because": (!st.idle_wakes_off.is_empty()).then_some(&st.idle_wakes_off),
+                    "records": st.idle_wake_records, "lost_pages": st.idle_wake_lost_pages,
+                    "complete": st.idle_wakes_complete},
                 "ended_by": st.ended_by,
                 "stolen": {"source": st.stolen_source, "measured_ns": st.stolen_measured_ns,
                     "fed_ns": st.stolen_fed_ns, "reports": st.stolen_reports},
@@ -489,6 +503,14 @@ pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
     st.grace_ns = d.gov.budget.grace_ns;
     st.deferred_freezes = d.gov.deferred;
     st.filter_updates = d.obs.filter_updates;
+    match &d.idle_wakes {
+        Ok(w) => {
+            st.idle_wake_records = w.records;
+            st.idle_wake_lost_pages = w.lost_pages;
+            st.idle_wakes_complete = w.complete;
+        }
+        Err(e) => st.idle_wakes_off = e.clone(),
+    }
     let mut lat = st.latency.clone();
     Report {
         duration_ns: duration,

@@ -275,6 +275,8 @@ fn watchdog_main(
     }
     // A daemon killed before its Drop leaves its coop_poll channel file.
     let _ = std::fs::remove_file(crate::coop::channel_path(daemon_pid as u32));
+    // And its ftrace instance, still recording wake-ups.
+    crate::ftrace::remove_instance(daemon_pid);
     if !done && !held.is_empty() {
         let msg = format!("hsched-watchdog: the daemon ended without restoring; restored {} thread(s), {failed} failed\n", held.len());
         let _ = sys::write_all(2, msg.as_bytes());

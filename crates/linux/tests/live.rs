@@ -222,6 +222,47 @@ workload = { kind = "cpu-bound" }
     );
 }
 
+/// A thread that sleeps and wakes on an idle CPU: perf writes no sample
+/// for such a wake-up, and before the daemon read them from ftrace the
+/// thread ran its bursts unseen, 15.8 % of the CPU against a 4 % cap.
+#[test]
+fn hard_reservation_caps_a_thread_that_wakes_on_an_idle_cpu() {
+    let Some(_g) = live() else { return };
+    let f = write_file(
+        "rez-idle.toml",
+        r#"
+default = "rez"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "rez"
+policy = "rez"
+[[thread]]
+name = "bursts"
+params = { amount = "2ms", period = "50ms" }
+workload = { kind = "interactive", think = "4ms", burst = "1ms" }
+"#,
+    );
+    let r = run_json(&f, &["--duration", "3s"]);
+    let iw = &r["live"]["idle_wakes"];
+    if iw["source"] != "ftrace" {
+        eprintln!("SKIPPED: no ftrace instance: {}", iw["off_because"]);
+        return;
+    }
+    let share = program(&r, "bursts")["cpu_ns"].as_u64().unwrap() as f64
+        / r["duration_ns"].as_u64().unwrap() as f64;
+    let grace_ms = r["live"]["rt_governor"]["grace_ns"].as_u64().unwrap() as f64 / 1e6;
+    let cap = (2.0 + grace_ms) / 50.0;
+    eprintln!(
+        "Rez 2ms/50ms gave the bursts {:.2}% of the CPU (cap {:.2}%), {} idle wake-ups read",
+        share * 100.0,
+        cap * 100.0,
+        iw["records"]
+    );
+    assert!(iw["records"].as_u64().unwrap() > 0, "{iw}");
+    assert!(share < cap + 0.02, "share {share} over the cap {cap}");
+}
+
 #[test]
 fn threads_a_program_creates_join_its_scheduler() {
     let Some(_g) = live() else { return };
