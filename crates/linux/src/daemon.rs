@@ -103,6 +103,12 @@ pub(crate) struct Managed {
     /// A full sweep found the thread gone from `/proc` with no exit record
     /// applied; the next one removes it if the record is still missing.
     pub missing: bool,
+    /// Granted, but off its CPU since then (kernel time): from its thaw to
+    /// its switch-in, or preempted. `None`: on its CPU, or not granted.
+    pub off_since: Option<u64>,
+    /// Time of its current grant it spent off the CPU so far (ns): what
+    /// a reservation thread's deferred freeze adds to the grace.
+    pub lost_ns: u64,
 }
 
 /// A launched program or an attached process.
@@ -1024,7 +1030,19 @@ impl Daemon {
             eprintln!("[{}] event {e:?}", e.time().saturating_sub(self.epoch));
         }
         match e {
+            Event::Preempt { time, tid } => {
+                let granted = self.running.contains(&Some(tid));
+                if let Some(m) = self.threads.get_mut(&tid).filter(|m| granted && !m.frozen) {
+                    m.off_since.get_or_insert(time);
+                }
+            }
             Event::Wake { time, tid, .. } | Event::Run { time, tid } => {
+                if let (Event::Run { .. }, Some(m)) = (e, self.threads.get_mut(&tid)) {
+                    if let Some(t0) = m.off_since.filter(|&t0| time >= t0) {
+                        m.lost_ns += time - t0;
+                        m.off_since = None;
+                    }
+                }
                 if crate::coop::parked(self, tid) {
                     return;
                 }
@@ -1500,6 +1518,8 @@ impl Daemon {
                 dying: None,
                 renamed_at: 0,
                 missing: false,
+                off_since: None,
+                lost_ns: 0,
             },
         );
         if runnable {
@@ -1658,6 +1678,10 @@ impl Daemon {
             return;
         }
         m.grants += 1;
+        // Off its CPU from now until its switch-in record says otherwise.
+        let granted_at = sys::now_ns();
+        m.lost_ns = 0;
+        m.off_since = m.frozen.then_some(granted_at);
         let mut warn = None;
         if m.pinned != Some(cpu) {
             match sys::set_affinity(tid, &CpuMask::single(cpu)) {

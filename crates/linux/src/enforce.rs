@@ -503,6 +503,10 @@ pub struct RtBudget {
     pub margin_ns: u64,
     /// Extra run time of a protected thread after its grant ends (ns).
     pub grace_ns: u64,
+    /// At most this much more (ns) for the time its grant did not reach
+    /// it: from its thaw to its switch-in, and preempted while granted
+    /// ([`RtGovernor::defer_freeze`]).
+    pub lost_cap_ns: u64,
 }
 
 impl Default for RtBudget {
@@ -512,6 +516,7 @@ impl Default for RtBudget {
             quota_ns: 8_000_000,
             margin_ns: 2_000_000,
             grace_ns: 500_000,
+            lost_cap_ns: 2_000_000,
         }
     }
 }
@@ -541,12 +546,13 @@ impl RtBudget {
     /// `fifo_priority` (0: they do not, and the governor is off).
     ///
     /// `HSCHED_LIVE_RT` overrides it for experiments: `off` (no governor,
-    /// no grace), or `quota=DUR`, `block=DUR`, `grace=DUR` separated by
-    /// commas (e.g. `grace=0`).
+    /// no grace), or `quota=DUR`, `block=DUR`, `grace=DUR`, `lost=DUR`
+    /// separated by commas (e.g. `grace=0`).
     pub fn for_run(fifo_priority: u32) -> RtBudget {
         let off = RtBudget {
             quota_ns: 0,
             grace_ns: 0,
+            lost_cap_ns: 0,
             ..RtBudget::default()
         };
         let mut b = match (fifo_priority > 0).then(RtBudget::from_kernel).flatten() {
@@ -560,12 +566,13 @@ impl RtBudget {
     }
 
     /// Applies `off` or `key=DURATION,...` (keys `quota`, `block`,
-    /// `margin`, `grace`); unknown or malformed items are ignored.
+    /// `margin`, `grace`, `lost`); unknown or malformed items are ignored.
     pub fn with_overrides(mut self, spec: &str) -> RtBudget {
         for item in spec.split(',').map(str::trim) {
             if item == "off" {
                 self.quota_ns = 0;
                 self.grace_ns = 0;
+                self.lost_cap_ns = 0;
                 continue;
             }
             let Some((k, v)) = item.split_once('=') else {
@@ -586,6 +593,7 @@ impl RtBudget {
                 "block" if ns > 0 => self.block_ns = ns,
                 "margin" => self.margin_ns = ns,
                 "grace" => self.grace_ns = ns,
+                "lost" => self.lost_cap_ns = ns,
                 _ => {}
             }
         }
@@ -641,6 +649,10 @@ pub struct RtGovernor {
     pub demoted_ns: u64,
     /// Freezes deferred by the grace.
     pub deferred: u64,
+    /// Of those, deferred further for time lost to dispatch (count, ns).
+    pub lost_deferrals: u64,
+    /// Total extra deferral for lost time (ns).
+    pub lost_ns: u64,
 }
 
 impl RtGovernor {
@@ -790,14 +802,24 @@ impl RtGovernor {
     /// (`true`), so that enforcement latency and wake-up jitter are paid by
     /// the best-effort time after it, never by the reservation — the
     /// "enforceable scheduling granularity" through which HLS's reservations
-    /// received slightly more than reserved (seed 000 §10.5.2).
-    pub fn defer_freeze(&mut self, tid: i32, now: u64) -> bool {
+    /// received slightly more than reserved (seed 000 §10.5.2). It waits
+    /// `lost` more (at most `lost_cap_ns`), the time during the grant the
+    /// thread was measured off its CPU: dispatch through the freezer is not
+    /// instant (the thaw, then a switch-in that can wait for unmanaged work
+    /// to reach a preemption point), which an in-kernel HSI would not
+    /// charge to the reservation.
+    pub fn defer_freeze(&mut self, tid: i32, now: u64, lost: u64) -> bool {
         if self.budget.grace_ns == 0 {
             return false;
         }
         if !self.pending.iter().any(|p| p.1 == tid) {
-            self.pending.push((now + self.budget.grace_ns, tid));
+            let extra = lost.min(self.budget.lost_cap_ns);
+            self.pending.push((now + self.budget.grace_ns + extra, tid));
             self.deferred += 1;
+            if extra > 0 {
+                self.lost_deferrals += 1;
+                self.lost_ns += extra;
+            }
         }
         true
     }
@@ -888,7 +910,14 @@ impl crate::daemon::Daemon {
             return true;
         }
         match self.running.iter().position(|r| *r == Some(tid)) {
-            Some(c) if self.gov.protected(c) => self.gov.defer_freeze(tid, sys::now_ns()),
+            Some(c) if self.gov.protected(c) => {
+                let now = sys::now_ns();
+                let lost = self.threads.get_mut(&tid).map_or(0, |m| {
+                    let off = m.off_since.take().map_or(0, |t0| now.saturating_sub(t0));
+                    std::mem::take(&mut m.lost_ns) + off
+                });
+                self.gov.defer_freeze(tid, now, lost)
+            }
             _ => false,
         }
     }
@@ -1011,7 +1040,7 @@ mod rt_tests {
     fn a_renamed_thread_keeps_its_grant_and_deferred_freeze() {
         let mut g = gov();
         g.set_granted(0, 0, Some(7));
-        assert!(g.defer_freeze(9, 0));
+        assert!(g.defer_freeze(9, 0, 0));
         g.rename(7, 5);
         g.rename(9, 5);
         assert!(g.freeze_pending(5) && !g.freeze_pending(9));
@@ -1029,8 +1058,8 @@ mod rt_tests {
         // Ten whole blocks skipped; 50 ms idle in the current one.
         assert_eq!(g.decide(0, 1_050 * MS), None);
         assert_eq!(g.next_wake(), Some(1_100 * MS));
-        assert!(g.defer_freeze(3, 10));
-        assert!(g.defer_freeze(3, 20), "already pending");
+        assert!(g.defer_freeze(3, 10, 0));
+        assert!(g.defer_freeze(3, 20, 0), "already pending");
         assert_eq!(g.deferred, 1);
         assert!(g.freeze_pending(3));
         let mut due = Vec::new();
@@ -1039,9 +1068,20 @@ mod rt_tests {
         g.due(10 + 500_000, &mut due);
         assert_eq!(due, vec![3]);
         assert!(!g.freeze_pending(3));
-        g.defer_freeze(4, 0);
+        g.defer_freeze(4, 0, 0);
         g.cancel(4);
         assert!(!g.freeze_pending(4));
+        // Time lost to dispatch is added, up to the cap.
+        g.defer_freeze(5, 0, 300_000);
+        g.defer_freeze(6, 0, 9 * MS);
+        assert_eq!((g.lost_deferrals, g.lost_ns), (2, 300_000 + 2 * MS));
+        let mut due = Vec::new();
+        g.due(799_999, &mut due);
+        assert!(due.is_empty());
+        g.due(800_000, &mut due);
+        assert_eq!(due, vec![5]);
+        g.due(2_500_000, &mut due);
+        assert_eq!(due, vec![6]);
         let off = RtGovernor::new(RtBudget::default().with_overrides("off"), 1);
         assert!(!off.active());
     }

@@ -11,7 +11,8 @@
 //! What each record means for the HSI:
 //! - `sched_switch` with the managed thread as `prev` and a sleeping state
 //!   (S, D, T, ...): the thread blocked. A preempted or frozen thread
-//!   reports state R and is not a block.
+//!   reports state R and is not a block; for a granted thread it starts a
+//!   stretch its grant did not reach it (daemon.rs, `lost_ns`).
 //! - `sched_wakeup` / `sched_wakeup_new`: the thread became runnable. The
 //!   kernel delivers it to the woken thread's events (`__perf_task`) whose
 //!   CPU is the CPU the wake-up runs on, which may be any online CPU (the
@@ -84,6 +85,14 @@ pub enum Event {
         /// The thread.
         tid: i32,
     },
+    /// `tid` went off its CPU still runnable: preempted, or entering the
+    /// freezer (`sched_switch` with state R).
+    Preempt {
+        /// When.
+        time: u64,
+        /// The thread.
+        tid: i32,
+    },
     /// `tid` exited.
     Exit {
         /// When.
@@ -121,6 +130,7 @@ impl Event {
             | Event::Wake { time, .. }
             | Event::Fork { time, .. }
             | Event::Run { time, .. }
+            | Event::Preempt { time, .. }
             | Event::Exit { time, .. }
             | Event::Exec { time, .. }
             | Event::Signal { time, .. } => time,
@@ -329,7 +339,7 @@ impl Tracepoints {
             // 0: running (preempted or frozen); TASK_REPORT_MAX (0x100 and
             // above): preempted. Anything else is a sleep.
             if state == 0 || state >= 0x100 {
-                return None;
+                return Some(Event::Preempt { time, tid });
             }
             Some(Event::Block { time, tid, state })
         } else if ty == self.wakeup.id || ty == self.wakeup_new.id {

@@ -61,8 +61,15 @@ pub struct LiveStats {
     pub rt_demoted_ns: u64,
     /// Grace given to a revoked reservation thread, ns (0: off).
     pub grace_ns: u64,
+    /// The most added to it for time the grant did not reach the thread.
+    pub lost_cap_ns: u64,
     /// Freezes deferred by that grace.
     pub deferred_freezes: u64,
+    /// Of those, deferred further by the time the grant did not reach the
+    /// thread (count), and that time in total (ns).
+    pub lost_deferrals: u64,
+    /// See `lost_deferrals`.
+    pub lost_deferred_ns: u64,
     /// How late the daemon handled each expiry of an HSI timer (its
     /// timerfd wake-up, after any early-wake spin), ns.
     pub timer_late_ns: Vec<u64>,
@@ -323,7 +330,9 @@ impl Report {
                     "fed_ns": st.stolen_fed_ns, "reports": st.stolen_reports},
                 "rt_governor": {"quota_ns": st.rt_quota_ns, "demotions": st.rt_demotions,
                     "forced": st.rt_forced, "demoted_ns": st.rt_demoted_ns,
-                    "grace_ns": st.grace_ns, "deferred_freezes": st.deferred_freezes},
+                    "grace_ns": st.grace_ns, "deferred_freezes": st.deferred_freezes,
+                    "lost_cap_ns": st.lost_cap_ns, "lost_deferrals": st.lost_deferrals,
+                    "lost_deferred_ns": st.lost_deferred_ns},
             }
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
@@ -502,6 +511,9 @@ pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
     st.rt_demoted_ns = d.gov.demoted_ns;
     st.grace_ns = d.gov.budget.grace_ns;
     st.deferred_freezes = d.gov.deferred;
+    st.lost_cap_ns = d.gov.budget.lost_cap_ns;
+    st.lost_deferrals = d.gov.lost_deferrals;
+    st.lost_deferred_ns = d.gov.lost_ns;
     st.filter_updates = d.obs.filter_updates;
     match &d.idle_wakes {
         Ok(w) => {
