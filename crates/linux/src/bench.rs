@@ -355,7 +355,7 @@ fn ctl_ops(args: &[String]) -> Result<String, String> {
 /// managed periodic threads.
 fn overhead(args: &[String]) -> Result<String, String> {
     let d = secs(args, 5.0);
-    let mut out = String::from("| run | managed threads | HSI inputs | notification latency median / p99 (us) | daemon CPU (% of one CPU) |\n|---|---|---|---|---|\n");
+    let mut out = String::from("| run | managed threads | HSI inputs | notification latency median / p99 (us) | daemon CPU (% of one CPU): thread / in pumps |\n|---|---|---|---|---|\n");
     let idle = "default = \"ts\"\n[machine]\ncpus = 1\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n[[thread]]\nname = \"sleeper\"\nworkload = { kind = \"periodic\", period = \"1s\", exec = \"1us\" }\n";
     let mut busy = String::from(
         "default = \"ps\"\n[machine]\ncpus = 1\n[[scheduler]]\nname = \"ps\"\npolicy = \"ps\"\n",
@@ -373,11 +373,12 @@ fn overhead(args: &[String]) -> Result<String, String> {
         let l = r.notification_latency;
         let _ = writeln!(
             out,
-            "| {label} | {n} | {} | {:.1} / {:.1} | {:.2} |",
+            "| {label} | {n} | {} | {:.1} / {:.1} | {:.2} / {:.2} |",
             r.events,
             l.median_ns as f64 / 1e3,
             l.p99_ns as f64 / 1e3,
-            r.stats.daemon_cpu_ns as f64 / r.duration_ns as f64 * 100.0
+            r.stats.daemon_cpu_ns as f64 / r.duration_ns as f64 * 100.0,
+            r.stats.pump_cpu_ns as f64 / r.duration_ns as f64 * 100.0
         );
     }
     Ok(out)

@@ -830,7 +830,7 @@ impl Daemon {
             "stolen_ns": if self.stats.stolen_fed_ns.is_empty() { vec![0u64; self.cpus.len()] } else { self.stats.stolen_fed_ns.clone() },
             "stolen_source": self.opts.stolen.name(),
             "stats": {"wakes": self.stats.wakes, "blocks": self.stats.blocks, "freezes": self.stats.freezes, "thaws": self.stats.thaws,
-                "lost_events": self.obs.lost, "protocol_errors": self.stats.protocol_errors, "daemon_cpu_ns": self.stats.daemon_cpu_ns,
+                "lost_events": self.obs.lost, "protocol_errors": self.stats.protocol_errors, "daemon_cpu_ns": self.daemon_cpu_ns(), "pump_cpu_ns": self.stats.pump_cpu_ns,
                 "notification_latency": {"median_ns": d.median_ns, "p99_ns": d.p99_ns, "count": d.count}},
         })
     }

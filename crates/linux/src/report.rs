@@ -34,8 +34,13 @@ pub struct LiveStats {
     pub dispatches: u64,
     /// Hierarchy (protocol) errors reported by the HSI.
     pub protocol_errors: u64,
-    /// CPU time the daemon's loop used.
+    /// CPU time of the daemon's thread since its loop began.
     pub daemon_cpu_ns: u64,
+    /// Of that, the time in its pumps (reading records, the HSI,
+    /// enforcement; not waiting for and waking up to them).
+    pub pump_cpu_ns: u64,
+    /// Times the daemon's loop woke up (returns from `epoll_wait`).
+    pub wakeups: u64,
     /// Wake-ups recovered by the procfs sweep (missed events).
     pub resyncs: u64,
     /// Why the run ended.
@@ -74,7 +79,7 @@ pub struct LiveStats {
     /// timerfd wake-up, after any early-wake spin), ns.
     pub timer_late_ns: Vec<u64>,
     /// CPU time spent spinning before HSI timers (`HSCHED_LIVE_EARLY`),
-    /// ns; also counted in `daemon_cpu_ns`.
+    /// ns; counted in `daemon_cpu_ns`.
     pub spin_ns: u64,
     /// Whether `signal:signal_generate` is observed (else only the 200 ms
     /// sweep finds fatal signals to frozen threads).
@@ -313,6 +318,8 @@ impl Report {
                 "protocol_errors": st.protocol_errors,
                 "resyncs": st.resyncs,
                 "daemon_cpu_ns": st.daemon_cpu_ns,
+                "pump_cpu_ns": st.pump_cpu_ns,
+                "daemon_wakeups": st.wakeups,
                 "timer_lateness": Dist::of(&mut st.timer_late_ns.clone()).json(),
                 "spin_ns": st.spin_ns,
                 "fatal_thaws": st.fatal_thaws,
@@ -511,6 +518,7 @@ pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
     st.rt_demoted_ns = d.gov.demoted_ns;
     st.grace_ns = d.gov.budget.grace_ns;
     st.deferred_freezes = d.gov.deferred;
+    st.daemon_cpu_ns = d.daemon_cpu_ns();
     st.lost_cap_ns = d.gov.budget.lost_cap_ns;
     st.lost_deferrals = d.gov.lost_deferrals;
     st.lost_deferred_ns = d.gov.lost_ns;
