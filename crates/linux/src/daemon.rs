@@ -719,12 +719,15 @@ impl Daemon {
             self.vanished(tid, now);
         }
         for (tid, t, read_at) in wake {
+            // `vanished` may have removed the thread or, for an `execve`
+            // from another thread, put that thread's entry under `tid`.
+            let Some(m) = self.threads.get_mut(&tid).filter(|m| m.hsi == t) else {
+                continue;
+            };
+            m.last_event = m.last_event.max(read_at);
             self.stats.resyncs += 1;
             if self.debug {
                 eprintln!("[{}] resync {tid}", now.saturating_sub(self.epoch));
-            }
-            if let Some(m) = self.threads.get_mut(&tid) {
-                m.last_event = m.last_event.max(read_at);
             }
             if let Err(e) = self.hsi.wake(self.inst(now), t) {
                 self.protocol_error(e);
