@@ -11,12 +11,15 @@
 //! What each record means for the HSI:
 //! - `sched_switch` with the managed thread as `prev` and a sleeping state
 //!   (S, D, T, ...): the thread blocked. A preempted or frozen thread
-//!   reports state R and is not a block; for a granted thread it starts a
-//!   stretch its grant did not reach it (daemon.rs, `lost_ns`).
+//!   reports state R and is not a block; a kernel filter keeps those out
+//!   ([`SWITCH_FILTER`]).
 //! - `sched_wakeup` / `sched_wakeup_new`: the thread became runnable. The
 //!   kernel delivers it to the woken thread's events (`__perf_task`) whose
 //!   CPU is the CPU the wake-up runs on, which may be any online CPU (the
 //!   waker's), hence events on every online CPU, not only managed ones.
+//! - `PERF_RECORD_SWITCH` switch-out with the preempt flag: the thread
+//!   left its CPU runnable; for a granted thread it starts a stretch its
+//!   grant did not reach it (daemon.rs, `lost_ns`).
 //! - `PERF_RECORD_SWITCH` switch-in (`context_switch` on the switch event):
 //!   the thread is on a CPU, so it is runnable. Written in the thread's own
 //!   context, it carries the wake-ups whose sample the kernel drops: on
@@ -85,8 +88,8 @@ pub enum Event {
         /// The thread.
         tid: i32,
     },
-    /// `tid` went off its CPU still runnable: preempted, or entering the
-    /// freezer (`sched_switch` with state R).
+    /// `tid` went off its CPU still runnable: preempted
+    /// (`PERF_RECORD_SWITCH` switch-out with the preempt flag).
     Preempt {
         /// When.
         time: u64,
@@ -164,6 +167,14 @@ pub struct Tracepoints {
 /// `SIGURG`, `SIGWINCH` and the four stop signals), and not those the
 /// kernel reports as ignored (`result` 1, `TRACE_SIGNAL_IGNORED`).
 pub const SIGNAL_FILTER: &str = "result != 1 && sig != 17 && sig != 18 && sig != 19 && sig != 20 && sig != 21 && sig != 22 && sig != 23 && sig != 28";
+
+/// The `sched_switch` filter: only switch-outs in a sleeping state (a
+/// block). A preempted thread reports 0 or `TASK_REPORT_MAX` (0x100 and
+/// above), and each such sample would wake the daemon for nothing:
+/// preemptions are read from the `PERF_RECORD_SWITCH` switch-out records
+/// instead, which do not wake the reader. (A thread entering the freezer
+/// reports a sleep; daemon.rs tells those from blocks.)
+pub const SWITCH_FILTER: &str = "prev_state > 0 && prev_state < 256";
 
 /// The tracefs mount point, mounting it at `/sys/kernel/tracing` if needed.
 ///
@@ -305,15 +316,22 @@ impl Tracepoints {
         ]
     }
 
-    /// Decodes one `PERF_RECORD_SWITCH` body: a switch-in of the thread
-    /// named by the `sample_id` trailer (TID, TIME with [`sys::SAMPLE_TYPE`]).
+    /// Decodes one `PERF_RECORD_SWITCH` body: a switch-in, or a switch-out
+    /// while runnable (preempted), of the thread named by the `sample_id`
+    /// trailer (TID, TIME with [`sys::SAMPLE_TYPE`]).
     pub fn decode_switch(misc: u16, body: &[u8]) -> Option<Event> {
-        if misc & sys::PERF_RECORD_MISC_SWITCH_OUT != 0 || body.len() < 16 {
+        if body.len() < 16 {
             return None;
         }
         let tid = i32::from_ne_bytes(body[4..8].try_into().ok()?);
         let time = u64::from_ne_bytes(body[8..16].try_into().ok()?);
-        Some(Event::Run { time, tid })
+        if misc & sys::PERF_RECORD_MISC_SWITCH_OUT == 0 {
+            Some(Event::Run { time, tid })
+        } else if misc & sys::PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0 {
+            Some(Event::Preempt { time, tid })
+        } else {
+            None
+        }
     }
 
     /// Decodes one `PERF_RECORD_SAMPLE` body.
@@ -337,9 +355,10 @@ impl Tracepoints {
                 .get(self.switch.b..self.switch.b + 8)
                 .map(|s| u64::from_ne_bytes(s.try_into().unwrap_or([0; 8])))?;
             // 0: running (preempted or frozen); TASK_REPORT_MAX (0x100 and
-            // above): preempted. Anything else is a sleep.
+            // above): preempted. Anything else is a sleep. The filter
+            // ([`SWITCH_FILTER`]) keeps the others out of the ring.
             if state == 0 || state >= 0x100 {
-                return Some(Event::Preempt { time, tid });
+                return None;
             }
             Some(Event::Block { time, tid, state })
         } else if ty == self.wakeup.id || ty == self.wakeup_new.id {
@@ -574,6 +593,11 @@ impl Observer {
                     ..base_attr()
                 };
                 let fd = sys::perf_event_open(&attr, tid, *cpu as i32)?;
+                if switch != 0 {
+                    // Best effort: without it, those samples are decoded
+                    // and dropped as before.
+                    let _ = sys::perf_set_filter(&fd, SWITCH_FILTER);
+                }
                 sys::perf_set_output(&fd, owner)?;
                 fds.push(fd);
             }
@@ -691,7 +715,7 @@ mod switch_tests {
     }
 
     #[test]
-    fn a_switch_in_is_a_run_and_a_switch_out_nothing() {
+    fn a_switch_in_is_a_run_a_preempted_switch_out_a_preempt() {
         let b = body(40, 41, 123_456_789);
         assert_eq!(
             Tracepoints::decode_switch(0, &b),
@@ -703,6 +727,16 @@ mod switch_tests {
         assert_eq!(
             Tracepoints::decode_switch(sys::PERF_RECORD_MISC_SWITCH_OUT, &b),
             None
+        );
+        assert_eq!(
+            Tracepoints::decode_switch(
+                sys::PERF_RECORD_MISC_SWITCH_OUT | sys::PERF_RECORD_MISC_SWITCH_OUT_PREEMPT,
+                &b
+            ),
+            Some(Event::Preempt {
+                time: 123_456_789,
+                tid: 41
+            })
         );
         assert_eq!(Tracepoints::decode_switch(0, &b[..12]), None);
     }

@@ -353,6 +353,8 @@ pub const PERF_RECORD_LOST: u32 = 2;
 pub const PERF_RECORD_SWITCH: u32 = 14;
 /// `PERF_RECORD_MISC_SWITCH_OUT`: the record is a switch-out.
 pub const PERF_RECORD_MISC_SWITCH_OUT: u16 = 1 << 13;
+/// `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`: switched out while runnable.
+pub const PERF_RECORD_MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// The `context_switch` bit of the flag bitfield.
 pub const FLAG_CONTEXT_SWITCH: u64 = 1 << 26;
 /// `PERF_RECORD_SAMPLE`.
