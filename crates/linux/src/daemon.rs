@@ -33,6 +33,7 @@ pub(crate) const TOK_SIGNAL: u64 = 3;
 pub(crate) const TOK_LISTEN: u64 = 4;
 /// The live `coop_poll` doorbell ([`crate::coop`]).
 pub(crate) const TOK_COOP: u64 = 5;
+/// The ftrace instance's trace pipes ([`crate::ftrace`]).
 pub(crate) const TOK_IDLE_WAKES: u64 = 6;
 pub(crate) const TOK_CLIENT: u64 = 1 << 32;
 const SWEEP_NS: u64 = 200_000_000;
@@ -324,17 +325,17 @@ impl Daemon {
             );
         }
         // HSCHED_LIVE_IDLE_WAKES=off: without, for comparisons.
+        const IDLE_WAKES_OFF: &str = "HSCHED_LIVE_IDLE_WAKES=off";
         let idle_wakes = if std::env::var("HSCHED_LIVE_IDLE_WAKES").is_ok_and(|v| v == "off") {
-            Err("HSCHED_LIVE_IDLE_WAKES=off".to_string())
+            Err(IDLE_WAKES_OFF.to_string())
         } else {
             crate::ftrace::IdleWakes::new(&online).map_err(|e| e.to_string())
         };
-        if let Err(e) = idle_wakes.as_ref().map_err(String::as_str) {
-            if !e.starts_with("HSCHED") {
-                eprintln!(
+        match &idle_wakes {
+            Err(e) if e != IDLE_WAKES_OFF => eprintln!(
                 "hsched: warning: wake-ups on idle CPUs reach the hierarchy late (no ftrace instance: {e})"
-            );
-            }
+            ),
+            _ => {}
         }
         let stolen = match opts.stolen {
             StolenSource::Off => None,
@@ -1050,10 +1051,13 @@ impl Daemon {
                 }
             }
             Event::Wake { time, tid, .. } | Event::Run { time, tid } => {
-                if let (Event::Run { .. }, Some(m)) = (e, self.threads.get_mut(&tid)) {
-                    if let Some(t0) = m.off_since.filter(|&t0| time >= t0) {
-                        m.lost_ns += time - t0;
-                        m.off_since = None;
+                if matches!(e, Event::Run { .. }) {
+                    // Back on its CPU: the stretch off it ends.
+                    if let Some(m) = self.threads.get_mut(&tid) {
+                        if let Some(t0) = m.off_since.filter(|&t0| time >= t0) {
+                            m.lost_ns += time - t0;
+                            m.off_since = None;
+                        }
                     }
                 }
                 if crate::coop::parked(self, tid) {
@@ -1691,10 +1695,10 @@ impl Daemon {
             return;
         }
         m.grants += 1;
-        // Off its CPU from now until its switch-in record says otherwise.
-        let granted_at = sys::now_ns();
+        // A frozen thread is off its CPU from now to its switch-in record;
+        // one not frozen may be running already, and nothing is counted.
         m.lost_ns = 0;
-        m.off_since = m.frozen.then_some(granted_at);
+        m.off_since = m.frozen.then(sys::now_ns);
         let mut warn = None;
         if m.pinned != Some(cpu) {
             match sys::set_affinity(tid, &CpuMask::single(cpu)) {
@@ -1963,8 +1967,8 @@ impl Daemon {
     }
 
     /// The daemon thread's CPU time since its loop began: the pumps, and
-    /// the kernel's work in `epoll_wait` and on each wake-up, which is
-    /// about as much again at a few hundred wake-ups a second.
+    /// the kernel's work in `epoll_wait` and on each wake-up (measured:
+    /// about as much again as the pumps).
     pub fn daemon_cpu_ns(&self) -> u64 {
         sys::thread_cpu_ns().saturating_sub(self.cpu_base)
     }

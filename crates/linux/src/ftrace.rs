@@ -16,7 +16,7 @@
 //! `per_cpu/cpuN/trace_pipe_raw`. Pages are read without blocking and
 //! decoded here (the ring-buffer page layout of `events/header_page`).
 
-use crate::observe::{id_filter, Event};
+use crate::observe::{field_offset, id_filter, Event};
 use crate::sys;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -134,12 +134,13 @@ impl IdleWakes {
             return Ok(());
         }
         let list = id_filter(tids);
-        self.complete = list.is_some();
+        let complete = list.is_some();
         let filter = match list {
             Some(l) if !tids.is_empty() => format!("common_pid == 0 && ({l})"),
             _ => "pid == 0".into(),
         };
         fs::write(self.dir.join("events/sched/sched_wakeup/filter"), filter)?;
+        self.complete = complete;
         self.targets = Some(tids.to_vec());
         Ok(())
     }
@@ -219,22 +220,6 @@ fn wakeup_format(ev: &Path) -> io::Result<(u16, usize)> {
     let format = fs::read_to_string(ev.join("format"))?;
     let pid_at = field_offset(&format, "pid").ok_or_else(|| bad("no pid field"))?;
     Ok((id, pid_at))
-}
-
-/// The offset of field `name` in a tracefs `format` text.
-fn field_offset(format: &str, name: &str) -> Option<usize> {
-    format.lines().find_map(|line| {
-        let decl = line.trim().strip_prefix("field:")?;
-        let (decl, rest) = decl.split_once(';')?;
-        (decl.rsplit(' ').next()? == name).then_some(())?;
-        rest.split_once("offset:")?
-            .1
-            .split(';')
-            .next()?
-            .trim()
-            .parse()
-            .ok()
-    })
 }
 
 /// The offsets of a page's `commit` word and data (`events/header_page`),

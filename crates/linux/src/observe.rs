@@ -209,24 +209,9 @@ fn read_tp_in(root: &Path, system: &str, name: &str, fields: [&str; 2]) -> io::R
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("bad id for {name}")))?;
     let format = std::fs::read_to_string(dir.join("format"))?;
     let mut off = [usize::MAX; 2];
-    for line in format.lines() {
-        let Some(decl) = line.trim().strip_prefix("field:") else {
-            continue;
-        };
-        let Some((decl, rest)) = decl.split_once(';') else {
-            continue;
-        };
-        let fname = decl.rsplit(' ').next().unwrap_or("");
-        let o = rest
-            .split_once("offset:")
-            .and_then(|(_, r)| r.split(';').next())
-            .and_then(|s| s.trim().parse::<usize>().ok());
-        for (k, f) in fields.iter().enumerate() {
-            if fname == *f {
-                if let Some(o) = o {
-                    off[k] = o;
-                }
-            }
+    for (k, f) in fields.iter().enumerate() {
+        if let Some(o) = field_offset(&format, f) {
+            off[k] = o;
         }
     }
     if off[0] == usize::MAX || (!fields[1].is_empty() && off[1] == usize::MAX) {
@@ -239,6 +224,22 @@ fn read_tp_in(root: &Path, system: &str, name: &str, fields: [&str; 2]) -> io::R
         id,
         a: off[0],
         b: off[1],
+    })
+}
+
+/// The offset of field `name` in a tracefs `format` text.
+pub(crate) fn field_offset(format: &str, name: &str) -> Option<usize> {
+    format.lines().find_map(|line| {
+        let decl = line.trim().strip_prefix("field:")?;
+        let (decl, rest) = decl.split_once(';')?;
+        (decl.rsplit(' ').next()? == name).then_some(())?;
+        rest.split_once("offset:")?
+            .1
+            .split(';')
+            .next()?
+            .trim()
+            .parse()
+            .ok()
     })
 }
 
