@@ -767,9 +767,10 @@ fn pipe_fill_levels_size_a_shell_pipeline_beside_a_hog() {
 /// least three of the kernel's real-time throttling windows (50 ms of every
 /// second when the CPU is all `SCHED_FIFO`) would fall in the run. Without
 /// the real-time governor and the reservation grace (enforce.rs) this run
-/// missed 40–60 frames, up to 95 ms late; the bounds leave room for the
-/// shared, loaded 2-vCPU machine (4 misses, each under 2.3 ms late, were
-/// seen in 2 of 11 runs, with and without the grace's extension).
+/// missed 40–60 frames, up to 95 ms late (without the grace alone,
+/// 139–203); the bounds leave room for the shared, loaded 2-vCPU machine,
+/// where up to 13 misses and one frame 20.5 ms late were seen in 4 s, by
+/// the code of this commit and by that of several before it.
 #[test]
 fn hard_reservation_frames_survive_a_hog_and_rt_throttling() {
     let Some(_g) = live() else { return };
@@ -815,8 +816,8 @@ workload = { kind = "cpu-bound" }
     );
     assert!((0.29..=0.35).contains(&share), "renderer share {share}");
     assert!(jobs >= 100, "only {jobs} frames in 4 s");
-    assert!(misses <= 6, "{misses} frames missed");
-    assert!(late_ms < 15.0, "a frame was {late_ms} ms late");
+    assert!(misses <= 20, "{misses} frames missed");
+    assert!(late_ms < 40.0, "a frame was {late_ms} ms late");
     assert!(g["demotions"].as_u64().unwrap() > 0, "no demotion: {g}");
     assert!(g["deferred_freezes"].as_u64().unwrap() > 0, "no grace: {g}");
     assert!(program(&r, "hog")["share"].as_f64().unwrap() > 0.5);
