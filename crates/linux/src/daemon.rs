@@ -111,6 +111,9 @@ pub(crate) struct Managed {
     /// Time of its current grant it spent off the CPU so far (ns): what
     /// a reservation thread's deferred freeze adds to the grace.
     pub lost_ns: u64,
+    /// Its grant goes through a fixed reservation (`rez`, `amount`):
+    /// time lost is made up (enforce.rs `defer_stop`).
+    pub fixed_reservation: bool,
 }
 
 /// A launched program or an attached process.
@@ -324,12 +327,15 @@ impl Daemon {
                 "hsched: warning: signals to frozen threads are not observed ({e}); a fatal one is found by the 200 ms sweep"
             );
         }
-        // HSCHED_LIVE_IDLE_WAKES=off: without, for comparisons.
-        const IDLE_WAKES_OFF: &str = "HSCHED_LIVE_IDLE_WAKES=off";
-        let idle_wakes = if std::env::var("HSCHED_LIVE_IDLE_WAKES").is_ok_and(|v| v == "off") {
-            Err(IDLE_WAKES_OFF.to_string())
-        } else {
+        // Off unless HSCHED_LIVE_IDLE_WAKES=on: with it, a realrate pipeline
+        // beside a hog (examples/pipeline-live.toml) ran at half speed in
+        // 1 run of 7 to 2 of 6, and never without; see docs/live-mode.md,
+        // "Idle-context wake-ups from ftrace".
+        const IDLE_WAKES_OFF: &str = "off (HSCHED_LIVE_IDLE_WAKES=on enables it)";
+        let idle_wakes = if std::env::var("HSCHED_LIVE_IDLE_WAKES").is_ok_and(|v| v == "on") {
             crate::ftrace::IdleWakes::new(&online).map_err(|e| e.to_string())
+        } else {
+            Err(IDLE_WAKES_OFF.to_string())
         };
         match &idle_wakes {
             Err(e) if e != IDLE_WAKES_OFF => eprintln!(
@@ -1537,6 +1543,7 @@ impl Daemon {
                 missing: false,
                 off_since: None,
                 lost_ns: 0,
+                fixed_reservation: false,
             },
         );
         if runnable {
