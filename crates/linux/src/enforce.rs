@@ -912,9 +912,11 @@ impl crate::daemon::Daemon {
                 // itself (seed 001 §3); a second, unmodelled correction
                 // under it starved a pipeline in 2 of 6 runs (beside a hog,
                 // examples/pipeline-live.toml), none without.
+                // Only stretches a switch-in record closed count: one still
+                // open may be a record not read yet, or lost.
                 let lost = self.threads.get_mut(&tid).map_or(0, |m| {
-                    let off = m.off_since.take().map_or(0, |t0| now.saturating_sub(t0));
-                    let lost = std::mem::take(&mut m.lost_ns) + off;
+                    m.off_since = None;
+                    let lost = std::mem::take(&mut m.lost_ns);
                     if m.fixed_reservation {
                         lost
                     } else {
