@@ -312,24 +312,6 @@ fn read_tp_id(root: &Path, group: &str, name: &str) -> Option<(u64, String)> {
     Some((id, format))
 }
 
-fn field_offset(format: &str, field: &str) -> Option<usize> {
-    format.lines().find_map(|line| {
-        let decl = line.trim().strip_prefix("field:")?;
-        let (decl, rest) = decl.split_once(';')?;
-        (decl.rsplit(' ').next()? == field)
-            .then(|| {
-                rest.split_once("offset:")?
-                    .1
-                    .split(';')
-                    .next()?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-            .flatten()
-    })
-}
-
 impl IrqTracer {
     /// Starts tracing `cpus` with a ring of `2^order` pages each.
     ///
@@ -355,7 +337,7 @@ impl IrqTracer {
                     continue;
                 };
                 let vec_off = match kind {
-                    IrqKind::Softirq(_) => field_offset(&format, "vec"),
+                    IrqKind::Softirq(_) => crate::observe::field_offset(&format, "vec"),
                     _ => None,
                 };
                 defs.push(TpDef {
