@@ -328,9 +328,9 @@ impl Daemon {
             );
         }
         // Off unless HSCHED_LIVE_IDLE_WAKES=on: with it, a realrate pipeline
-        // beside a hog (examples/pipeline-live.toml) ran at half speed in
-        // 1 run of 7 to 2 of 6, and never without; see docs/live-mode.md,
-        // "Idle-context wake-ups from ftrace".
+        // beside a hog (examples/pipeline-live.toml) sometimes ran at half
+        // speed (1 run in 15 to 1 in 3), never without; cause not found,
+        // see docs/live-mode.md, "Idle-context wake-ups from ftrace".
         const IDLE_WAKES_OFF: &str = "off (HSCHED_LIVE_IDLE_WAKES=on enables it)";
         let idle_wakes = if std::env::var("HSCHED_LIVE_IDLE_WAKES").is_ok_and(|v| v == "on") {
             crate::ftrace::IdleWakes::new(&online).map_err(|e| e.to_string())

@@ -909,11 +909,10 @@ impl crate::daemon::Daemon {
                 let now = sys::now_ns();
                 // Made up for fixed reservations only: `realrate`'s
                 // controller measures progress and resizes the reservation
-                // itself (seed 001 §3); a second, unmodelled correction
-                // under it starved a pipeline in 2 of 6 runs (beside a hog,
-                // examples/pipeline-live.toml), none without.
-                // Only stretches a switch-in record closed count: one still
-                // open may be a record not read yet, or lost.
+                // itself (seed 001 §3), and a second correction under it
+                // would be one its model does not know. Only stretches a
+                // switch-in record closed count: one still open may be a
+                // record not read yet, or lost.
                 let lost = self.threads.get_mut(&tid).map_or(0, |m| {
                     m.off_since = None;
                     let lost = std::mem::take(&mut m.lost_ns);
