@@ -342,6 +342,14 @@ impl ProgressMonitor {
         (self.period_ns > 0 && !realrate_instances(hsi).is_empty()).then_some(self.next_at)
     }
 
+    /// Counts `sent` progress messages and warns about a refused one.
+    fn count_reports(&mut self, sent: u64, refused: Option<hsched_core::HsiError>) {
+        self.stats.messages += sent;
+        if let Some(e) = refused {
+            self.warn("msg", format!("the scheduler refused a message: {e}"));
+        }
+    }
+
     fn warn(&mut self, key: &'static str, msg: String) {
         self.stats.errors += 1;
         if self.warned.insert(key) {
@@ -415,16 +423,9 @@ impl ProgressMonitor {
                     targets.push((t, "producer"));
                 }
             }
-            for (t, role) in targets {
-                match send(hsi, at, t, &name, fill, size, role) {
-                    Ok(()) => {
-                        self.stats.messages += 1;
-                        if let Some(q) = self.queues.get_mut(&key) {
-                            q.told.insert(t);
-                        }
-                    }
-                    Err(e) => self.warn("msg", format!("the scheduler refused a message: {e}")),
-                }
+            if let Some(q) = self.queues.get_mut(&key) {
+                let (sent, refused) = report(hsi, at, &name, fill, size, &targets, &mut q.told);
+                self.count_reports(sent, refused);
             }
             if self.trace.is_some() {
                 let q = &self.queues[&key];
@@ -519,7 +520,7 @@ impl ProgressMonitor {
             .collect();
         for k in gone {
             if let Some(q) = self.queues.remove(&k) {
-                forget(hsi, at, &q.name, q.told);
+                forget(hsi, at, &q.name, &q.told);
             }
         }
         for (key, (consumers, producers)) in found {
@@ -621,7 +622,7 @@ impl ProgressMonitor {
             .collect();
         for k in gone {
             if let Some(q) = self.socks.remove(&k) {
-                forget(hsi, at, &q.name, q.told);
+                forget(hsi, at, &q.name, &q.told);
             }
         }
         for (ino, (peer, consumers, producers)) in found {
@@ -709,17 +710,8 @@ impl ProgressMonitor {
                     prods.join(" ")
                 )
             });
-            for (t, role) in targets {
-                match send(hsi, at, t, &name, fill, size, role) {
-                    Ok(()) => {
-                        self.stats.messages += 1;
-                        if let Some(q) = self.socks.get_mut(&key) {
-                            q.told.insert(t);
-                        }
-                    }
-                    Err(e) => self.warn("msg", format!("the scheduler refused a message: {e}")),
-                }
-            }
+            let (sent, refused) = report(hsi, at, &name, fill, size, &targets, &mut q.told);
+            self.count_reports(sent, refused);
             if let (Some(w), Some(l)) = (self.trace.as_mut(), line) {
                 let _ = writeln!(w, "{l}");
             }
@@ -749,7 +741,7 @@ impl ProgressMonitor {
             .collect();
         for k in gone {
             if let Some(q) = self.shm.remove(&k) {
-                forget(hsi, at, &q.name, q.told);
+                forget(hsi, at, &q.name, &q.told);
             }
         }
         for (n, pid) in found {
@@ -810,17 +802,8 @@ impl ProgressMonitor {
                 }
             }
             let name = q.name.clone();
-            for (t, role) in targets {
-                match send(hsi, at, t, &name, fill, h.size, role) {
-                    Ok(()) => {
-                        self.stats.messages += 1;
-                        if let Some(q) = self.shm.get_mut(&k) {
-                            q.told.insert(t);
-                        }
-                    }
-                    Err(e) => self.warn("msg", format!("the scheduler refused a message: {e}")),
-                }
-            }
+            let (sent, refused) = report(hsi, at, &name, fill, h.size, &targets, &mut q.told);
+            self.count_reports(sent, refused);
             if let Some(w) = self.trace.as_mut() {
                 let _ = writeln!(
                     w,
@@ -1034,15 +1017,59 @@ fn send(
     hsi.thread_msg(at, t, &msg)
 }
 
+/// Sends one sample of queue `name` about each of `targets`, and tells the
+/// threads told before but no longer among them to forget the queue. A
+/// process that gives up its end while the queue lives on (a shell that
+/// forks a stage and closes its copy of the pipe, then becomes the next
+/// stage) would otherwise keep the last fill level it was told for good:
+/// an empty pipe's −½ held against a full one's +½ left a pipeline's sink
+/// without pressure at half its rate. Returns the messages sent and the
+/// last refusal.
+fn report(
+    hsi: &mut Hsi,
+    at: Instant,
+    name: &str,
+    fill: u64,
+    size: u64,
+    targets: &[(ThreadId, &'static str)],
+    told: &mut BTreeSet<ThreadId>,
+) -> (u64, Option<hsched_core::HsiError>) {
+    let stale: Vec<ThreadId> = told
+        .iter()
+        .filter(|t| !targets.iter().any(|(u, _)| u == *t))
+        .copied()
+        .collect();
+    if !stale.is_empty() {
+        forget(hsi, at, name, &stale);
+        told.retain(|t| !stale.contains(t));
+    }
+    let (mut sent, mut refused) = (0, None);
+    for &(t, role) in targets {
+        match send(hsi, at, t, name, fill, size, role) {
+            Ok(()) => {
+                sent += 1;
+                told.insert(t);
+            }
+            Err(e) => refused = Some(e),
+        }
+    }
+    (sent, refused)
+}
+
 /// Tells threads `told` that queue `name` is gone (`remove = true`).
-fn forget(hsi: &mut Hsi, at: Instant, name: &str, told: BTreeSet<ThreadId>) {
+fn forget<'a>(
+    hsi: &mut Hsi,
+    at: Instant,
+    name: &str,
+    told: impl IntoIterator<Item = &'a ThreadId>,
+) {
     let msg = Msg::App {
         kind: "progress".into(),
         params: Params::new()
             .with("queue", ParamValue::Str(name.to_string()))
             .with("remove", ParamValue::Bool(true)),
     };
-    for t in told {
+    for &t in told {
         // A thread that exited is no longer live: nothing to tell.
         if hsi.thread_live(t) {
             let _ = hsi.thread_msg(at, t, &msg);
@@ -1622,6 +1649,59 @@ mod tests {
             m.socks.keys().collect::<Vec<_>>()
         );
         assert_eq!(m.stats.errors, 0);
+    }
+
+    /// CPU share of a CPU-bound `sink` beside a CPU-bound misc `hog` under
+    /// `realrate`, told that it consumes an empty pipe `a` and a full pipe
+    /// `b`, after `a`'s sample tells it again (`still_a_consumer`) or no
+    /// longer names it.
+    fn sink_share(still_a_consumer: bool) -> f64 {
+        use hsched_core::testing::{Behaviour, Driver};
+        use hsched_core::{CpuId, ParentLink, ParentRef};
+        let mut hsi = Hsi::new(1);
+        let top = vec![ParentLink {
+            parent: ParentRef::Top {
+                cpus: vec![CpuId(0)],
+            },
+            params: Params::new(),
+        }];
+        let rr = hsched_policies::build(POLICY, &Params::new()).unwrap();
+        let rr = hsi.create_instance(Instant::ZERO, "rr", rr, top).unwrap();
+        let sink = hsi
+            .create_thread(Instant::ZERO, "sink", rr, Params::new())
+            .unwrap();
+        let hog = hsi
+            .create_thread(Instant::ZERO, "hog", rr, Params::new())
+            .unwrap();
+        let (mut told_a, mut told_b) = (BTreeSet::new(), BTreeSet::new());
+        let me = [(sink, "consumer")];
+        let at = Instant::ZERO;
+        assert_eq!(report(&mut hsi, at, "a", 0, 64, &me, &mut told_a).0, 1);
+        assert_eq!(report(&mut hsi, at, "b", 64, 64, &me, &mut told_b).0, 1);
+        let again: &[(ThreadId, &str)] = if still_a_consumer { &me } else { &[] };
+        let (sent, refused) = report(&mut hsi, at, "a", 0, 64, again, &mut told_a);
+        assert!(refused.is_none());
+        assert_eq!(sent, u64::from(still_a_consumer));
+        assert_eq!(told_a.contains(&sink), still_a_consumer);
+        let mut d = Driver::new(hsi);
+        d.add(sink, Behaviour::CpuBound).unwrap();
+        d.add(hog, Behaviour::CpuBound).unwrap();
+        let run = Duration::from_millis(2000);
+        d.run_until(Instant::ZERO + run).unwrap();
+        d.hsi.thread_received(sink).as_secs_f64() / run.as_secs_f64()
+    }
+
+    /// A process that gives up its end of a pipe that lives on (the shell
+    /// of `source | filter`, between its fork and its close, then `exec`ed
+    /// as the sink) is told to forget the pipe. Kept, the empty pipe's −½
+    /// cancelled the full input's +½ and the sink stayed at its initial
+    /// proportion while the hog took the rest.
+    #[test]
+    fn a_thread_no_longer_at_a_queue_forgets_it() {
+        let forgot = sink_share(false);
+        let stale = sink_share(true);
+        assert!(forgot > 0.5, "sink share {forgot} after forgetting `a`");
+        assert!(stale < 0.15, "sink share {stale} still told about `a`");
     }
 
     #[test]
