@@ -327,15 +327,19 @@ impl Daemon {
                 "hsched: warning: signals to frozen threads are not observed ({e}); a fatal one is found by the 200 ms sweep"
             );
         }
-        // Off unless HSCHED_LIVE_IDLE_WAKES=on: with it, a realrate pipeline
-        // beside a hog (examples/pipeline-live.toml) sometimes ran at half
-        // speed (1 run in 15 to 1 in 3), never without; cause not found,
-        // see docs/live-mode.md, "Idle-context wake-ups from ftrace".
-        const IDLE_WAKES_OFF: &str = "off (HSCHED_LIVE_IDLE_WAKES=on enables it)";
-        let idle_wakes = if std::env::var("HSCHED_LIVE_IDLE_WAKES").is_ok_and(|v| v == "on") {
-            crate::ftrace::IdleWakes::new(&online).map_err(|e| e.to_string())
-        } else {
-            Err(IDLE_WAKES_OFF.to_string())
+        // On unless HSCHED_LIVE_IDLE_WAKES=off (docs/live-mode.md,
+        // "Idle-context wake-ups from ftrace").
+        const IDLE_WAKES_OFF: &str = "off (HSCHED_LIVE_IDLE_WAKES=off)";
+        let start = || crate::ftrace::IdleWakes::new(&online).map_err(|e| e.to_string());
+        let idle_wakes = match std::env::var("HSCHED_LIVE_IDLE_WAKES").as_deref() {
+            Ok("off") => Err(IDLE_WAKES_OFF.to_string()),
+            Ok(v) if v != "on" => {
+                eprintln!(
+                    "hsched: warning: HSCHED_LIVE_IDLE_WAKES={v}: expected `on` or `off`; using on"
+                );
+                start()
+            }
+            _ => start(),
         };
         match &idle_wakes {
             Err(e) if e != IDLE_WAKES_OFF => eprintln!(

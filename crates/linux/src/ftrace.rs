@@ -16,9 +16,9 @@
 //! `per_cpu/cpuN/trace_pipe_raw`. Pages are read without blocking and
 //! decoded here (the ring-buffer page layout of `events/header_page`).
 //!
-//! Opt-in (`HSCHED_LIVE_IDLE_WAKES=on`): with it, a `realrate` pipeline
-//! beside a hog sometimes ran at half speed, for a reason not yet found
-//! (docs/live-mode.md, "Idle-context wake-ups from ftrace").
+//! On unless `HSCHED_LIVE_IDLE_WAKES=off`; without tracefs instances the
+//! daemon warns and goes on without it (docs/live-mode.md, "Idle-context
+//! wake-ups from ftrace").
 
 use crate::observe::{field_offset, id_filter, Event};
 use crate::sys;

@@ -9,7 +9,7 @@
 //!   thread and child a program creates is followed from its first
 //!   instruction; one mmap ring buffer per CPU. Wake-ups in the idle
 //!   task's context, which perf does not record, can come from an ftrace
-//!   instance ([`ftrace`], opt-in).
+//!   instance ([`ftrace`]).
 //! - **Enforce** ([`enforce`]): a granted thread runs at `SCHED_FIFO`
 //!   pinned to its CPU; a runnable thread without a CPU is frozen in a
 //!   cgroup-v1 freezer cgroup of its own; blocked threads are left alone.

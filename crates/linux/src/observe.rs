@@ -26,8 +26,8 @@
 //!   this kernel (6.18) a tracepoint firing in the idle task's context
 //!   (a timer interrupt on an idle CPU, a remote wake-up queued to an idle
 //!   CPU) writes no perf sample, although ftrace records it. The daemon
-//!   can read those from ftrace ([`crate::ftrace`], opt-in); otherwise
-//!   the switch-in record tells, late because it does not wake the reader.
+//!   reads those from ftrace ([`crate::ftrace`]); without it the
+//!   switch-in record tells, late because it does not wake the reader.
 //! - `sched_process_fork`: a managed thread created a thread or process.
 //! - `sched_process_exit`: a managed thread exited.
 //! - `sched_process_exec` (`pid`, `old_pid`): a managed thread called

@@ -234,9 +234,10 @@ workload = { kind = "cpu-bound" }
 }
 
 /// A thread that sleeps and wakes on an idle CPU: perf writes no sample
-/// for such a wake-up, and without the daemon's ftrace source (opt-in,
-/// `HSCHED_LIVE_IDLE_WAKES=on`) the thread runs its bursts unseen, 15.8 %
-/// of the CPU against a 4 % cap.
+/// for such a wake-up, and without the daemon's ftrace source
+/// (`HSCHED_LIVE_IDLE_WAKES=off`) the thread runs its bursts unseen, 15.8 %
+/// of the CPU against a 4 % cap. The test sets `on` so that a developer's
+/// `off` does not leak in.
 #[test]
 fn hard_reservation_caps_a_thread_that_wakes_on_an_idle_cpu() {
     let Some(_g) = live() else { return };
