@@ -422,10 +422,16 @@ impl Daemon {
         let mut m = CpuMask::empty();
         place.iter().for_each(|&c| m.set(c));
         let _ = sys::set_affinity(0, &m);
-        let early_ns = std::env::var("HSCHED_LIVE_EARLY")
-            .ok()
-            .and_then(|v| v.trim().trim_end_matches("us").parse::<u64>().ok())
-            .map_or(0, |us| us.min(5_000) * 1_000);
+        let early_ns = match std::env::var("HSCHED_LIVE_EARLY") {
+            Err(_) => 0,
+            Ok(v) => match v.trim().trim_end_matches("us").parse::<u64>() {
+                Ok(us) if us <= 5_000 => us * 1_000,
+                _ => {
+                    eprintln!("hsched: warning: HSCHED_LIVE_EARLY={v}: expected 0 to 5000 (µs); early wake-up off");
+                    0
+                }
+            },
+        };
         let opts_rt_budget = crate::enforce::RtBudget::for_run(opts.fifo_priority);
         let stats = LiveStats {
             stolen_source: opts.stolen.name().to_string(),

@@ -560,14 +560,17 @@ impl RtBudget {
             None => return off,
         };
         if let Ok(v) = std::env::var("HSCHED_LIVE_RT") {
-            b = b.with_overrides(&v);
+            match b.with_overrides(&v) {
+                Ok(o) => b = o,
+                Err(e) => eprintln!("hsched: warning: HSCHED_LIVE_RT={v}: {e}; ignored"),
+            }
         }
         b
     }
 
     /// Applies `off` or `key=DURATION,...` (keys `quota`, `block`,
-    /// `margin`, `grace`, `lost`); unknown or malformed items are ignored.
-    pub fn with_overrides(mut self, spec: &str) -> RtBudget {
+    /// `margin`, `grace`, `lost`), or says which item it cannot read.
+    pub fn with_overrides(mut self, spec: &str) -> Result<RtBudget, String> {
         for item in spec.split(',').map(str::trim) {
             if item == "off" {
                 self.quota_ns = 0;
@@ -575,29 +578,28 @@ impl RtBudget {
                 self.lost_cap_ns = 0;
                 continue;
             }
-            let Some((k, v)) = item.split_once('=') else {
-                continue;
-            };
+            let bad = |why: &str| format!("`{item}`: {why}");
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| bad("expected `off` or KEY=DURATION"))?;
             let ns = if v.trim() == "0" {
-                Some(0)
+                0
             } else {
                 hsched_core::time::parse_duration(v.trim(), None)
-                    .ok()
-                    .map(|d| d.as_nanos())
-            };
-            let Some(ns) = ns else {
-                continue;
+                    .map_err(|e| bad(&e.to_string()))?
+                    .as_nanos()
             };
             match k.trim() {
                 "quota" => self.quota_ns = ns,
                 "block" if ns > 0 => self.block_ns = ns,
+                "block" => return Err(bad("the block must be longer than 0")),
                 "margin" => self.margin_ns = ns,
                 "grace" => self.grace_ns = ns,
                 "lost" => self.lost_cap_ns = ns,
-                _ => {}
+                _ => return Err(bad("keys are quota, block, margin, grace, lost")),
             }
         }
-        self
+        Ok(self)
     }
 
     /// Reads the kernel's limit (`None`: not readable).
@@ -1003,9 +1005,24 @@ mod rt_tests {
         );
         assert_eq!(RtBudget::for_kernel(-1, 1_000_000).quota_ns, 0);
         assert_eq!(RtBudget::for_kernel(1_000_000, 1_000_000).quota_ns, 0);
-        let o = RtBudget::default().with_overrides("grace=0, quota=3ms,bogus=1,block=x");
-        assert_eq!((o.grace_ns, o.quota_ns, o.block_ns), (0, 3 * MS, 100 * MS));
-        assert_eq!(RtBudget::default().with_overrides("off").quota_ns, 0);
+        let o = RtBudget::default()
+            .with_overrides("grace=0, quota=3ms,lost=1ms")
+            .unwrap();
+        assert_eq!((o.grace_ns, o.quota_ns, o.lost_cap_ns), (0, 3 * MS, MS));
+        assert_eq!(o.block_ns, 100 * MS);
+        assert_eq!(
+            RtBudget::default().with_overrides("off").unwrap().quota_ns,
+            0
+        );
+        for (bad, names) in [
+            ("grace=0,bogus=1", "bogus=1"),
+            ("block=x", "block=x"),
+            ("block=0", "block=0"),
+            ("grace", "grace"),
+        ] {
+            let e = RtBudget::default().with_overrides(bad).unwrap_err();
+            assert!(e.contains(names), "{bad}: {e}");
+        }
     }
 
     #[test]
@@ -1092,7 +1109,7 @@ mod rt_tests {
         assert_eq!(due, vec![5]);
         g.due(2_500_000, &mut due);
         assert_eq!(due, vec![6]);
-        let off = RtGovernor::new(RtBudget::default().with_overrides("off"), 1);
+        let off = RtGovernor::new(RtBudget::default().with_overrides("off").unwrap(), 1);
         assert!(!off.active());
     }
 }
