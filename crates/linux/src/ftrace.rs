@@ -57,8 +57,8 @@ pub struct IdleWakes {
     pub records: u64,
     /// Pages the kernel reported events missing from (buffer full).
     pub lost_pages: u64,
-    /// Whether the filter lists every managed thread (false: too many ids
-    /// for a filter; the source is off until fewer).
+    /// Whether the filter covers every managed thread (false: the kernel
+    /// refused the last one, which the old filter does not include).
     pub complete: bool,
 }
 
@@ -127,24 +127,27 @@ impl IdleWakes {
         self.pipes.iter().map(|f| f.as_raw_fd()).collect()
     }
 
-    /// Records only the idle-context wake-ups of `tids` (sorted,
-    /// deduplicated), when the list changed. An ftrace filter, unlike a
-    /// perf event's, can be replaced in place.
+    /// Records the idle-context wake-ups of `tids` (sorted, deduplicated),
+    /// when the list changed: only theirs, or, when their ids are too
+    /// scattered for a filter, those of the ranges that cover them
+    /// ([`id_filter`]). An ftrace filter, unlike a perf event's, can be
+    /// replaced in place.
     ///
     /// # Errors
-    /// The kernel refused the filter (the previous one stays).
+    /// The kernel refused the filter (the previous one stays, and no
+    /// longer covers every target).
     pub fn set_targets(&mut self, tids: &[i32]) -> io::Result<()> {
         if self.targets.as_deref() == Some(tids) {
             return Ok(());
         }
-        let list = id_filter(tids);
-        let complete = list.is_some();
-        let filter = match list {
-            Some(l) if !tids.is_empty() => format!("common_pid == 0 && ({l})"),
-            _ => "pid == 0".into(),
+        let filter = if tids.is_empty() {
+            "pid == 0".into()
+        } else {
+            format!("common_pid == 0 && ({})", id_filter(tids))
         };
+        self.complete = false;
         fs::write(self.dir.join("events/sched/sched_wakeup/filter"), filter)?;
-        self.complete = complete;
+        self.complete = true;
         self.targets = Some(tids.to_vec());
         Ok(())
     }

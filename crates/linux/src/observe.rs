@@ -244,44 +244,101 @@ pub(crate) fn field_offset(format: &str, name: &str) -> Option<usize> {
 }
 
 /// The longest id list [`id_filter`] writes (the kernel copies at most a
-/// page): about 170 scattered ids, any number in a few runs.
+/// page): about 170 scattered ids exactly, any number in a few runs.
 const MAX_FILTER: usize = 3_000;
 
 /// A filter matching field `pid` equal to one of `ids` (sorted,
 /// deduplicated), runs of consecutive ids written as ranges (threads
-/// created in a row get consecutive ids); `None` when too long. No id: a
-/// filter that matches nothing (pid 0 is never a target).
-pub fn id_filter(ids: &[i32]) -> Option<String> {
+/// created in a row get consecutive ids). When that list is too long for
+/// a filter, the runs
+/// separated by the narrowest gaps are merged into wider ranges until it
+/// fits: the filter then also matches some ids that are no targets, whose
+/// records the daemon drops, but never misses a target. No id: a filter
+/// that matches nothing (pid 0 is never a target).
+pub fn id_filter(ids: &[i32]) -> String {
     if ids.is_empty() {
-        return Some("pid == 0".into());
+        return "pid == 0".into();
     }
-    let mut terms = Vec::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j].saturating_add(1) {
-            j += 1;
+    let mut runs: Vec<(i32, i32)> = Vec::new();
+    for &id in ids {
+        match runs.last_mut() {
+            Some(r) if id == r.1.saturating_add(1) => r.1 = id,
+            _ => runs.push((id, id)),
         }
-        terms.push(match j - i {
-            0 => format!("pid == {}", ids[i]),
-            1 => format!("pid == {} || pid == {}", ids[i], ids[j]),
-            _ => format!("(pid >= {} && pid <= {})", ids[i], ids[j]),
-        });
-        i = j + 1;
     }
-    let list = terms.join(" || ");
-    (list.len() <= MAX_FILTER).then_some(list)
+    if runs_len(&runs) <= MAX_FILTER {
+        return render_runs(&runs);
+    }
+    // The widest gaps stay: keep as many as fit (one range always fits).
+    let mut gaps: Vec<(i64, usize)> = runs
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| (i64::from(w[1].0) - i64::from(w[0].1), i))
+        .collect();
+    gaps.sort_unstable_by(|a, b| b.cmp(a));
+    let merged = |keep: usize| -> Vec<(i32, i32)> {
+        let mut cut: Vec<usize> = gaps[..keep].iter().map(|g| g.1).collect();
+        cut.sort_unstable();
+        let mut out = Vec::with_capacity(keep + 1);
+        let mut start = runs[0].0;
+        for &c in &cut {
+            out.push((start, runs[c].1));
+            start = runs[c + 1].0;
+        }
+        out.push((start, runs[runs.len() - 1].1));
+        out
+    };
+    let (mut lo, mut hi) = (0, gaps.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if runs_len(&merged(mid)) <= MAX_FILTER {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    render_runs(&merged(lo))
+}
+
+/// The length of [`render_runs`]'s text, without writing it.
+fn runs_len(runs: &[(i32, i32)]) -> usize {
+    let digits = |v: i32| {
+        v.unsigned_abs()
+            .checked_ilog10()
+            .map_or(1, |l| l as usize + 1)
+            + usize::from(v < 0)
+    };
+    let terms: usize = runs
+        .iter()
+        .map(|&(a, b)| match i64::from(b) - i64::from(a) {
+            0 => 7 + digits(a),
+            1 => 18 + digits(a) + digits(b),
+            _ => 20 + digits(a) + digits(b),
+        })
+        .sum();
+    terms + 4 * runs.len().saturating_sub(1)
+}
+
+/// `runs` (inclusive, ascending) as `pid` terms joined by `||`.
+fn render_runs(runs: &[(i32, i32)]) -> String {
+    let terms: Vec<String> = runs
+        .iter()
+        .map(|&(a, b)| match i64::from(b) - i64::from(a) {
+            0 => format!("pid == {a}"),
+            1 => format!("pid == {a} || pid == {b}"),
+            _ => format!("(pid >= {a} && pid <= {b})"),
+        })
+        .collect();
+    terms.join(" || ")
 }
 
 /// The filter for signals to the targets `ids` (thread ids as the sender
-/// names them: a process id for `kill`, a thread id for `tgkill`), or to
-/// every target when `ids` is too long to list.
+/// names them: a process id for `kill`, a thread id for `tgkill`).
 pub fn signal_filter(ids: &[i32]) -> String {
-    match id_filter(ids) {
-        Some(list) if !ids.is_empty() => format!("({list}) && {SIGNAL_FILTER}"),
-        Some(list) => list,
-        None => SIGNAL_FILTER.into(),
+    if ids.is_empty() {
+        return "pid == 0".into();
     }
+    format!("({}) && {SIGNAL_FILTER}", id_filter(ids))
 }
 
 impl Tracepoints {
@@ -656,7 +713,7 @@ mod switch_tests {
     }
 
     #[test]
-    fn the_signal_filter_lists_targets_until_too_long() {
+    fn the_signal_filter_lists_its_targets() {
         assert_eq!(signal_filter(&[]), "pid == 0");
         assert_eq!(
             signal_filter(&[12, 345]),
@@ -668,22 +725,76 @@ mod switch_tests {
             signal_filter(&run),
             format!("((pid >= 100000 && pid <= 100299)) && {SIGNAL_FILTER}")
         );
-        let scattered: Vec<i32> = (100_000..100_600).step_by(2).collect();
-        assert_eq!(signal_filter(&scattered), SIGNAL_FILTER);
     }
 
     #[test]
     fn the_id_filter_writes_runs_as_ranges() {
         assert_eq!(
-            id_filter(&[3, 5, 6, 8, 9, 10, 11]).unwrap(),
+            id_filter(&[3, 5, 6, 8, 9, 10, 11]),
             "pid == 3 || pid == 5 || pid == 6 || (pid >= 8 && pid <= 11)"
         );
+        for runs in [
+            &[(3, 3), (5, 6), (8, 11)][..],
+            &[
+                (-12, -12),
+                (0, 0),
+                (9, 10),
+                (99, 100_000),
+                (i32::MAX, i32::MAX),
+            ],
+        ] {
+            assert_eq!(runs_len(runs), render_runs(runs).len(), "{runs:?}");
+        }
         assert_eq!(
-            id_filter(&[i32::MAX]).unwrap(),
-            format!("pid == {}", i32::MAX)
+            id_filter(&[i32::MAX - 1, i32::MAX]),
+            format!("pid == {} || pid == {}", i32::MAX - 1, i32::MAX)
         );
-        let scattered: Vec<i32> = (100_000..100_600).step_by(2).collect();
-        assert_eq!(id_filter(&scattered), None);
+    }
+
+    /// The ids a filter of [`id_filter`]'s grammar matches, within `span`.
+    fn matched(filter: &str, span: std::ops::RangeInclusive<i32>) -> Vec<i32> {
+        let terms: Vec<(i32, i32)> = filter
+            .split(" || ")
+            .map(|t| {
+                let n: Vec<i32> = t
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                (n[0], *n.last().unwrap())
+            })
+            .collect();
+        span.filter(|i| terms.iter().any(|&(a, b)| (a..=b).contains(i)))
+            .collect()
+    }
+
+    #[test]
+    fn too_many_scattered_ids_are_covered_by_merged_ranges() {
+        // Clusters of 3 ids 1 000 apart (a program's threads), no two
+        // consecutive: 60 clusters are too many to list one by one.
+        let clusters = |n: i32| -> Vec<i32> {
+            (0..n)
+                .flat_map(|c| [0, 4, 9].map(|o| 100_000 + c * 1_000 + o))
+                .collect()
+        };
+        let ids = clusters(60);
+        let f = id_filter(&ids);
+        assert!(f.len() <= MAX_FILTER, "{}", f.len());
+        // Every target, and nothing outside a cluster's span: the gaps
+        // between clusters are the widest, so they stay.
+        let got = matched(&f, 99_000..=170_000);
+        assert!(got.len() > ids.len());
+        assert!(ids.iter().all(|i| got.binary_search(i).is_ok()));
+        assert!(got.iter().all(|i| (i - 100_000) % 1_000 <= 9), "{got:?}");
+        // 200 clusters do not fit even as ranges: neighbours merge, yet
+        // every target stays matched.
+        let ids = clusters(200);
+        let f = id_filter(&ids);
+        assert!(f.len() <= MAX_FILTER);
+        let got = matched(&f, 99_000..=301_000);
+        assert!(ids.iter().all(|i| got.binary_search(i).is_ok()));
+        // Within the limit, the exact list.
+        let f = id_filter(&ids[..150]);
+        assert_eq!(matched(&f, 99_000..=301_000), ids[..150].to_vec());
     }
 
     #[test]
