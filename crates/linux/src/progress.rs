@@ -26,7 +26,8 @@
 //!    fill, size, role } }` through [`Hsi::thread_msg`] about every
 //!    `realrate` thread of each consumer (role `consumer`) and each producer
 //!    (role `producer`). A queue that disappears is reported once more with
-//!    `remove = true`, so the controller forgets it.
+//!    `remove = true`, so the controller forgets it, and so is a queue to a
+//!    thread no longer at either end of it.
 //!
 //! **Sources.** A producer that consumes no monitored queue (a pipeline's
 //! first stage) is paced by something the monitor cannot see: a timer, a
