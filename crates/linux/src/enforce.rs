@@ -571,7 +571,7 @@ impl RtBudget {
     /// Applies `off` or `key=DURATION,...` (keys `quota`, `block`,
     /// `margin`, `grace`, `lost`), or says which item it cannot read.
     pub fn with_overrides(mut self, spec: &str) -> Result<RtBudget, String> {
-        for item in spec.split(',').map(str::trim) {
+        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             if item == "off" {
                 self.quota_ns = 0;
                 self.grace_ns = 0;
@@ -1006,7 +1006,7 @@ mod rt_tests {
         assert_eq!(RtBudget::for_kernel(-1, 1_000_000).quota_ns, 0);
         assert_eq!(RtBudget::for_kernel(1_000_000, 1_000_000).quota_ns, 0);
         let o = RtBudget::default()
-            .with_overrides("grace=0, quota=3ms,lost=1ms")
+            .with_overrides("grace=0, quota=3ms,lost=1ms,")
             .unwrap();
         assert_eq!((o.grace_ns, o.quota_ns, o.lost_cap_ns), (0, 3 * MS, MS));
         assert_eq!(o.block_ns, 100 * MS);
