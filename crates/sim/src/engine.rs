@@ -827,6 +827,17 @@ impl<'h> Engine<'h> {
 
     #[inline(never)]
     fn apply_changes(&mut self) {
+        if let [(cpu, new)] = self.changes[..] {
+            // One change, the common case: the new thread cannot be on
+            // another processor (that one would have changed too).
+            let c = cpu.index();
+            if let Some(i) = self.cpus[c].running {
+                self.switch_out(c, i as usize);
+            }
+            self.switch_in_thread(c, new);
+            self.recompute_done(c);
+            return;
+        }
         // Take every changed processor's old thread off first, so a thread
         // that migrates is never on two processors in our books.
         for k in 0..self.changes.len() {
@@ -838,16 +849,23 @@ impl<'h> Engine<'h> {
         for k in 0..self.changes.len() {
             let (cpu, new) = self.changes[k];
             let c = cpu.index();
-            if let Some(t) = new {
-                match self.by_id.get(t.index()) {
-                    Some(&i) if i != u32::MAX => self.switch_in(c, i as usize),
-                    _ => {}
-                }
-            }
+            self.switch_in_thread(c, new);
             self.recompute_done(c);
         }
     }
 
+    /// Puts HSI thread `new` on processor `c` if it is one of ours.
+    #[inline(always)]
+    fn switch_in_thread(&mut self, c: usize, new: Option<ThreadId>) {
+        if let Some(t) = new {
+            match self.by_id.get(t.index()) {
+                Some(&i) if i != u32::MAX => self.switch_in(c, i as usize),
+                _ => {}
+            }
+        }
+    }
+
+    #[inline(always)]
     fn switch_out(&mut self, c: usize, i: usize) {
         self.settle(c);
         let now = self.now;
@@ -868,6 +886,7 @@ impl<'h> Engine<'h> {
         }
     }
 
+    #[inline(always)]
     fn switch_in(&mut self, c: usize, i: usize) {
         self.settle(c);
         let now = self.now;
@@ -936,7 +955,7 @@ impl<'h> Engine<'h> {
         if !self.shared.msgs.is_empty() {
             self.send_messages(i)?;
         }
-        if missed > 0 {
+        if missed > 0 && (self.trace.is_some() || self.gantt.is_some()) {
             self.record_miss(i, missed);
         }
         if let Some(at) = arm {
@@ -1035,6 +1054,8 @@ impl<'h> Engine<'h> {
         r
     }
 
+    /// Draws `n` deadline misses of thread `i` in the trace and the Gantt
+    /// chart (called only when one of them is written).
     #[inline(never)]
     fn record_miss(&mut self, i: usize, n: u64) {
         let now = self.now;

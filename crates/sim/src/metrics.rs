@@ -69,6 +69,20 @@ impl Hist {
         self.sum += v as u128;
     }
 
+    /// Adds one sample to the buckets and the count only: for the halves
+    /// of a [`SignedHist`], which keeps the extremes itself and reads only
+    /// the buckets and counts of its halves (and the sum of `pos`).
+    #[inline]
+    fn tally(&mut self, v: u64) {
+        let counts = match &mut self.counts {
+            Some(c) => c,
+            None => self.counts.insert(Self::empty()),
+        };
+        let c = &mut counts[bucket_of(v)];
+        *c = c.saturating_add(1);
+        self.n += 1;
+    }
+
     #[cold]
     fn empty() -> Box<[u32]> {
         vec![0u32; BUCKETS].into_boxed_slice()
@@ -121,19 +135,24 @@ pub struct SignedHist {
 }
 
 impl SignedHist {
-    /// Adds one sample.
+    /// Adds one sample. The halves get only their buckets and counts (and
+    /// `pos` its sum, for [`mean_positive`](Self::mean_positive)): their
+    /// own extremes are never read.
     pub fn record(&mut self, v: i64) {
-        if self.count() == 0 || v < self.min {
+        if self.count() == 0 {
             self.min = v;
-        }
-        if self.count() == 0 || v > self.max {
+            self.max = v;
+        } else if v < self.min {
+            self.min = v;
+        } else if v > self.max {
             self.max = v;
         }
         self.sum += v as i128;
         if v < 0 {
-            self.neg.record(v.unsigned_abs());
+            self.neg.tally(v.unsigned_abs());
         } else {
-            self.pos.record(v as u64);
+            self.pos.tally(v as u64);
+            self.pos.sum += v as u128;
         }
     }
 
@@ -337,5 +356,24 @@ mod tests {
         assert!((-50_000_000..=-48_400_000).contains(&p0), "{p0}");
         // Mean tardiness: (1 + ... + 49) ms over 100 jobs.
         assert!((h.mean_positive() - 12_250_000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn signed_extremes_and_sums_in_any_order() {
+        let mut h = SignedHist::default();
+        assert_eq!(h.summary(), None);
+        for v in [5, -3, 7, -10, 0, 7, -10, 2] {
+            h.record(v);
+        }
+        let d = h.summary().unwrap();
+        assert_eq!((d.count, d.min, d.max), (8, -10, 7));
+        assert!((d.mean - (-2.0 / 8.0)).abs() < 1e-12, "{}", d.mean);
+        assert!((h.mean_positive() - 21.0 / 8.0).abs() < 1e-12);
+        assert_eq!(h.quantile(0.0), -10);
+        assert_eq!(h.quantile(1.0), 7);
+        let mut one = SignedHist::default();
+        one.record(-4);
+        assert_eq!(one.max(), Some(-4));
+        assert_eq!((one.quantile(0.5), one.summary().unwrap().min), (-4, -4));
     }
 }

@@ -64,12 +64,25 @@ impl Rng {
         if n == 0 {
             return 0;
         }
+        let m = (self.next_u64() as u128) * (n as u128);
+        // The threshold is below `n`, so a low half of at least `n` is
+        // accepted without the division that computes it (Lemire's early
+        // exit: the same draws and the same results).
+        if (m as u64) >= n {
+            return (m >> 64) as u64;
+        }
+        self.below_slow(n, m)
+    }
+
+    /// [`below`](Self::below) when the first draw's low half is under `n`.
+    #[cold]
+    fn below_slow(&mut self, n: u64, mut m: u128) -> u64 {
         let threshold = n.wrapping_neg() % n;
         loop {
-            let m = (self.next_u64() as u128) * (n as u128);
             if (m as u64) >= threshold {
                 return (m >> 64) as u64;
             }
+            m = (self.next_u64() as u128) * (n as u128);
         }
     }
 
@@ -203,6 +216,41 @@ mod tests {
         assert!(seen.iter().all(|&s| s));
         assert_eq!(r.between(5, 5), 5);
         assert_eq!(r.below(0), 0);
+    }
+
+    #[test]
+    fn below_draws_what_the_always_dividing_version_drew() {
+        // Lemire's method computing the threshold up front, as before.
+        fn old_below(r: &mut Rng, n: u64) -> u64 {
+            if n == 0 {
+                return 0;
+            }
+            let threshold = n.wrapping_neg() % n;
+            loop {
+                let m = (r.next_u64() as u128) * (n as u128);
+                if (m as u64) >= threshold {
+                    return (m >> 64) as u64;
+                }
+            }
+        }
+        // Large bounds reject often (near 2^63 about half the draws).
+        let bounds = [
+            1,
+            2,
+            3,
+            7,
+            1000,
+            1 << 40,
+            (1 << 63) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let (mut a, mut b) = (Rng::new(9, 1), Rng::new(9, 1));
+        for k in 0..20_000 {
+            let n = bounds[k % bounds.len()];
+            assert_eq!(a.below(n), old_below(&mut b, n), "n = {n}");
+        }
+        assert_eq!(a.next_u64(), b.next_u64());
     }
 
     #[test]
