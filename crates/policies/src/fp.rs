@@ -45,10 +45,11 @@
 //! view of VP states and a fixed order of actions that stay correct when a
 //! hook of this instance runs nested inside the application of its own
 //! earlier actions (see the comment above `Run`). With more than eight
-//! children `PrioSet` keeps the ready children sorted by rank and the child
-//! planned on each processor, so a decision is a binary search and a look
-//! at the processors rather than a pass over every child
-//! (docs/performance.md, "Indexed priority sets"). One child under one
+//! children `PrioSet` keeps the ready children in one FIFO per priority and
+//! the child planned on each processor, so a decision is a look at the
+//! queue's top and at the processors rather than a pass over every child
+//! (docs/performance.md, "Indexed priority sets" and "The time-sharing
+//! leaf, cut further"). One child under one
 //! parent VP, the commonest shape in a deep hierarchy, takes a shortcut for
 //! the grant and the revocation that carry a context switch through it
 //! (docs/performance.md, "Context switch through the hierarchy").
@@ -58,6 +59,7 @@ use hsched_core::{
     CpuId, Ctx, Instant, Msg, ParamError, ParamSpec, Params, Policy, PolicyError, RevokeReason,
     Side, VpId, VpState, VpTable,
 };
+use std::collections::VecDeque;
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -470,7 +472,9 @@ impl Parents {
     /// Requests waiting parents in order until at least `want` ask.
     #[inline]
     pub(crate) fn ask_at_least(&mut self, ctx: &mut Ctx<'_>, want: usize) {
-        if self.asking < want {
+        // Only waiting parents can be requested: with none (every parent
+        // asking or held, the usual state of a busy instance) skip the pass.
+        if self.asking < want && self.asking + self.held < self.view.len() {
             self.request_waiting(ctx, want);
         }
     }
@@ -576,7 +580,7 @@ pub(crate) struct PrioSet<E> {
     /// The ready children by rank, lowest first: `(prio, Reverse(seq))`,
     /// unique because queue positions are. Kept by `set_run`, `set_prio`
     /// and `set_seq`, so the best ready child is found without a scan.
-    queue: Vec<(Key, u32)>,
+    queue: ReadyQueue,
     /// The child (index in `kids`) planned to run on each processor (by
     /// processor index), kept by `set_run`: finds the child on a processor,
     /// and the running children, without a scan.
@@ -586,10 +590,165 @@ pub(crate) struct PrioSet<E> {
     /// No later than the `since` of any ready child (kept with `queue`):
     /// lets a policy skip looking for long-waiting children.
     since_floor: Instant,
+    /// The earliest `since` of the children that left the ready queue
+    /// since [`PrioSet::forget_left`], while `indexed`; `Instant(0)` once
+    /// the index is built or a child rejoined without `since` now. Tells
+    /// a policy that summarised the ready children whether a change could
+    /// have mattered.
+    left_since: Instant,
     /// Whether `queue` and `on` are kept: from the first time the set has
     /// more than [`SMALL_SET`] children on. Below that a pass over the
     /// children costs less than keeping them.
     indexed: bool,
+}
+
+/// The ready children of an indexed [`PrioSet`] in rank order: one FIFO per
+/// priority, by queue position, so that the commonest moves (a child that
+/// wakes takes a fresh queue position and joins the back of its priority;
+/// the best child leaves from the front of the highest one) shift nothing
+/// and search nothing. A child that keeps an older position (preempted or
+/// revoked) usually goes back to the front of its priority; other positions
+/// are found by a binary search within the priority.
+#[derive(Debug, Default)]
+struct ReadyQueue {
+    /// By priority, lowest first. A priority whose FIFO empties keeps it
+    /// (the same few priorities come back), up to [`MAX_LEVELS`].
+    levels: Vec<Level>,
+}
+
+#[derive(Debug)]
+struct Level {
+    prio: i64,
+    /// (queue position, child index), earliest position first.
+    fifo: VecDeque<(u64, u32)>,
+}
+
+/// Priorities a [`ReadyQueue`] keeps before dropping its empty FIFOs.
+const MAX_LEVELS: usize = 64;
+
+impl ReadyQueue {
+    /// The index in `levels` of `prio`'s FIFO.
+    #[inline(always)]
+    fn find(&self, prio: i64) -> Option<usize> {
+        // Few priorities, the high ones used most: look from the top.
+        let mut k = self.levels.len();
+        while k > 0 {
+            k -= 1;
+            let p = self.levels[k].prio;
+            if p <= prio {
+                return (p == prio).then_some(k);
+            }
+        }
+        None
+    }
+
+    /// `prio`'s FIFO, created if needed.
+    #[inline]
+    fn fifo(&mut self, prio: i64) -> &mut VecDeque<(u64, u32)> {
+        let k = match self.find(prio) {
+            Some(k) => k,
+            None => self.add_level(prio),
+        };
+        &mut self.levels[k].fifo
+    }
+
+    #[inline(never)]
+    fn add_level(&mut self, prio: i64) -> usize {
+        if self.levels.len() >= MAX_LEVELS {
+            self.levels.retain(|l| !l.fifo.is_empty());
+        }
+        let k = self.levels.partition_point(|l| l.prio < prio);
+        self.levels.insert(
+            k,
+            Level {
+                prio,
+                fifo: VecDeque::new(),
+            },
+        );
+        k
+    }
+
+    /// Empties every FIFO.
+    fn clear(&mut self) {
+        for l in &mut self.levels {
+            l.fifo.clear();
+        }
+    }
+
+    /// Adds child `i` with priority `prio` and queue position `seq`.
+    #[inline(always)]
+    fn push(&mut self, prio: i64, seq: u64, i: u32) {
+        let q = self.fifo(prio);
+        match (q.front(), q.back()) {
+            (_, None) => q.push_back((seq, i)),
+            (_, Some(&(b, _))) if b < seq => q.push_back((seq, i)),
+            (Some(&(f, _)), _) if seq < f => q.push_front((seq, i)),
+            _ => {
+                let at = q.partition_point(|&(s, _)| s < seq);
+                q.insert(at, (seq, i));
+            }
+        }
+    }
+
+    /// Takes out child `i` with priority `prio` and queue position `seq`.
+    #[inline(always)]
+    fn remove(&mut self, prio: i64, seq: u64, i: u32) {
+        let Some(k) = self.find(prio) else {
+            debug_assert!(false, "queue out of step");
+            return;
+        };
+        let q = &mut self.levels[k].fifo;
+        let _taken = match (q.front(), q.back()) {
+            (Some(&(f, _)), _) if f == seq => q.pop_front(),
+            (_, Some(&(b, _))) if b == seq => q.pop_back(),
+            _ => {
+                let at = q.partition_point(|&(s, _)| s < seq);
+                q.remove(at)
+            }
+        };
+        debug_assert_eq!(_taken, Some((seq, i)), "queue out of step");
+    }
+
+    /// Child `from` (priority `prio`, queue position `seq`) is now child
+    /// `to`.
+    fn renumber(&mut self, prio: i64, seq: u64, from: u32, to: u32) {
+        let Some(k) = self.find(prio) else {
+            return;
+        };
+        let q = &mut self.levels[k].fifo;
+        let at = q.partition_point(|&(s, _)| s < seq);
+        if let Some(e) = q.get_mut(at) {
+            debug_assert_eq!(*e, (seq, from));
+            e.1 = to;
+        }
+    }
+
+    /// The best child: the front of the highest non-empty priority.
+    #[inline]
+    fn best(&self) -> Option<u32> {
+        self.levels
+            .iter()
+            .rev()
+            .find_map(|l| l.fifo.front().map(|&(_, i)| i))
+    }
+
+    /// The children, lowest rank first.
+    #[inline]
+    fn iter(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
+        self.levels
+            .iter()
+            .flat_map(|l| l.fifo.iter().rev().map(|&(_, i)| i))
+    }
+
+    /// The children with their ranks, lowest first.
+    fn iter_keys(&self) -> impl Iterator<Item = (Key, u32)> + '_ {
+        self.levels.iter().flat_map(|l| {
+            l.fifo
+                .iter()
+                .rev()
+                .map(move |&(s, i)| ((l.prio, std::cmp::Reverse(s)), i))
+        })
+    }
 }
 
 /// Up to this many children, `PrioSet` finds children by a pass rather than
@@ -610,10 +769,11 @@ impl<E> PrioSet<E> {
             grants: Vec::new(),
             ready: 0,
             running: 0,
-            queue: Vec::new(),
+            queue: ReadyQueue::default(),
             on: Vec::new(),
             busy: 0,
             since_floor: Instant::NEVER,
+            left_since: Instant(0),
             indexed: false,
         }
     }
@@ -631,9 +791,25 @@ impl<E> PrioSet<E> {
         self.since_floor = at;
     }
 
+    /// The earliest `since` of the children that left the ready queue
+    /// since the last [`PrioSet::forget_left`], or `Instant(0)` when a
+    /// child joined it with an earlier `since` than now; only when
+    /// `indexed`. Other children that join the queue have `since` now.
+    #[inline]
+    pub(crate) fn left_since(&self) -> Instant {
+        self.left_since
+    }
+
+    /// Starts [`PrioSet::left_since`] afresh.
+    #[inline]
+    pub(crate) fn forget_left(&mut self) {
+        self.left_since = Instant::NEVER;
+    }
+
     /// Builds `queue` and `on` from the children and keeps them from now on.
     fn build_index(&mut self) {
         self.indexed = true;
+        self.left_since = Instant(0);
         self.queue.clear();
         self.on.clear();
         self.since_floor = Instant::NEVER;
@@ -641,7 +817,7 @@ impl<E> PrioSet<E> {
             let e = self.kids.at(i).1;
             match e.run {
                 Run::Ready => {
-                    self.queue.push((Self::key(e), i as u32));
+                    self.queue.push(e.prio, e.seq, i as u32);
                     self.since_floor = self.since_floor.min(e.since);
                 }
                 Run::Running(c) => {
@@ -653,7 +829,6 @@ impl<E> PrioSet<E> {
                 Run::Waiting => {}
             }
         }
-        self.queue.sort_unstable();
     }
 
     #[inline(always)]
@@ -664,31 +839,13 @@ impl<E> PrioSet<E> {
     /// Puts ready child `i` with rank `k` into the queue.
     #[inline]
     fn enqueue(&mut self, k: Key, i: usize) {
-        let at = self.queue.partition_point(|&(q, _)| q < k);
-        if at == self.queue.len() {
-            self.queue.push((k, i as u32));
-        } else {
-            self.queue.insert(at, (k, i as u32));
-        }
+        self.queue.push(k.0, k.1 .0, i as u32);
     }
 
     /// Takes ready child `i` with rank `k` out of the queue.
     #[inline]
     fn dequeue(&mut self, k: Key, i: usize) {
-        // The best child is the one most often taken: try the back first.
-        let at = match self.queue.last() {
-            Some(&(q, _)) if q == k => self.queue.len() - 1,
-            _ => self.queue.partition_point(|&(q, _)| q < k),
-        };
-        debug_assert!(
-            self.queue.get(at) == Some(&(k, i as u32)),
-            "queue out of step"
-        );
-        if at + 1 == self.queue.len() {
-            self.queue.pop();
-        } else if at < self.queue.len() {
-            self.queue.remove(at);
-        }
+        self.queue.remove(k.0, k.1 .0, i as u32);
     }
 
     /// Changes child `i`'s priority, keeping the queue.
@@ -748,19 +905,22 @@ impl<E> PrioSet<E> {
     }
 
     /// `set_run`'s update of `queue` and `on`: child `i` with rank `k` went
-    /// from `old` to `r`. Kept out of line so that small sets, which keep
-    /// no index, do not carry it.
-    #[inline(never)]
+    /// from `old` to `r`. Inlined: out of line its call costs as much as
+    /// its work (small sets, which keep no index, skip it at one branch).
+    #[inline(always)]
     fn reindex(&mut self, i: usize, old: Run, r: Run) {
         let e = self.kids.at(i).1;
         let k = Self::key(e);
         if r == Run::Ready {
-            // `since` only grows, so this bound holds after the caller
-            // moves it to now.
+            // Callers set `since` before making a child ready, so a child
+            // that waits from now lowers the floor no further than now.
             self.since_floor = self.since_floor.min(e.since);
         }
         match old {
-            Run::Ready => self.dequeue(k, i),
+            Run::Ready => {
+                self.left_since = self.left_since.min(e.since);
+                self.dequeue(k, i);
+            }
             Run::Running(c) => {
                 if let Some(slot) = self.on.get_mut(c.index()) {
                     if *slot == Some(i as u32) {
@@ -824,12 +984,8 @@ impl<E> PrioSet<E> {
             let e = self.kids.at(i).1;
             match e.run {
                 Run::Ready => {
-                    let k = Self::key(e);
-                    let at = self.queue.partition_point(|&(q, _)| q < k);
-                    if let Some(q) = self.queue.get_mut(at) {
-                        debug_assert_eq!(*q, (k, last as u32));
-                        q.1 = i as u32;
-                    }
+                    let (prio, seq) = (e.prio, e.seq);
+                    self.queue.renumber(prio, seq, last as u32, i as u32);
                 }
                 Run::Running(c) => {
                     if let Some(slot) = self.on.get_mut(c.index()) {
@@ -998,20 +1154,27 @@ impl<E> PrioSet<E> {
     /// Child `vp` asks for a processor: it joins the back of its priority.
     /// A request already withdrawn (the notification waited while this
     /// instance was busy; the release's notification follows) is ignored.
-    pub(crate) fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) -> Option<usize> {
+    /// Returns the child's index and its eager state before.
+    #[inline(always)]
+    pub(crate) fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) -> Option<(usize, Run)> {
         if ctx.vp_state(vp) != VpState::Ready {
             return None;
         }
         let i = self.kids.index_of(ctx, vp)?;
+        let before = self.kids.at(i).1.run;
         let seq = self.take_seq();
         let now = ctx.now();
         self.set_seq(i, seq);
-        self.set_run(i, Run::Ready);
+        // `since` before `set_run`, so that the floor it lowers is now
+        // rather than when the child was last ready: a stale floor would
+        // make `ts` look through every ready child for a boost due.
         self.kids.at_mut(i).1.since = now;
-        Some(i)
+        self.set_run(i, Run::Ready);
+        Some((i, before))
     }
 
     /// Child `vp` stopped asking; its processor, if any, is free.
+    #[inline(always)]
     pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) -> Option<usize> {
         let i = self.kids.index_of(ctx, vp)?;
         self.set_run(i, Run::Waiting);
@@ -1040,6 +1203,9 @@ impl<E> PrioSet<E> {
                     VpState::Running(c) if c == cpu => self.preempt(ctx, i, reason, false),
                     // The grant to it never took effect: it is simply ready.
                     VpState::Ready => {
+                        // It rejoins the queue with its old `since`: as
+                        // far as `left_since` can tell, anything changed.
+                        self.left_since = Instant(0);
                         self.set_run(i, Run::Ready);
                         let e = self.kids.at_mut(i).1;
                         self.busy -= e.busy as usize;
@@ -1069,7 +1235,7 @@ impl<E> PrioSet<E> {
     #[inline]
     pub(crate) fn ready_kids(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
         debug_assert!(self.indexed);
-        self.queue.iter().map(|&(_, i)| i as usize)
+        self.queue.iter().map(|i| i as usize)
     }
 
     /// The child running on `cpu` (as planned).
@@ -1113,8 +1279,9 @@ impl<E> PrioSet<E> {
             let seq = self.take_seq();
             self.set_seq(i, seq);
         }
-        let vp = self.set_run(i, Run::Ready);
+        // `since` first, as in `request`.
         self.kids.at_mut(i).1.since = ctx.now();
+        let vp = self.set_run(i, Run::Ready);
         // Revocations come first in a hook's actions (see above), and
         // nothing else is queued while planning: queue it at once.
         ctx.revoke(vp, reason);
@@ -1149,20 +1316,30 @@ impl<E> PrioSet<E> {
     /// [`PrioSet::extremes`] from the index.
     #[inline(never)]
     fn extremes_indexed(&self) -> (Option<usize>, Option<usize>) {
-        let usable = |i: usize| self.busy == 0 || !self.kids.at(i).1.busy;
-        let best = self.ready_kids().rev().find(|&i| usable(i));
-        let mut worst: Option<(usize, Key)> = None;
+        // With nothing unsettled (the usual case) the best is the back of
+        // the queue and every running child counts.
+        let best = if self.busy == 0 {
+            self.queue.best().map(|i| i as usize)
+        } else {
+            self.ready_kids().rev().find(|&i| !self.kids.at(i).1.busy)
+        };
+        let mut worst: Option<usize> = None;
         if self.running > 0 {
-            for i in self.running_kids() {
-                if usable(i) {
-                    let k = Self::key(self.kids.at(i).1);
-                    if worst.is_none_or(|(_, w)| k < w) {
-                        worst = Some((i, k));
-                    }
+            let mut least: Key = (i64::MAX, std::cmp::Reverse(0));
+            for &slot in &self.on {
+                let Some(i) = slot else { continue };
+                let e = self.kids.at(i as usize).1;
+                if self.busy != 0 && e.busy {
+                    continue;
+                }
+                let k = Self::key(e);
+                if worst.is_none() || k < least {
+                    worst = Some(i as usize);
+                    least = k;
                 }
             }
         }
-        let found = (best, worst.map(|(i, _)| i));
+        let found = (best, worst);
         #[cfg(debug_assertions)]
         assert_eq!(found, self.extremes_by_scan(), "queue out of step");
         found
@@ -1173,7 +1350,7 @@ impl<E> PrioSet<E> {
     #[inline]
     fn extremes_by_scan(&self) -> (Option<usize>, Option<usize>) {
         if self.indexed {
-            debug_assert_eq!(self.queue.len(), self.ready);
+            debug_assert_eq!(self.queue.iter().count(), self.ready);
             debug_assert_eq!(self.on.iter().flatten().count(), self.running);
         }
         let rank = |e: &Entry<E>| (e.prio, std::cmp::Reverse(e.seq));
@@ -1212,6 +1389,8 @@ impl<E> PrioSet<E> {
     pub(crate) fn settle(&mut self, ctx: &mut Ctx<'_>) {
         if self.kids.len() == 1 && self.parents.view.len() == 1 {
             self.settle_single(ctx);
+        } else if self.indexed && self.busy == 0 {
+            self.settle_quiet(ctx);
         } else {
             self.rebalance(ctx);
             self.finish(ctx);
@@ -1284,6 +1463,88 @@ impl<E> PrioSet<E> {
             self.preempt(ctx, w, RevokeReason::Preempted, false);
             self.grant(b, cpu);
         }
+    }
+
+    /// [`PrioSet::rebalance`] then [`PrioSet::finish`] for an indexed set
+    /// with nothing unsettled (the usual case in a large instance): every
+    /// child is usable, so the best ready child is the queue's and the
+    /// worst running one the least of the processors' (the same choices as
+    /// `extremes`, without its general filtering), and the pass that gives
+    /// free held processors away also tells whether one stays unused, so
+    /// `finish` looks for processors to release only then.
+    #[inline(always)]
+    fn settle_quiet(&mut self, ctx: &mut Ctx<'_>) {
+        let idle = self.rebalance_quiet(ctx);
+        let unserved = self.ready;
+        self.parents.ask_at_most(ctx, unserved);
+        if idle {
+            let on = &self.on;
+            self.parents
+                .release_idle(ctx, |c| on.get(c.index()).is_some_and(Option::is_some));
+        }
+        for &(vp, cpu) in &self.grants {
+            ctx.grant(vp, cpu);
+        }
+        self.grants.clear();
+        self.parents.ask_at_least(ctx, unserved);
+    }
+
+    /// `rebalance` for `settle_quiet`; returns whether a held processor
+    /// may have been left without a child (preempting moves a processor
+    /// from one child to another, so only the first pass can leave one).
+    #[inline(always)]
+    fn rebalance_quiet(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let mut idle = false;
+        if self.parents.held > 0 {
+            for k in 0..self.parents.view.len() {
+                let Run::Running(cpu) = self.parents.view[k] else {
+                    continue;
+                };
+                if self.on.get(cpu.index()).copied().flatten().is_none() {
+                    match self.queue.best() {
+                        Some(i) => self.grant(i as usize, cpu),
+                        None => {
+                            idle = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if self.running == 0 {
+            return idle;
+        }
+        while let Some(b) = self.queue.best() {
+            let b = b as usize;
+            // The least running child by rank (priority, then latest
+            // queued), as `extremes_indexed`.
+            let mut worst: Option<(usize, Key)> = None;
+            for &slot in &self.on {
+                let Some(i) = slot else { continue };
+                let k = Self::key(self.kids.at(i as usize).1);
+                if worst.is_none_or(|(_, w)| k < w) {
+                    worst = Some((i as usize, k));
+                }
+            }
+            #[cfg(debug_assertions)]
+            assert_eq!(
+                (Some(b), worst.map(|(i, _)| i)),
+                self.extremes_by_scan(),
+                "queue out of step"
+            );
+            let Some((w, (wprio, _))) = worst else {
+                break;
+            };
+            if self.kids.at(b).1.prio <= wprio {
+                break;
+            }
+            let Some(cpu) = self.kids.at(w).1.run.cpu() else {
+                break;
+            };
+            self.preempt(ctx, w, RevokeReason::Preempted, false);
+            self.grant(b, cpu);
+        }
+        idle
     }
 
     /// Queues the rest of the planned actions (parent releases, grants,
@@ -1390,7 +1651,7 @@ impl<E> PrioSet<E> {
             }
         }
         want.sort_unstable();
-        if want != self.queue {
+        if !want.iter().copied().eq(self.queue.iter_keys()) {
             return Err("the ready queue is out of step with the children".into());
         }
         if self.on.iter().flatten().count() != self.running {

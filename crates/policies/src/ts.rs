@@ -138,6 +138,33 @@ pub struct Ts {
     starvation: Option<Duration>,
     /// Scratch list of (queue position, child) for `on_clock`.
     expiring: Vec<(u64, VpId)>,
+    /// The earliest boost due among the ready children, as `arm` last
+    /// found it by a pass over them (indexed sets only).
+    boost: BoostMemo,
+}
+
+/// `arm`'s memory of the earliest starvation boost due, so that it need not
+/// look through every ready child on each request and release.
+///
+/// The earliest boost due is `min(since) + starvation` over the ready
+/// children that can be boosted. A pass at time `t` finds it. It stays
+/// exact while the children that left the ready queue since all had
+/// boosts due after it (`PrioSet::left_since`: none of them was the
+/// earliest), and no ready child's `since`, `boosted` or `base` changes,
+/// except for children that join the queue: they join with `since` now,
+/// no earlier than `t`, so their boosts come no earlier than
+/// `t + starvation`, which is no earlier than the remembered one (every
+/// child in the pass had `since` at most `t`), unless there was none. So
+/// the memo is used only when it holds a boost. A child that rejoins with
+/// an older `since` (a revoked grant that never took effect) sets
+/// `left_since` to zero; the hooks that change `boosted`, `base` or a
+/// ready child's `since` otherwise (`timer`, `msg`, a request from a child
+/// already ready) forget the memo.
+#[derive(Debug, Clone, Copy)]
+struct BoostMemo {
+    valid: bool,
+    /// The earliest boost due, `Instant::NEVER` for none.
+    at: Instant,
 }
 
 impl Ts {
@@ -181,6 +208,10 @@ impl Ts {
             quantum,
             starvation,
             expiring: Vec::new(),
+            boost: BoostMemo {
+                valid: false,
+                at: Instant::NEVER,
+            },
         })
     }
 
@@ -331,17 +362,43 @@ impl Ts {
             if let Some(s) = self.starvation {
                 // Every ready child's boost is at or after the floor's, so
                 // only look when that could come first; then make the floor
-                // exact.
+                // exact and remember the earliest boost (see `BoostMemo`).
                 if self.set.since_floor() + s < next {
-                    let mut floor = Instant::NEVER;
-                    for i in self.set.ready_kids() {
-                        let e = self.set.kids.at(i).1;
-                        floor = floor.min(e.since);
-                        if !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
-                            next = next.min(e.since + s);
+                    let memo = self.boost;
+                    if memo.valid
+                        && memo.at != Instant::NEVER
+                        && self.set.left_since() + s > memo.at
+                    {
+                        #[cfg(debug_assertions)]
+                        {
+                            let exact = self
+                                .set
+                                .ready_kids()
+                                .map(|i| self.set.kids.at(i).1)
+                                .filter(|e| !e.extra.boosted && e.extra.base < BOOST_PRIORITY)
+                                .map(|e| e.since + s)
+                                .min();
+                            assert_eq!(exact, Some(memo.at), "boost memo out of step");
                         }
+                        next = next.min(memo.at);
+                    } else {
+                        let mut floor = Instant::NEVER;
+                        let mut boost = Instant::NEVER;
+                        for i in self.set.ready_kids() {
+                            let e = self.set.kids.at(i).1;
+                            floor = floor.min(e.since);
+                            if !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
+                                boost = boost.min(e.since + s);
+                            }
+                        }
+                        next = next.min(boost);
+                        self.set.set_since_floor(floor);
+                        self.set.forget_left();
+                        self.boost = BoostMemo {
+                            valid: true,
+                            at: boost,
+                        };
                     }
-                    self.set.set_since_floor(floor);
                 }
             }
         } else {
@@ -419,7 +476,11 @@ impl Policy for Ts {
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        if let Some(i) = self.set.request(ctx, vp) {
+        if let Some((i, before)) = self.set.request(ctx, vp) {
+            if before == Run::Ready {
+                // A ready child's `since` moved later (see `BoostMemo`).
+                self.boost.valid = false;
+            }
             self.unboost(i);
             self.fresh_quantum(ctx, i);
         }
@@ -463,6 +524,8 @@ impl Policy for Ts {
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
+        // Boosts change ready children.
+        self.boost.valid = false;
         self.set.begin(ctx);
         self.on_clock(ctx);
         self.settle(ctx);
@@ -482,6 +545,7 @@ impl Policy for Ts {
         let Some(base) = Self::priority(params)? else {
             return Ok(());
         };
+        self.boost.valid = false;
         let e = self.set.kids.at_mut(i).1;
         e.extra.base = base;
         if !e.extra.boosted || base >= BOOST_PRIORITY {
@@ -511,10 +575,13 @@ impl Policy for Ts {
 }
 
 /// Arms the instance timer for `next`, or disarms it for `Instant::NEVER`.
-/// Re-arming at the armed time changes nothing, so there is no need to ask
-/// first.
 #[inline(always)]
 fn set_timer(ctx: &mut Ctx<'_>, next: Instant) {
+    // Re-arming at the armed time would change nothing: asking first is
+    // cheaper than the timer heap's own check at its root.
+    if ctx.timer().unwrap_or(Instant::NEVER) == next {
+        return;
+    }
     if next == Instant::NEVER {
         ctx.cancel_timer();
     } else {
@@ -649,6 +716,66 @@ mod tests {
                 format!("{} {out}", e.at)
             })
             .collect()
+    }
+
+    /// A large (indexed) round-robin instance on two processors whose
+    /// children block and wake often while others starve: `arm`'s boost
+    /// memo is checked against a pass over the ready children at every use
+    /// (a debug assertion), and the run must reach the paths that use it.
+    #[test]
+    fn boost_memo_matches_a_pass_over_the_ready_children() {
+        let mut hsi = Hsi::new(2);
+        hsi.set_checking(true);
+        hsi.set_tracing(true);
+        let top = vec![ParentLink {
+            parent: ParentRef::Top {
+                cpus: vec![CpuId(0), CpuId(1)],
+            },
+            params: Params::new(),
+        }];
+        let t0 = Instant(0);
+        let ts = hsi.create_instance(t0, "ts", policy("rr"), top).unwrap();
+        // Priorities 10 run first; the 8s starve until boosted; a 20 is
+        // never boosted.
+        let prios = [10, 10, 10, 8, 8, 8, 8, 8, 8, 8, 20, 10];
+        let threads: Vec<ThreadId> = prios
+            .iter()
+            .enumerate()
+            .map(|(k, &p)| {
+                let params = Params::new().with("priority", ParamValue::Int(p));
+                hsi.create_thread(t0, &format!("t{k}"), ts, params).unwrap()
+            })
+            .collect();
+        for &t in &threads[..10] {
+            hsi.wake(t0, t).unwrap();
+        }
+        // Every 150 us one thread blocks and another wakes, in a fixed
+        // rotation, between the timers' quantum ends and boosts.
+        let mut awake: Vec<bool> = (0..threads.len()).map(|k| k < 10).collect();
+        let mut now = t0;
+        let mut step = 0usize;
+        while now < us(60_000) {
+            let tick = now + hsched_core::Duration::from_micros(150);
+            while let Some(at) = hsi.next_timer().filter(|&at| at <= tick) {
+                hsi.fire_timers(at).unwrap();
+            }
+            now = tick;
+            step += 1;
+            let k = (step * 7) % threads.len();
+            if awake[k] {
+                hsi.block(now, threads[k]).unwrap();
+            } else {
+                hsi.wake(now, threads[k]).unwrap();
+            }
+            awake[k] = !awake[k];
+        }
+        let mut trace: Vec<TraceEvent> = Vec::new();
+        hsi.drain_trace(&mut trace);
+        let boosts = trace
+            .iter()
+            .filter(|e| format!("{:?}", e.kind).contains("starvation boost"))
+            .count();
+        assert!(boosts > 20, "{boosts} boosts");
     }
 
     #[test]
