@@ -63,11 +63,28 @@ impl Timers {
     /// Arms (or re-arms) `inst`'s timer; `NEVER` disarms it.
     #[inline]
     pub fn set(&mut self, inst: InstanceId, at: Instant) {
-        // The common re-arm: a later deadline for an entry below the root.
         if let Some(s) = self.slots.get_mut(inst.index()) {
+            // Unchanged: a no-op. An armed entry is in the heap (`pos` is
+            // cleared only once `due` is `NEVER`) with a key at most `due`
+            // and equal to it at the root, except for a root disarmed by
+            // `disarm_first`, whose `due` is `NEVER`: that only matches
+            // `at == NEVER`, and disarming a disarmed timer does nothing.
+            if s.due == at {
+                return;
+            }
+            // The common re-arm: a later deadline. Below the root the key
+            // stays (lazily correct); the root moves down at once.
             let p = s.pos;
-            if p != ABSENT && p != 0 && at != Instant::NEVER && at >= self.heap[p as usize].0 {
+            if p != ABSENT && at != Instant::NEVER && at >= self.heap[p as usize].0 {
                 s.due = at;
+                if p == 0 {
+                    // The root moved later: the first step of `settle`,
+                    // without its checks, then `settle` for a stale entry
+                    // that may have come up.
+                    self.heap[0].0 = at;
+                    self.down(0);
+                    self.settle();
+                }
                 return;
             }
         }
@@ -241,6 +258,53 @@ mod tests {
             assert_eq!(t.get(InstanceId(inst as u32)), model[inst]);
             assert!(t.heap.len() <= model.len());
         }
+    }
+
+    #[test]
+    fn rearming_at_the_armed_time_changes_nothing() {
+        let mut t = Timers::default();
+        for i in 0..8u32 {
+            t.set(InstanceId(i), Instant(100 + u64::from(i) * 10));
+        }
+        // A stale key below the root.
+        t.set(InstanceId(3), Instant(500));
+        let heap = t.heap.clone();
+        let pos: Vec<u32> = t.slots.iter().map(|s| s.pos).collect();
+        for i in 0..8u32 {
+            let at = t.get(InstanceId(i)).expect("armed");
+            t.set(InstanceId(i), at);
+        }
+        assert_eq!(t.heap, heap);
+        assert_eq!(t.slots.iter().map(|s| s.pos).collect::<Vec<_>>(), pos);
+        // The firing root, re-armed at the deadline it fired at, is armed.
+        t.disarm_first();
+        t.set(InstanceId(0), Instant(100));
+        t.settle();
+        assert_eq!(t.first(), Some((Instant(100), InstanceId(0))));
+        // The root moved later goes down at once; a second disarm is a no-op.
+        t.set(InstanceId(0), Instant(135));
+        assert_eq!(t.first(), Some((Instant(110), InstanceId(1))));
+        t.set(InstanceId(5), Instant::NEVER);
+        t.set(InstanceId(5), Instant::NEVER);
+        assert_eq!(t.get(InstanceId(5)), None);
+        let mut fired = Vec::new();
+        while let Some((at, inst)) = t.first() {
+            t.disarm_first();
+            t.settle();
+            fired.push((at.0, inst.0));
+        }
+        assert_eq!(
+            fired,
+            [
+                (110, 1),
+                (120, 2),
+                (135, 0),
+                (140, 4),
+                (160, 6),
+                (170, 7),
+                (500, 3)
+            ]
+        );
     }
 
     #[test]

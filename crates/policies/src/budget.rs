@@ -233,6 +233,7 @@ impl<R: Rules> Budgets<R> {
 
     /// Charges the running child and reconciles with what happened while
     /// the instance was busy. Run first in every hook that may act.
+    #[inline]
     pub(crate) fn catch_up(&mut self, ctx: &mut Ctx<'_>) {
         self.charge(ctx);
         self.sync(ctx);
@@ -255,9 +256,14 @@ impl<R: Rules> Budgets<R> {
         self.catch_up(ctx);
         // Stale when the child has asked again since.
         if ctx.vp_state(vp) == VpState::Waiting {
-            self.remove_eligible(ctx, vp);
             if let Some(c) = self.children.get_mut(ctx, vp) {
-                R::slot_mut(c).event = 0;
+                let key = Self::key_of(c);
+                let s = R::slot_mut(c);
+                s.event = 0;
+                if s.eligible {
+                    s.eligible = false;
+                    self.eligible.remove(key);
+                }
             }
         }
         self.due_events(ctx);
@@ -288,6 +294,7 @@ impl<R: Rules> Budgets<R> {
     }
 
     /// Charges the running child for the time since its last charge.
+    #[inline]
     fn charge(&mut self, ctx: &Ctx<'_>) {
         let Some(r) = self.running.as_mut() else {
             return;
@@ -309,16 +316,29 @@ impl<R: Rules> Budgets<R> {
         }
     }
 
-    fn push_event(&mut self, ctx: &Ctx<'_>, vp: VpId) {
+    /// Pushes the child's next replenishment (at its deadline) and, when
+    /// `eligible`, puts it in the eligible set as `add_eligible` does.
+    #[inline]
+    fn push_event_and_queue(&mut self, ctx: &Ctx<'_>, vp: VpId, eligible: bool) {
         let seq = self.next_seq;
         self.next_seq += 1;
         let Some(c) = self.children.get_mut(ctx, vp) else {
             return;
         };
+        let key = Self::key_of(c);
         let s = R::slot_mut(c);
         s.event = seq;
         self.events.push(Reverse((s.deadline, seq, vp)));
-        // Stale entries are dropped lazily; rebuild when they dominate.
+        if eligible && !s.eligible && s.budget > Duration::ZERO {
+            s.eligible = true;
+            self.eligible.insert(key, vp);
+        }
+        self.prune_events(ctx);
+    }
+
+    /// Stale entries are dropped lazily; rebuild when they dominate.
+    #[inline]
+    fn prune_events(&mut self, ctx: &Ctx<'_>) {
         if self.events.len() > 2 * self.children.len() + 32 {
             let children = &self.children;
             self.events.retain(|Reverse((_, s, v))| {
@@ -329,6 +349,7 @@ impl<R: Rules> Budgets<R> {
         }
     }
 
+    #[inline]
     fn event_live(&self, ctx: &Ctx<'_>, seq: u64, vp: VpId) -> bool {
         self.children
             .get(ctx, vp)
@@ -338,6 +359,7 @@ impl<R: Rules> Budgets<R> {
     /// Puts a child with budget left in the eligible set. No state check:
     /// also used for a child just revoked, still `Running` in the VP table
     /// until the revocation applies and ready then.
+    #[inline]
     pub(crate) fn add_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
         if let Some(c) = self.children.get_mut(ctx, vp) {
             let key = Self::key_of(c);
@@ -350,6 +372,7 @@ impl<R: Rules> Budgets<R> {
     }
 
     /// Takes a child out of the eligible set.
+    #[inline]
     pub(crate) fn remove_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
         if let Some(c) = self.children.get_mut(ctx, vp) {
             let key = Self::key_of(c);
@@ -414,8 +437,10 @@ impl<R: Rules> Budgets<R> {
             });
         }
         self.rules.changed(c);
-        for e in notes {
-            ctx.event(e);
+        if !notes.is_empty() {
+            for e in notes {
+                ctx.event(e);
+            }
         }
     }
 
@@ -425,6 +450,7 @@ impl<R: Rules> Budgets<R> {
         let Some(c) = self.children.get_mut(ctx, vp) else {
             return;
         };
+        let seq = self.next_seq;
         if !R::slot(c).started {
             let period = self.rules.first_period(ctx, vp, c);
             let s = R::slot_mut(c);
@@ -436,14 +462,25 @@ impl<R: Rules> Budgets<R> {
             if ctx.tracing() {
                 ctx.event(PolicyEvent::Replenish { vp, budget });
             }
+            // `roll_period` does this itself; otherwise nothing the
+            // policy accounts for changed.
+            self.rules.changed(c);
         } else if now >= R::slot(c).deadline {
             self.roll_period(ctx, vp, false);
+            self.push_event_and_queue(ctx, vp, true);
+            return;
         }
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            self.rules.changed(c);
+        // `push_event_and_queue` on the entry at hand.
+        self.next_seq += 1;
+        let key = Self::key_of(c);
+        let s = R::slot_mut(c);
+        s.event = seq;
+        self.events.push(Reverse((s.deadline, seq, vp)));
+        if !s.eligible && s.budget > Duration::ZERO {
+            s.eligible = true;
+            self.eligible.insert(key, vp);
         }
-        self.push_event(ctx, vp);
-        self.add_eligible(ctx, vp);
+        self.prune_events(ctx);
     }
 
     /// Processes the replenishments due at or before now.
@@ -459,13 +496,10 @@ impl<R: Rules> Budgets<R> {
             }
             let runnable = ctx.vp_state(vp) != VpState::Waiting;
             self.roll_period(ctx, vp, runnable);
-            self.push_event(ctx, vp);
             let running = matches!(self.running, Some(r) if r.vp == vp);
             // A runnable child that is not running is ready, or was just
             // revoked (ready once the revocation applies).
-            if runnable && !running {
-                self.add_eligible(ctx, vp);
-            }
+            self.push_event_and_queue(ctx, vp, runnable && !running);
         }
     }
 
@@ -489,6 +523,7 @@ impl<R: Rules> Budgets<R> {
     /// actions are applied, so the parent may already have taken the
     /// processor back (revocation not yet delivered) or the running child
     /// may already have released.
+    #[inline]
     fn sync(&mut self, ctx: &mut Ctx<'_>) {
         let Some(cpu) = self.cpu else { return };
         if let Some(r) = self.running {
@@ -575,9 +610,30 @@ impl<R: Rules> Budgets<R> {
                 }
             }
         }
-        let want = usize::from(self.running.is_some() || !self.eligible.is_empty());
-        ctx.set_parent_demand(want);
+        let want = self.running.is_some() || !self.eligible.is_empty();
+        self.set_demand(ctx, want);
         self.arm(ctx);
+    }
+
+    /// `ctx.set_parent_demand(want)`, skipped where it provably does
+    /// nothing whatever this hook queued: with one parent VP, wanting it
+    /// while it is not waiting (it only requests waiting VPs), or not
+    /// wanting it while it is waiting or running (it only releases ready
+    /// ones). That is nearly every call, and the call scans the queue.
+    #[inline]
+    fn set_demand(&self, ctx: &mut Ctx<'_>, want: bool) {
+        if let [p] = *ctx.parent_vps() {
+            let waiting = ctx.vp_state(p) == VpState::Waiting;
+            let noop = if want {
+                !waiting
+            } else {
+                waiting || ctx.vp_cpu(p).is_some()
+            };
+            if noop {
+                return;
+            }
+        }
+        ctx.set_parent_demand(usize::from(want));
     }
 
     /// The end of child `vp`'s current period, once its period grid has
@@ -608,13 +664,9 @@ impl<R: Rules> Budgets<R> {
                 at = at.min(r.mark_at + slice);
             }
         }
-        if ctx.timer() != Some(at) {
-            if at == Instant::NEVER {
-                ctx.cancel_timer();
-            } else {
-                ctx.set_timer(at);
-            }
-        }
+        // Re-arming at the armed time (or disarming a disarmed timer) is
+        // a no-op in the HSI's timer heap, checked there in one lookup.
+        ctx.set_timer(at);
     }
 }
 
@@ -641,7 +693,14 @@ impl<K: Ord + Copy> Eligible<K> {
     /// Where `key` is, or would go.
     #[inline]
     fn position(&self, key: K) -> usize {
-        self.by_key_desc.partition_point(|&(k, _)| k > key)
+        let v = &self.by_key_desc;
+        // The set is usually a handful of entries: a scan is cheaper than
+        // the out-of-line binary search, with the same answer.
+        if v.len() <= 8 {
+            v.iter().take_while(|&&(k, _)| k > key).count()
+        } else {
+            v.partition_point(|&(k, _)| k > key)
+        }
     }
 
     /// Adds `vp` under `key`, which no entry has.

@@ -167,7 +167,15 @@ pub const CATCH_UP_GRANULARITY: Duration = Duration::from_micros(1);
 const UTIL_ONE: u128 = 1 << 32;
 
 fn util_fp(amount: Duration, period: Duration) -> u128 {
-    (amount.as_nanos() as u128 * UTIL_ONE).div_ceil(period.as_nanos().max(1) as u128)
+    let (a, p) = (amount.as_nanos(), period.as_nanos().max(1));
+    // Every amount under 2^32 ns (4.3 s) fits 64 bits once scaled, and a
+    // 64-bit division gives the same quotient as the 128-bit one, which is
+    // a library call; this runs at every period start.
+    if a < 1 << 32 {
+        (a << 32).div_ceil(p) as u128
+    } else {
+        (a as u128 * UTIL_ONE).div_ceil(p as u128)
+    }
 }
 
 fn fp_to_f64(u: u128) -> f64 {
@@ -320,7 +328,8 @@ struct Child {
     res: Reservation,
     /// An accepted change, applied at the next period start.
     pending: Option<Reservation>,
-    /// Net CPU time received at the start of this period (Rez-FB's `P`).
+    /// Net CPU time received at the start of this period (Rez-FB's `P`;
+    /// kept under Rez-FB only).
     recv_at_period: Duration,
     /// What this child adds to `Rez::load` now.
     counted: u128,
@@ -369,7 +378,9 @@ impl Rules for Edf {
             c.res = p;
             c.slot.amount = p.amount;
         }
-        c.recv_at_period = ctx.vp_received(vp);
+        if self.feedback() {
+            c.recv_at_period = ctx.vp_received(vp);
+        }
         c.res.period
     }
 
@@ -436,7 +447,9 @@ impl Rules for Edf {
         _skipped: u64,
         _period: Duration,
     ) {
-        c.recv_at_period = ctx.vp_received(vp);
+        if self.feedback() {
+            c.recv_at_period = ctx.vp_received(vp);
+        }
     }
 
     fn changed(&mut self, c: &mut Child) {
@@ -445,6 +458,12 @@ impl Rules for Edf {
 }
 
 impl Edf {
+    /// Whether this is Rez-FB, the only variant that reads `recv_at_period`.
+    #[inline]
+    fn feedback(&self) -> bool {
+        matches!(self.cfg.variant, Variant::Feedback { .. })
+    }
+
     /// Brings `load` up to date after a change of a child's reservation.
     fn recount(&mut self, c: &mut Child) {
         let now = c.committed();
@@ -709,5 +728,32 @@ impl Policy for Rez {
             s.push_str(&format!(" gain={gain}"));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 64-bit path of `util_fp` against the plain 128-bit formula,
+    /// around its boundary and at the extremes.
+    #[test]
+    fn util_fp_matches_the_128_bit_formula() {
+        let amounts = [1, 999, 1_000_000, (1 << 32) - 1, 1 << 32, u64::MAX];
+        let periods = [0, 1, 3, 20_000_000, (1 << 32) + 7, u64::MAX];
+        for &a in &amounts {
+            for &p in &periods {
+                let plain = (u128::from(a) * UTIL_ONE).div_ceil(u128::from(p.max(1)));
+                assert_eq!(
+                    util_fp(Duration::from_nanos(a), Duration::from_nanos(p)),
+                    plain,
+                    "amount {a} period {p}"
+                );
+            }
+        }
+        assert_eq!(
+            util_fp(Duration::from_millis(1), Duration::from_millis(20)),
+            214_748_365
+        );
     }
 }
