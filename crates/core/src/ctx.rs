@@ -230,7 +230,27 @@ impl<'a> Ctx<'a> {
     /// are never released here: a policy releases those itself when it has
     /// nothing to run on that processor. Actions this hook already queued
     /// are taken into account.
+    #[inline]
     pub fn set_parent_demand(&mut self, want: usize) {
+        // One parent VP, the usual case: only a waiting VP can be requested
+        // and only a ready one released, so its state alone often shows
+        // there is nothing to do, without a look at the queued actions.
+        if let [vp] = *self.parent_vps() {
+            let act = match self.vp_state(vp) {
+                VpState::Waiting => want > 0,
+                VpState::Ready => want == 0,
+                VpState::Running(_) => false,
+            };
+            if !act {
+                return;
+            }
+        }
+        self.match_parent_demand(want);
+    }
+
+    /// [`Ctx::set_parent_demand`] past its shortcut.
+    #[inline(never)]
+    fn match_parent_demand(&mut self, want: usize) {
         let n = self.parent_vps().len();
         let mut active = 0;
         for k in 0..n {

@@ -611,29 +611,8 @@ impl<R: Rules> Budgets<R> {
             }
         }
         let want = self.running.is_some() || !self.eligible.is_empty();
-        self.set_demand(ctx, want);
-        self.arm(ctx);
-    }
-
-    /// `ctx.set_parent_demand(want)`, skipped where it provably does
-    /// nothing whatever this hook queued: with one parent VP, wanting it
-    /// while it is not waiting (it only requests waiting VPs), or not
-    /// wanting it while it is waiting or running (it only releases ready
-    /// ones). That is nearly every call, and the call scans the queue.
-    #[inline]
-    fn set_demand(&self, ctx: &mut Ctx<'_>, want: bool) {
-        if let [p] = *ctx.parent_vps() {
-            let waiting = ctx.vp_state(p) == VpState::Waiting;
-            let noop = if want {
-                !waiting
-            } else {
-                waiting || ctx.vp_cpu(p).is_some()
-            };
-            if noop {
-                return;
-            }
-        }
         ctx.set_parent_demand(usize::from(want));
+        self.arm(ctx);
     }
 
     /// The end of child `vp`'s current period, once its period grid has
