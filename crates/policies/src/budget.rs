@@ -257,13 +257,8 @@ impl<R: Rules> Budgets<R> {
         // Stale when the child has asked again since.
         if ctx.vp_state(vp) == VpState::Waiting {
             if let Some(c) = self.children.get_mut(ctx, vp) {
-                let key = Self::key_of(c);
-                let s = R::slot_mut(c);
-                s.event = 0;
-                if s.eligible {
-                    s.eligible = false;
-                    self.eligible.remove(key);
-                }
+                R::slot_mut(c).event = 0;
+                Self::leave(&mut self.eligible, c);
             }
         }
         self.due_events(ctx);
@@ -325,13 +320,10 @@ impl<R: Rules> Budgets<R> {
         let Some(c) = self.children.get_mut(ctx, vp) else {
             return;
         };
-        let key = Self::key_of(c);
-        let s = R::slot_mut(c);
-        s.event = seq;
-        self.events.push(Reverse((s.deadline, seq, vp)));
-        if eligible && !s.eligible && s.budget > Duration::ZERO {
-            s.eligible = true;
-            self.eligible.insert(key, vp);
+        R::slot_mut(c).event = seq;
+        self.events.push(Reverse((R::slot(c).deadline, seq, vp)));
+        if eligible {
+            Self::enter(&mut self.eligible, c, vp);
         }
         self.prune_events(ctx);
     }
@@ -362,12 +354,7 @@ impl<R: Rules> Budgets<R> {
     #[inline]
     pub(crate) fn add_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
         if let Some(c) = self.children.get_mut(ctx, vp) {
-            let key = Self::key_of(c);
-            let s = R::slot_mut(c);
-            if !s.eligible && s.budget > Duration::ZERO {
-                s.eligible = true;
-                self.eligible.insert(key, vp);
-            }
+            Self::enter(&mut self.eligible, c, vp);
         }
     }
 
@@ -375,12 +362,29 @@ impl<R: Rules> Budgets<R> {
     #[inline]
     pub(crate) fn remove_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
         if let Some(c) = self.children.get_mut(ctx, vp) {
-            let key = Self::key_of(c);
-            let s = R::slot_mut(c);
-            if s.eligible {
-                s.eligible = false;
-                self.eligible.remove(key);
-            }
+            Self::leave(&mut self.eligible, c);
+        }
+    }
+
+    /// [`Budgets::add_eligible`] for child `c` (`vp`), already looked up.
+    #[inline(always)]
+    fn enter(set: &mut Eligible<(R::Key, u64)>, c: &mut R::Child, vp: VpId) {
+        let key = Self::key_of(c);
+        let s = R::slot_mut(c);
+        if !s.eligible && s.budget > Duration::ZERO {
+            s.eligible = true;
+            set.insert(key, vp);
+        }
+    }
+
+    /// [`Budgets::remove_eligible`] for child `c`, already looked up.
+    #[inline(always)]
+    fn leave(set: &mut Eligible<(R::Key, u64)>, c: &mut R::Child) {
+        let key = Self::key_of(c);
+        let s = R::slot_mut(c);
+        if s.eligible {
+            s.eligible = false;
+            set.remove(key);
         }
     }
 
@@ -437,10 +441,8 @@ impl<R: Rules> Budgets<R> {
             });
         }
         self.rules.changed(c);
-        if !notes.is_empty() {
-            for e in notes {
-                ctx.event(e);
-            }
+        for e in notes {
+            ctx.event(e);
         }
     }
 
@@ -472,14 +474,9 @@ impl<R: Rules> Budgets<R> {
         }
         // `push_event_and_queue` on the entry at hand.
         self.next_seq += 1;
-        let key = Self::key_of(c);
-        let s = R::slot_mut(c);
-        s.event = seq;
-        self.events.push(Reverse((s.deadline, seq, vp)));
-        if !s.eligible && s.budget > Duration::ZERO {
-            s.eligible = true;
-            self.eligible.insert(key, vp);
-        }
+        R::slot_mut(c).event = seq;
+        self.events.push(Reverse((R::slot(c).deadline, seq, vp)));
+        Self::enter(&mut self.eligible, c, vp);
         self.prune_events(ctx);
     }
 
@@ -610,8 +607,8 @@ impl<R: Rules> Budgets<R> {
                 }
             }
         }
-        let want = self.running.is_some() || !self.eligible.is_empty();
-        ctx.set_parent_demand(usize::from(want));
+        let want = usize::from(self.running.is_some() || !self.eligible.is_empty());
+        ctx.set_parent_demand(want);
         self.arm(ctx);
     }
 

@@ -1323,26 +1323,35 @@ impl<E> PrioSet<E> {
         } else {
             self.ready_kids().rev().find(|&i| !self.kids.at(i).1.busy)
         };
-        let mut worst: Option<usize> = None;
-        if self.running > 0 {
-            let mut least: Key = (i64::MAX, std::cmp::Reverse(0));
-            for &slot in &self.on {
-                let Some(i) = slot else { continue };
-                let e = self.kids.at(i as usize).1;
-                if self.busy != 0 && e.busy {
-                    continue;
-                }
-                let k = Self::key(e);
-                if worst.is_none() || k < least {
-                    worst = Some(i as usize);
-                    least = k;
-                }
-            }
-        }
+        let worst = if self.running > 0 {
+            self.least_running(|e| self.busy == 0 || !e.busy)
+                .map(|(i, _)| i)
+        } else {
+            None
+        };
         let found = (best, worst);
         #[cfg(debug_assertions)]
         assert_eq!(found, self.extremes_by_scan(), "queue out of step");
         found
+    }
+
+    /// The running child of least rank (priority, then latest queued)
+    /// among those `usable`, from the processors' index, with its rank.
+    #[inline(always)]
+    fn least_running(&self, usable: impl Fn(&Entry<E>) -> bool) -> Option<(usize, Key)> {
+        let mut worst: Option<(usize, Key)> = None;
+        for &slot in &self.on {
+            let Some(i) = slot else { continue };
+            let e = self.kids.at(i as usize).1;
+            if !usable(e) {
+                continue;
+            }
+            let k = Self::key(e);
+            if worst.is_none_or(|(_, w)| k < w) {
+                worst = Some((i as usize, k));
+            }
+        }
+        worst
     }
 
     /// [`PrioSet::extremes`] by a pass over every child (small sets, and
@@ -1516,16 +1525,7 @@ impl<E> PrioSet<E> {
         }
         while let Some(b) = self.queue.best() {
             let b = b as usize;
-            // The least running child by rank (priority, then latest
-            // queued), as `extremes_indexed`.
-            let mut worst: Option<(usize, Key)> = None;
-            for &slot in &self.on {
-                let Some(i) = slot else { continue };
-                let k = Self::key(self.kids.at(i as usize).1);
-                if worst.is_none_or(|(_, w)| k < w) {
-                    worst = Some((i as usize, k));
-                }
-            }
+            let worst = self.least_running(|_| true);
             #[cfg(debug_assertions)]
             assert_eq!(
                 (Some(b), worst.map(|(i, _)| i)),
