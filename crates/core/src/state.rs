@@ -186,6 +186,19 @@ pub(crate) struct CpuSlot {
     pub stolen: Duration,
 }
 
+impl CpuSlot {
+    /// Lists this processor, `cpu`, among those `Hsi::drain_dispatch`
+    /// reports, once. Called with the slot already at hand, so that the
+    /// thread bookkeeping looks the processor up once.
+    #[inline]
+    fn mark_dirty(&mut self, cpu: CpuId, dirty_cpus: &mut Vec<CpuId>) {
+        if !self.dirty {
+            self.dirty = true;
+            dirty_cpus.push(cpu);
+        }
+    }
+}
+
 /// All tables, shared with `Ctx`.
 pub(crate) struct State {
     pub now: Instant,
@@ -309,36 +322,36 @@ impl State {
         let c = &mut self.cpus[cpu.index()];
         c.leaves += 1;
         c.running = Some(t);
-        self.mark_dirty(cpu);
+        c.mark_dirty(cpu, &mut self.dirty_cpus);
     }
 
     /// Thread `t`'s VP stopped running on `cpu`. Within one input a policy
     /// may grant a processor before revoking it from the thread that held
     /// it; the table then names whichever thread still runs there.
+    #[inline]
     pub fn thread_stopped(&mut self, cpu: CpuId, t: ThreadId) {
         let c = &mut self.cpus[cpu.index()];
         c.leaves = c.leaves.saturating_sub(1);
+        c.mark_dirty(cpu, &mut self.dirty_cpus);
         if c.running == Some(t) {
-            c.running = if c.leaves == 0 {
-                None
+            if c.leaves == 0 {
+                c.running = None;
             } else {
-                // Rare: an overlap is being resolved; find the other thread.
-                let vps = &self.vps;
-                self.threads.iter().enumerate().find_map(|(i, th)| {
-                    (th.live && i != t.index() && vps[th.vp.index()].state == VpState::Running(cpu))
-                        .then_some(ThreadId(i as u32))
-                })
-            };
+                self.other_thread_runs(cpu, t);
+            }
         }
-        self.mark_dirty(cpu);
     }
 
-    fn mark_dirty(&mut self, cpu: CpuId) {
-        let c = &mut self.cpus[cpu.index()];
-        if !c.dirty {
-            c.dirty = true;
-            self.dirty_cpus.push(cpu);
-        }
+    /// Rare: `t` stopped on `cpu` while another thread's VP still runs
+    /// there (an overlap is being resolved); finds that thread.
+    #[cold]
+    #[inline(never)]
+    fn other_thread_runs(&mut self, cpu: CpuId, t: ThreadId) {
+        let vps = &self.vps;
+        self.cpus[cpu.index()].running = self.threads.iter().enumerate().find_map(|(i, th)| {
+            (th.live && i != t.index() && vps[th.vp.index()].state == VpState::Running(cpu))
+                .then_some(ThreadId(i as u32))
+        });
     }
 
     pub fn node_name(&self, n: Node) -> String {

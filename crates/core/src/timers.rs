@@ -78,12 +78,7 @@ impl Timers {
             if p != ABSENT && at != Instant::NEVER && at >= self.heap[p as usize].0 {
                 s.due = at;
                 if p == 0 {
-                    // The root moved later: the first step of `settle`,
-                    // without its checks, then `settle` for a stale entry
-                    // that may have come up.
-                    self.heap[0].0 = at;
-                    self.down(0);
-                    self.settle();
+                    self.root_later(at);
                 }
                 return;
             }
@@ -134,9 +129,37 @@ impl Timers {
         }
     }
 
+    /// The root, armed, moved later to `at`: the first step of `settle`,
+    /// without its checks. The root usually still comes first (no child is
+    /// earlier), and then it is exact and nothing moves; otherwise it goes
+    /// down, and `settle` handles a stale entry that may have come up.
+    /// Kept out of line so that `set` stays small enough to be inlined.
+    #[inline(never)]
+    fn root_later(&mut self, at: Instant) {
+        self.heap[0].0 = at;
+        let root = self.heap[0];
+        let child_earlier = |i: usize| self.heap.get(i).is_some_and(|&c| c < root);
+        if child_earlier(1) || child_earlier(2) {
+            self.down(0);
+            self.settle();
+        }
+    }
+
     /// Makes the root exact: drops disarmed roots and moves stale ones to
     /// their deadline, until the root is an armed entry at its deadline.
+    /// The usual case, a root that already is exact, is checked inline.
+    #[inline]
     pub fn settle(&mut self) {
+        if let Some(&(key, inst)) = self.heap.first() {
+            if key != self.slots[inst.index()].due {
+                self.settle_slow();
+            }
+        }
+    }
+
+    /// [`Timers::settle`] once the root is known not to be exact.
+    #[inline(never)]
+    fn settle_slow(&mut self) {
         while let Some(&(key, inst)) = self.heap.first() {
             let due = self.slots[inst.index()].due;
             if key == due {
