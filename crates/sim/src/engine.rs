@@ -112,6 +112,88 @@ struct Cpu {
     stats: CpuReport,
 }
 
+impl Cpu {
+    /// Charges this processor from its last charge to `now`: stolen,
+    /// switching, busy or idle time, and the running thread's (in
+    /// `threads`) CPU time and remaining work. See [`Engine::settle`].
+    #[inline(always)]
+    fn charge(&mut self, threads: &mut [SimThread], now: u64) {
+        let dt = now - self.acct;
+        self.acct = now;
+        if self.stealing > 0 {
+            self.stats.stolen_ns += dt;
+            if let Some(i) = self.running {
+                threads[i as usize].stats.stolen_ns += dt;
+                self.pending_stolen += dt;
+            }
+        } else if let Some(i) = self.running {
+            let th = &mut threads[i as usize];
+            let s = self.switch_left.min(dt);
+            self.switch_left -= s;
+            self.stats.context_switch_ns += s;
+            th.stats.switch_ns += s;
+            let p = dt - s;
+            self.stats.busy_ns += p;
+            th.stats.cpu_ns += p;
+            if th.remaining != FOREVER {
+                th.remaining = th.remaining.saturating_sub(p);
+            }
+        } else {
+            self.stats.idle_ns += dt;
+        }
+    }
+
+    /// When the work of the running thread (in `threads`) is done, for a
+    /// processor charged up to `now`.
+    #[inline(always)]
+    fn done_time(&self, threads: &[SimThread], now: u64) -> u64 {
+        match self.running {
+            Some(i) if self.stealing == 0 => {
+                let r = threads[i as usize].remaining;
+                if r == FOREVER {
+                    NEVER
+                } else {
+                    now.saturating_add(self.switch_left).saturating_add(r)
+                }
+            }
+            _ => NEVER,
+        }
+    }
+
+    /// Takes its running thread `th` off this processor, charged up to
+    /// `now`, in the books (the caller draws the slice).
+    #[inline(always)]
+    fn take_off(&mut self, th: &mut SimThread, now: u64) {
+        self.running = None;
+        th.cpu = None;
+        if th.runnable {
+            th.stats.preemptions += 1;
+            th.waiting_since = Some(now);
+        }
+    }
+
+    /// Puts thread `i` (`th`) on this processor, number `c`, charged up to
+    /// `now`; a thread other than the last one costs `switch_cost` first.
+    #[inline(always)]
+    fn put_on(&mut self, c: usize, i: usize, th: &mut SimThread, now: u64, switch_cost: u64) {
+        self.running = Some(i as u32);
+        self.since = now;
+        if self.last != Some(i as u32) {
+            self.last = Some(i as u32);
+            self.switch_left = switch_cost;
+            self.stats.context_switches += 1;
+        }
+        th.cpu = Some(c as u32);
+        th.stats.switch_ins += 1;
+        if let Some(ws) = th.waiting_since.take() {
+            th.stats.max_gap = th.stats.max_gap.max(now - ws);
+        }
+        if let Some(w) = th.woke_at.take() {
+            th.stats.dispatch_latency.record(now - w);
+        }
+    }
+}
+
 struct SchedRec {
     name: String,
     policy: String,
@@ -498,50 +580,25 @@ impl<'h> Engine<'h> {
         }
     }
 
-    /// [`settle`](Self::settle) when there is time to charge.
+    /// [`settle`](Self::settle) when there is time to charge (inlined:
+    /// out of line, the call cost about a fifth of the work).
+    #[inline(always)]
     fn charge(&mut self, c: usize) {
-        let now = self.now;
-        let cpu = &mut self.cpus[c];
-        let dt = now - cpu.acct;
-        cpu.acct = now;
-        if cpu.stealing > 0 {
-            cpu.stats.stolen_ns += dt;
-            if let Some(i) = cpu.running {
-                self.threads[i as usize].stats.stolen_ns += dt;
-                cpu.pending_stolen += dt;
-            }
-        } else if let Some(i) = cpu.running {
-            let th = &mut self.threads[i as usize];
-            let s = cpu.switch_left.min(dt);
-            cpu.switch_left -= s;
-            cpu.stats.context_switch_ns += s;
-            th.stats.switch_ns += s;
-            let p = dt - s;
-            cpu.stats.busy_ns += p;
-            th.stats.cpu_ns += p;
-            if th.remaining != FOREVER {
-                th.remaining = th.remaining.saturating_sub(p);
-            }
-        } else {
-            cpu.stats.idle_ns += dt;
-        }
+        self.cpus[c].charge(&mut self.threads, self.now);
     }
 
+    /// Charges processor `c` and recomputes when its thread's work is done.
     #[inline]
     fn recompute_done(&mut self, c: usize) {
         self.settle(c);
-        let cpu = &self.cpus[c];
-        self.done_at[c] = match cpu.running {
-            Some(i) if cpu.stealing == 0 => {
-                let r = self.threads[i as usize].remaining;
-                if r == FOREVER {
-                    NEVER
-                } else {
-                    self.now.saturating_add(cpu.switch_left).saturating_add(r)
-                }
-            }
-            _ => NEVER,
-        };
+        self.set_done(c);
+    }
+
+    /// Recomputes when the work of processor `c`'s thread is done; the
+    /// processor is charged up to now.
+    #[inline(always)]
+    fn set_done(&mut self, c: usize) {
+        self.done_at[c] = self.cpus[c].done_time(&self.threads, self.now);
     }
 
     #[inline(never)]
@@ -612,7 +669,7 @@ impl<'h> Engine<'h> {
         }
         self.counts.fire_timers += 1;
         let r = self.hsi.fire_timers(Instant(self.now));
-        self.after_input(r, Input::Timers)
+        self.after_input(r, move || Input::Timers)
     }
 
     fn handle(&mut self, ev: Ev) -> Step {
@@ -641,11 +698,12 @@ impl<'h> Engine<'h> {
     // ----- HSI inputs ----------------------------------------------------
 
     /// Maps an HSI result to a `SimError`, then applies dispatch changes
-    /// and writes trace events.
+    /// and writes trace events. `input` names the input for the error; it
+    /// is a closure so that the common `Ok` path does not build it.
     #[inline(always)]
-    fn after_input(&mut self, r: Result<(), HsiError>, input: Input) -> Step {
+    fn after_input(&mut self, r: Result<(), HsiError>, input: impl FnOnce() -> Input) -> Step {
         if let Err(e) = r {
-            return Err(self.hsi_error(e, input));
+            return Err(self.hsi_error(e, input()));
         }
         if self.trace.is_some() {
             self.write_hsi_trace();
@@ -716,10 +774,14 @@ impl<'h> Engine<'h> {
         if let Some(t) = self.trace.as_mut() {
             t.track(PID_THREADS, i as u32, &th.name);
         }
-        self.after_input(Ok(()), Input::Thread(i, "creation"))?;
+        self.after_input(Ok(()), move || Input::Thread(i, "creation"))?;
         self.call_workload(i, Callback::Start)
     }
 
+    /// Thread `i` becomes runnable. Inlined, as [`block`](Self::block),
+    /// into the workload callbacks that ask for it: the call cost about a
+    /// tenth of the engine's part of the input.
+    #[inline(always)]
     fn wake(&mut self, i: usize) -> Step {
         let th = &mut self.threads[i];
         let Some(id) = th.id else { return Ok(()) };
@@ -729,7 +791,7 @@ impl<'h> Engine<'h> {
         th.stats.wakeups += 1;
         self.counts.wake += 1;
         let r = self.hsi.wake(Instant(self.now), id);
-        self.after_input(r, Input::Thread(i, "wake-up"))
+        self.after_input(r, move || Input::Thread(i, "wake-up"))
     }
 
     fn close_wait(&mut self, i: usize) {
@@ -741,6 +803,8 @@ impl<'h> Engine<'h> {
         th.woke_at = None;
     }
 
+    /// Thread `i` stops being runnable (inlined, see [`wake`](Self::wake)).
+    #[inline(always)]
     fn block(&mut self, i: usize) -> Step {
         self.close_wait(i);
         let th = &mut self.threads[i];
@@ -748,7 +812,7 @@ impl<'h> Engine<'h> {
         th.runnable = false;
         self.counts.block += 1;
         let r = self.hsi.block(Instant(self.now), id);
-        self.after_input(r, Input::Thread(i, "block"))
+        self.after_input(r, move || Input::Thread(i, "block"))
     }
 
     #[inline(never)]
@@ -762,7 +826,7 @@ impl<'h> Engine<'h> {
         th.last_parent = Some(self.hsi.thread_parent(id).index());
         self.counts.exit += 1;
         let r = self.hsi.exit(Instant(self.now), id);
-        self.after_input(r, Input::Thread(i, "exit"))
+        self.after_input(r, move || Input::Thread(i, "exit"))
     }
 
     #[inline(never)]
@@ -809,7 +873,7 @@ impl<'h> Engine<'h> {
                 }));
             }
         };
-        self.after_input(r, Input::Op(k))?;
+        self.after_input(r, move || Input::Op(k))?;
         self.refresh_schedulers();
         Ok(())
     }
@@ -829,83 +893,72 @@ impl<'h> Engine<'h> {
     fn apply_changes(&mut self) {
         if let [(cpu, new)] = self.changes[..] {
             // One change, the common case: the new thread cannot be on
-            // another processor (that one would have changed too).
+            // another processor (that one would have changed too). The
+            // processor and the threads are looked up once, on slices
+            // that calls cannot change, and the old slice is drawn last.
             let c = cpu.index();
-            if let Some(i) = self.cpus[c].running {
-                self.switch_out(c, i as usize);
+            let new = self.ours(new);
+            let (now, switch_cost) = (self.now, self.switch_cost);
+            let threads = &mut self.threads[..];
+            let cpu = &mut self.cpus[c];
+            if cpu.acct != now {
+                cpu.charge(threads, now);
             }
-            self.switch_in_thread(c, new);
-            self.recompute_done(c);
+            let (old, since) = (cpu.running, cpu.since);
+            if let Some(i) = old {
+                cpu.take_off(&mut threads[i as usize], now);
+            }
+            if let Some(i) = new {
+                cpu.put_on(c, i, &mut threads[i], now, switch_cost);
+            }
+            self.done_at[c] = cpu.done_time(threads, now);
+            if let Some(i) = old {
+                self.draw_run(c, i as usize, since);
+            }
             return;
         }
         // Take every changed processor's old thread off first, so a thread
         // that migrates is never on two processors in our books.
+        let now = self.now;
         for k in 0..self.changes.len() {
             let c = self.changes[k].0.index();
-            if let Some(i) = self.cpus[c].running {
-                self.switch_out(c, i as usize);
+            self.settle(c);
+            let cpu = &mut self.cpus[c];
+            if let Some(i) = cpu.running {
+                let since = cpu.since;
+                cpu.take_off(&mut self.threads[i as usize], now);
+                self.draw_run(c, i as usize, since);
             }
         }
         for k in 0..self.changes.len() {
             let (cpu, new) = self.changes[k];
             let c = cpu.index();
-            self.switch_in_thread(c, new);
-            self.recompute_done(c);
-        }
-    }
-
-    /// Puts HSI thread `new` on processor `c` if it is one of ours.
-    #[inline(always)]
-    fn switch_in_thread(&mut self, c: usize, new: Option<ThreadId>) {
-        if let Some(t) = new {
-            match self.by_id.get(t.index()) {
-                Some(&i) if i != u32::MAX => self.switch_in(c, i as usize),
-                _ => {}
+            if let Some(i) = self.ours(new) {
+                self.cpus[c].put_on(c, i, &mut self.threads[i], now, self.switch_cost);
             }
+            self.set_done(c);
         }
     }
 
+    /// Our index of HSI thread `t`, if it is one of ours.
     #[inline(always)]
-    fn switch_out(&mut self, c: usize, i: usize) {
-        self.settle(c);
-        let now = self.now;
-        let cpu = &mut self.cpus[c];
-        cpu.running = None;
-        let since = cpu.since;
-        let th = &mut self.threads[i];
-        th.cpu = None;
-        if th.runnable {
-            th.stats.preemptions += 1;
-            th.waiting_since = Some(now);
+    fn ours(&self, t: Option<ThreadId>) -> Option<usize> {
+        match self.by_id.get(t?.index()) {
+            Some(&i) if i != u32::MAX => Some(i as usize),
+            _ => None,
         }
+    }
+
+    /// Draws thread `i`'s slice on processor `c`, from `since` to now, in
+    /// the trace and the Gantt chart if they are written.
+    #[inline(always)]
+    fn draw_run(&mut self, c: usize, i: usize, since: u64) {
+        let now = self.now;
         if let Some(t) = self.trace.as_mut() {
-            t.slice(PID_CPUS, c as u32, &th.name, since, now, "");
+            t.slice(PID_CPUS, c as u32, &self.threads[i].name, since, now, "");
         }
         if let Some(g) = self.gantt.as_mut() {
             g.run(i as u32, c as u32, since, now);
-        }
-    }
-
-    #[inline(always)]
-    fn switch_in(&mut self, c: usize, i: usize) {
-        self.settle(c);
-        let now = self.now;
-        let cpu = &mut self.cpus[c];
-        cpu.running = Some(i as u32);
-        cpu.since = now;
-        if cpu.last != Some(i as u32) {
-            cpu.last = Some(i as u32);
-            cpu.switch_left = self.switch_cost;
-            cpu.stats.context_switches += 1;
-        }
-        let th = &mut self.threads[i];
-        th.cpu = Some(c as u32);
-        th.stats.switch_ins += 1;
-        if let Some(ws) = th.waiting_since.take() {
-            th.stats.max_gap = th.stats.max_gap.max(now - ws);
-        }
-        if let Some(w) = th.woke_at.take() {
-            th.stats.dispatch_latency.record(now - w);
         }
     }
 
@@ -1012,7 +1065,7 @@ impl<'h> Engine<'h> {
                     Err(HsiError::Op(_)) => self.shared.sent[i].1 += 1,
                     Err(e) => return Err(self.hsi_error(e, Input::Thread(i, "message"))),
                 }
-                self.after_input(Ok(()), Input::Thread(i, "message"))?;
+                self.after_input(Ok(()), move || Input::Thread(i, "message"))?;
             }
         }
         // Keep the allocation for the next callback.

@@ -92,15 +92,10 @@ impl Hist {
     /// to the observed range, so the figure never understates.
     pub fn quantile(&self, q: f64) -> u64 {
         let Some(counts) = &self.counts else { return 0 };
-        let rank = rank_of(q, self.n);
-        let mut seen = 0u64;
-        for (i, &c) in counts.iter().enumerate() {
-            seen += c as u64;
-            if seen >= rank {
-                return bucket_range(i).1.clamp(self.min, self.max);
-            }
+        match bucket_at_rank(counts, rank_of(q, self.n)) {
+            Some(i) => bucket_range(i).1.clamp(self.min, self.max),
+            None => self.max,
         }
-        self.max
     }
 
     /// Summary, or `None` when there are no samples.
@@ -121,6 +116,53 @@ impl Hist {
 fn rank_of(q: f64, n: u64) -> u64 {
     let r = (q * n as f64).ceil();
     (r as u64).clamp(1, n.max(1))
+}
+
+/// Buckets summed at once by [`bucket_at_rank`].
+const BLOCK: usize = 16;
+
+/// The first bucket at which the running count reaches `rank`, if any.
+/// Blocks of buckets that stay below it are passed with one sum each:
+/// most buckets are empty, and this keeps a report's percentiles (a scan
+/// each) cheap next to a short run.
+fn bucket_at_rank(counts: &[u32], rank: u64) -> Option<usize> {
+    let mut seen = 0u64;
+    for (b, block) in counts.chunks(BLOCK).enumerate() {
+        let sum: u64 = block.iter().map(|&c| u64::from(c)).sum();
+        if seen + sum < rank {
+            seen += sum;
+            continue;
+        }
+        for (k, &c) in block.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                return Some(b * BLOCK + k);
+            }
+        }
+    }
+    None
+}
+
+/// [`bucket_at_rank`] counting from the last bucket down.
+fn bucket_at_rank_from_top(counts: &[u32], rank: u64) -> Option<usize> {
+    let mut seen = 0u64;
+    let mut end = counts.len();
+    for block in counts.rchunks(BLOCK) {
+        let start = end - block.len();
+        let sum: u64 = block.iter().map(|&c| u64::from(c)).sum();
+        if seen + sum < rank {
+            seen += sum;
+            end = start;
+            continue;
+        }
+        for (k, &c) in block.iter().enumerate().rev() {
+            seen += u64::from(c);
+            if seen >= rank {
+                return Some(start + k);
+            }
+        }
+    }
+    None
 }
 
 /// A histogram of signed values (lateness): magnitudes of negative and of
@@ -177,29 +219,11 @@ impl SignedHist {
         let v = if rank <= self.neg.n {
             // Negative side, most negative first: walk magnitudes downwards.
             let counts = self.neg.counts.as_deref().unwrap_or(&[]);
-            let mut seen = 0u64;
-            let mut out = 0i64;
-            for i in (0..counts.len()).rev() {
-                seen += counts[i] as u64;
-                if seen >= rank {
-                    out = -(bucket_range(i).0 as i64);
-                    break;
-                }
-            }
-            out
+            bucket_at_rank_from_top(counts, rank).map_or(0, |i| -(bucket_range(i).0 as i64))
         } else {
-            let r = rank - self.neg.n;
             let counts = self.pos.counts.as_deref().unwrap_or(&[]);
-            let mut seen = 0u64;
-            let mut out = self.max;
-            for (i, &c) in counts.iter().enumerate() {
-                seen += c as u64;
-                if seen >= r {
-                    out = bucket_range(i).1.min(i64::MAX as u64) as i64;
-                    break;
-                }
-            }
-            out
+            bucket_at_rank(counts, rank - self.neg.n)
+                .map_or(self.max, |i| bucket_range(i).1.min(i64::MAX as u64) as i64)
         };
         v.clamp(self.min, self.max)
     }
@@ -338,6 +362,47 @@ mod tests {
         }
         assert_eq!(h.quantile(1.0), 10_000_000);
         assert_eq!(h.summary().unwrap().min, 1000);
+    }
+
+    #[test]
+    fn block_scans_find_the_bucket_a_plain_scan_finds() {
+        let plain_up = |counts: &[u32], rank: u64| {
+            let mut seen = 0u64;
+            (0..counts.len()).find(|&i| {
+                seen += counts[i] as u64;
+                seen >= rank
+            })
+        };
+        let plain_down = |counts: &[u32], rank: u64| {
+            let mut seen = 0u64;
+            (0..counts.len()).rev().find(|&i| {
+                seen += counts[i] as u64;
+                seen >= rank
+            })
+        };
+        let mut rng = crate::rng::Rng::new(5, 8);
+        for len in [0, 1, 15, 16, 17, 40, BUCKETS] {
+            for _ in 0..50 {
+                // Sparse counts, some of them large.
+                let counts: Vec<u32> = (0..len)
+                    .map(|_| match rng.below(10) {
+                        0 => rng.below(5) as u32,
+                        1 => u32::MAX - rng.below(3) as u32,
+                        _ => 0,
+                    })
+                    .collect();
+                let total: u64 = counts.iter().map(|&c| c as u64).sum();
+                for rank in [1, 2, total / 2, total.saturating_sub(1), total, total + 1] {
+                    for rank in [rank, rng.below(total + 2)] {
+                        assert_eq!(bucket_at_rank(&counts, rank), plain_up(&counts, rank));
+                        assert_eq!(
+                            bucket_at_rank_from_top(&counts, rank),
+                            plain_down(&counts, rank)
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

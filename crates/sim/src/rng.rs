@@ -106,7 +106,9 @@ impl Rng {
     /// Exponentially distributed with the given mean, rounded to whole
     /// nanoseconds.
     pub fn exp(&mut self, mean: u64) -> u64 {
-        let v = -(mean as f64) * ln(self.unit_open());
+        // A draw of `unit_open` is a normal number (at least 2⁻⁵³), so the
+        // special cases of `ln` cannot arise.
+        let v = -(mean as f64) * ln_normal(self.unit_open(), 0);
         to_u64(v)
     }
 
@@ -125,14 +127,12 @@ impl Rng {
 
 /// Rounds a non-negative float to nanoseconds, saturating; NaN and negative
 /// values give zero.
+#[inline]
 pub fn to_u64(v: f64) -> u64 {
-    if v.is_nan() || v <= 0.0 {
-        0
-    } else if v >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        (v + 0.5) as u64
-    }
+    // Rust's float-to-integer cast saturates and maps NaN to 0, and
+    // `v + 0.5` is below 1 for every `v <= 0` and at least 2⁶⁴ for every
+    // `v >= 2⁶⁴`, so the cast alone gives those cases too.
+    (v + 0.5) as u64
 }
 
 /// Natural logarithm of a positive normal number, from basic operations only
@@ -145,13 +145,18 @@ pub fn ln(x: f64) -> f64 {
     if x.is_infinite() {
         return x;
     }
-    let mut x = x;
-    let mut e: i64 = 0;
     // Subnormals: scale into the normal range first.
     if x < f64::MIN_POSITIVE {
-        x *= (1u64 << 54) as f64;
-        e -= 54;
+        ln_normal(x * (1u64 << 54) as f64, -54)
+    } else {
+        ln_normal(x, 0)
     }
+}
+
+/// `ln(x) + e·ln 2` for a positive normal `x` (what [`ln`] computes once
+/// it has ruled out the special cases).
+#[inline]
+fn ln_normal(x: f64, mut e: i64) -> f64 {
     let bits = x.to_bits();
     e += ((bits >> 52) & 0x7ff) as i64 - 1023;
     let mut m = f64::from_bits((bits & 0x000F_FFFF_FFFF_FFFF) | (1023u64 << 52));
@@ -216,6 +221,53 @@ mod tests {
         assert!(seen.iter().all(|&s| s));
         assert_eq!(r.between(5, 5), 5);
         assert_eq!(r.below(0), 0);
+    }
+
+    #[test]
+    fn rounding_and_exponential_draws_are_what_the_checked_versions_gave() {
+        // `to_u64` and `exp` as they were, with every special case tested.
+        fn old_to_u64(v: f64) -> u64 {
+            if v.is_nan() || v <= 0.0 {
+                0
+            } else if v >= u64::MAX as f64 {
+                u64::MAX
+            } else {
+                (v + 0.5) as u64
+            }
+        }
+        for v in [
+            f64::NAN,
+            f64::NEG_INFINITY,
+            -1e30,
+            -0.7,
+            -0.5,
+            -0.3,
+            -0.0,
+            0.0,
+            0.3,
+            0.5,
+            0.7,
+            1.5,
+            2.5,
+            1e18,
+            u64::MAX as f64 * 0.999_999,
+            u64::MAX as f64,
+            1e30,
+            f64::INFINITY,
+        ] {
+            assert_eq!(to_u64(v), old_to_u64(v), "{v}");
+        }
+        let (mut a, mut b) = (Rng::new(11, 3), Rng::new(11, 3));
+        for k in 0..20_000u64 {
+            let mean = [1, 1000, 30_000_000, u64::MAX / 3, u64::MAX][k as usize % 5];
+            let old = old_to_u64(-(mean as f64) * ln(b.unit_open()));
+            assert_eq!(a.exp(mean), old, "mean {mean}");
+        }
+        assert_eq!(ln_normal(1e-300, 0), ln(1e-300));
+        assert_eq!(ln(f64::MIN_POSITIVE / 8.0), {
+            let x = f64::MIN_POSITIVE / 8.0;
+            ln_normal(x * (1u64 << 54) as f64, -54)
+        });
     }
 
     #[test]
