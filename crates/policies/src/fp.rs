@@ -614,6 +614,12 @@ struct ReadyQueue {
     /// By priority, lowest first. A priority whose FIFO empties keeps it
     /// (the same few priorities come back), up to [`MAX_LEVELS`].
     levels: Vec<Level>,
+    /// Bit `k` set when `levels[k]`'s FIFO is not empty, so that the best
+    /// child is found with one bit scan instead of a look at every empty
+    /// priority above it (a boost's, a priority that ran dry). Only the
+    /// first 64 levels have a bit: with more (more than [`MAX_LEVELS`]
+    /// priorities ready at once) `best` looks at the levels instead.
+    nonempty: u64,
 }
 
 #[derive(Debug)]
@@ -623,8 +629,15 @@ struct Level {
     fifo: VecDeque<(u64, u32)>,
 }
 
-/// Priorities a [`ReadyQueue`] keeps before dropping its empty FIFOs.
-const MAX_LEVELS: usize = 64;
+/// Priorities a [`ReadyQueue`] keeps before dropping its empty FIFOs: as
+/// many as `nonempty` has bits.
+const MAX_LEVELS: usize = u64::BITS as usize;
+
+/// Level `k`'s bit in `ReadyQueue::nonempty`; none past the 64th.
+#[inline(always)]
+fn level_bit(k: usize) -> u64 {
+    1u64.checked_shl(k as u32).unwrap_or(0)
+}
 
 impl ReadyQueue {
     /// The index in `levels` of `prio`'s FIFO.
@@ -642,14 +655,13 @@ impl ReadyQueue {
         None
     }
 
-    /// `prio`'s FIFO, created if needed.
+    /// The index in `levels` of `prio`'s FIFO, created if needed.
     #[inline]
-    fn fifo(&mut self, prio: i64) -> &mut VecDeque<(u64, u32)> {
-        let k = match self.find(prio) {
+    fn level(&mut self, prio: i64) -> usize {
+        match self.find(prio) {
             Some(k) => k,
             None => self.add_level(prio),
-        };
-        &mut self.levels[k].fifo
+        }
     }
 
     #[inline(never)]
@@ -665,6 +677,11 @@ impl ReadyQueue {
                 fifo: VecDeque::new(),
             },
         );
+        // The levels moved: count the non-empty ones afresh.
+        self.nonempty = 0;
+        for (j, l) in self.levels.iter().enumerate() {
+            self.nonempty |= level_bit(j) * !l.fifo.is_empty() as u64;
+        }
         k
     }
 
@@ -673,12 +690,15 @@ impl ReadyQueue {
         for l in &mut self.levels {
             l.fifo.clear();
         }
+        self.nonempty = 0;
     }
 
     /// Adds child `i` with priority `prio` and queue position `seq`.
     #[inline(always)]
     fn push(&mut self, prio: i64, seq: u64, i: u32) {
-        let q = self.fifo(prio);
+        let k = self.level(prio);
+        self.nonempty |= level_bit(k);
+        let q = &mut self.levels[k].fifo;
         match (q.front(), q.back()) {
             (_, None) => q.push_back((seq, i)),
             (_, Some(&(b, _))) if b < seq => q.push_back((seq, i)),
@@ -706,6 +726,9 @@ impl ReadyQueue {
                 q.remove(at)
             }
         };
+        if q.is_empty() {
+            self.nonempty &= !level_bit(k);
+        }
         debug_assert_eq!(_taken, Some((seq, i)), "queue out of step");
     }
 
@@ -723,13 +746,43 @@ impl ReadyQueue {
         }
     }
 
+    /// The index in `levels` of the highest non-empty priority.
+    #[inline(always)]
+    fn top(&self) -> Option<usize> {
+        if self.levels.len() > MAX_LEVELS {
+            return self.top_by_scan();
+        }
+        let found = match self.nonempty {
+            0 => None,
+            m => Some((u64::BITS - 1 - m.leading_zeros()) as usize),
+        };
+        debug_assert_eq!(found, self.top_by_scan(), "non-empty levels out of step");
+        found
+    }
+
+    /// [`ReadyQueue::top`] by a look at every level from the top.
+    #[inline(never)]
+    fn top_by_scan(&self) -> Option<usize> {
+        self.levels.iter().rposition(|l| !l.fifo.is_empty())
+    }
+
     /// The best child: the front of the highest non-empty priority.
     #[inline]
     fn best(&self) -> Option<u32> {
-        self.levels
-            .iter()
-            .rev()
-            .find_map(|l| l.fifo.front().map(|&(_, i)| i))
+        let k = self.top()?;
+        self.levels[k].fifo.front().map(|&(_, i)| i)
+    }
+
+    /// Takes the best child off the queue and returns it.
+    #[inline]
+    fn pop_best(&mut self) -> Option<u32> {
+        let k = self.top()?;
+        let q = &mut self.levels[k].fifo;
+        let (_, i) = q.pop_front()?;
+        if q.is_empty() {
+            self.nonempty &= !level_bit(k);
+        }
+        Some(i)
     }
 
     /// The children, lowest rank first.
@@ -932,15 +985,19 @@ impl<E> PrioSet<E> {
         }
         match r {
             Run::Ready => self.enqueue(k, i),
-            Run::Running(c) => {
-                if self.on.len() <= c.index() {
-                    self.on.resize(c.index() + 1, None);
-                }
-                debug_assert!(self.on[c.index()].is_none(), "two children planned on {c}");
-                self.on[c.index()] = Some(i as u32);
-            }
+            Run::Running(c) => self.put_on(c, i),
             Run::Waiting => {}
         }
+    }
+
+    /// Records child `i` as planned on free processor `c`.
+    #[inline(always)]
+    fn put_on(&mut self, c: CpuId, i: usize) {
+        if self.on.len() <= c.index() {
+            self.on.resize(c.index() + 1, None);
+        }
+        debug_assert!(self.on[c.index()].is_none(), "two children planned on {c}");
+        self.on[c.index()] = Some(i as u32);
     }
 
     /// A queue position behind every earlier one.
@@ -1164,7 +1221,12 @@ impl<E> PrioSet<E> {
         let before = self.kids.at(i).1.run;
         let seq = self.take_seq();
         let now = ctx.now();
-        self.set_seq(i, seq);
+        if before == Run::Ready {
+            self.set_seq(i, seq);
+        } else {
+            // Not in the queue: nothing to move.
+            self.kids.at_mut(i).1.seq = seq;
+        }
         // `since` before `set_run`, so that the floor it lowers is now
         // rather than when the child was last ready: a stale floor would
         // make `ts` look through every ready child for a boost due.
@@ -1291,6 +1353,29 @@ impl<E> PrioSet<E> {
     fn grant(&mut self, i: usize, cpu: CpuId) {
         let vp = self.set_run(i, Run::Running(cpu));
         self.grants.push((vp, cpu));
+    }
+
+    /// Plans to give `cpu` to the best ready child, as `grant` would, in an
+    /// indexed set: the child comes off the front of the queue directly
+    /// instead of being looked up again by its rank. Returns whether a
+    /// child was ready.
+    #[inline(always)]
+    fn grant_best(&mut self, cpu: CpuId) -> bool {
+        let Some(i) = self.queue.pop_best() else {
+            return false;
+        };
+        let i = i as usize;
+        let (vp, e) = self.kids.at_mut(i);
+        debug_assert_eq!(e.run, Run::Ready, "queue out of step");
+        // What `set_run` and `reindex` do for Ready → Running(cpu), the
+        // dequeuing done.
+        e.run = Run::Running(cpu);
+        self.left_since = self.left_since.min(e.since);
+        self.ready -= 1;
+        self.running += 1;
+        self.put_on(cpu, i);
+        self.grants.push((vp, cpu));
+        true
     }
 
     /// In one pass: the ready child to run next (highest priority, then
@@ -1504,19 +1589,21 @@ impl<E> PrioSet<E> {
     #[inline(always)]
     fn rebalance_quiet(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let mut idle = false;
-        if self.parents.held > 0 {
+        // Running children sit on distinct held processors (`check`), so
+        // with as many of them as held processors none is free.
+        debug_assert!(
+            self.parents.held > self.running
+                || self.parents.held().all(|(_, c)| self.on_cpu(c).is_some()),
+            "a held processor is free although as many children run"
+        );
+        if self.parents.held > self.running {
             for k in 0..self.parents.view.len() {
                 let Run::Running(cpu) = self.parents.view[k] else {
                     continue;
                 };
-                if self.on.get(cpu.index()).copied().flatten().is_none() {
-                    match self.queue.best() {
-                        Some(i) => self.grant(i as usize, cpu),
-                        None => {
-                            idle = true;
-                            break;
-                        }
-                    }
+                if self.on.get(cpu.index()).copied().flatten().is_none() && !self.grant_best(cpu) {
+                    idle = true;
+                    break;
                 }
             }
         }
@@ -1658,5 +1745,48 @@ impl<E> PrioSet<E> {
             return Err("the per-processor index has stale entries".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ReadyQueue, MAX_LEVELS};
+    use std::cmp::Reverse;
+
+    /// More priorities ready at once than the non-empty bits cover: the
+    /// queue still gives the children in rank order, and once the levels
+    /// are dropped and counted afresh the bits find the best child again.
+    #[test]
+    fn ready_queue_pops_in_rank_order_past_the_level_bits() {
+        let mut q = ReadyQueue::default();
+        let prios = MAX_LEVELS as u32 + 6;
+        let mut want = Vec::new();
+        let mut seq = 0;
+        // Two children per priority, the priorities in a scrambled order.
+        for i in 0..2 * prios {
+            let prio = i64::from((i * 37) % prios);
+            seq += 1;
+            q.push(prio, seq, i);
+            want.push((prio, Reverse(seq), i));
+        }
+        assert_eq!(q.levels.len(), prios as usize);
+        want.sort_unstable();
+        for &(_, _, i) in want.iter().rev() {
+            assert_eq!(q.best(), Some(i));
+            assert_eq!(q.pop_best(), Some(i));
+        }
+        assert_eq!(q.best(), None);
+        // A new priority drops the empty levels; the bits take over.
+        q.push(1_000, seq + 1, 7);
+        q.push(-5, seq + 2, 8);
+        q.push(1_000, seq + 3, 9);
+        assert_eq!(q.levels.len(), 2);
+        assert_eq!(q.nonempty, 0b11);
+        assert_eq!(q.pop_best(), Some(7));
+        assert_eq!(q.pop_best(), Some(9));
+        assert_eq!(q.nonempty, 0b01);
+        assert_eq!(q.best(), Some(8));
+        q.remove(-5, seq + 2, 8);
+        assert_eq!((q.nonempty, q.best()), (0, None));
     }
 }

@@ -193,14 +193,11 @@ pub(crate) trait Holder {
     }
 }
 
-/// Arms the instance timer at `at`, or cancels it for `Instant::NEVER`,
-/// touching it only when it changes.
+/// Arms the instance timer at `at`, or cancels it for `Instant::NEVER`.
+/// An unchanged deadline costs the timer heap one look at the instance's
+/// slot (`Timers::set` and `cancel` return at once), so it is not asked
+/// for the armed time first.
+#[inline]
 pub(crate) fn arm_timer(ctx: &mut Ctx<'_>, at: Instant) {
-    if ctx.timer() != Some(at) {
-        if at == Instant::NEVER {
-            ctx.cancel_timer();
-        } else {
-            ctx.set_timer(at);
-        }
-    }
+    ctx.set_timer(at);
 }

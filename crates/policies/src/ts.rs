@@ -575,18 +575,14 @@ impl Policy for Ts {
 }
 
 /// Arms the instance timer for `next`, or disarms it for `Instant::NEVER`.
+///
+/// Re-arming at the armed time, or disarming a disarmed timer, changes
+/// nothing, and the timer heap sees that itself from the instance's slot
+/// (`Timers::set` and `cancel` return at once), so asking for the armed time
+/// first would only repeat that look-up.
 #[inline(always)]
 fn set_timer(ctx: &mut Ctx<'_>, next: Instant) {
-    // Re-arming at the armed time would change nothing: asking first is
-    // cheaper than the timer heap's own check at its root.
-    if ctx.timer().unwrap_or(Instant::NEVER) == next {
-        return;
-    }
-    if next == Instant::NEVER {
-        ctx.cancel_timer();
-    } else {
-        ctx.set_timer(next);
-    }
+    ctx.set_timer(next);
 }
 
 #[cfg(test)]
