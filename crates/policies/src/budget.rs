@@ -15,10 +15,12 @@
 //! A child's periods form a grid that starts at its first request. While a
 //! child waits no events are kept for it; when it asks again its period is
 //! advanced along the grid by arithmetic. Replenishments sit in a binary
-//! heap ordered by (time, sequence number), stale entries recognised by
-//! their sequence number, and are driven by the single instance timer,
-//! which also carries the running child's budget exhaustion and any tick
-//! of the owner's own ([`Budgets::tick`]). Every event costs O(log n)
+//! heap ordered by (time, sequence number), at most one per child, and
+//! each child knows where its entry is: a child that stops asking, or gets
+//! a newer replenishment, has its entry taken out at once, so no stale
+//! entry is ever met. They are driven by the single instance timer, which
+//! also carries the running child's budget exhaustion and any tick of the
+//! owner's own ([`Budgets::tick`]). Every event costs O(log n)
 //! comparisons, plus moving up to n entries of the eligible set (a sorted
 //! vector, cheaper than a tree at the tens of children a reservation
 //! scheduler has).
@@ -31,14 +33,11 @@
 //!
 //! What differs between the policies is a [`Rules`] implementation: the
 //! eligible order (EDF by deadline for `rez`, rate-monotonic by period for
-//! `realrate`), how a period ends and the next one is sized, and what the
-//! policy accounts for on every change.
+//! `realrate`) and how a period ends and the next one is sized.
 
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
 };
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fmt::Debug;
 
 /// The budget state of one child, as the dispatcher keeps it.
@@ -54,8 +53,9 @@ pub(crate) struct Slot {
     pub(crate) started: bool,
     /// End of the current period.
     pub(crate) deadline: Instant,
-    /// Sequence number of the live replenishment event; 0 when none.
-    pub(crate) event: u64,
+    /// Where the child's replenishment is in the replenishment heap;
+    /// `NO_EVENT` when it has none.
+    event_pos: u32,
     /// Whether the child sits in the eligible set.
     pub(crate) eligible: bool,
     /// The budget ran out in this period.
@@ -119,10 +119,6 @@ pub(crate) trait Rules {
         skipped: u64,
         period: Duration,
     );
-
-    /// Called after the child's period state changed (a period started),
-    /// so the policy can bring its own accounts up to date.
-    fn changed(&mut self, _c: &mut Self::Child) {}
 }
 
 /// The child holding the processor.
@@ -143,7 +139,8 @@ pub(crate) struct Running {
 pub(crate) struct Budgets<R: Rules> {
     /// The policy's own state that the rules need.
     pub(crate) rules: R,
-    /// The children.
+    /// The children. Remove them only through [`Budgets::unregister`]:
+    /// the replenishment heap names children by their index here.
     pub(crate) children: VpTable<R::Child>,
     /// Another instant the timer must fire at (a controller tick), or
     /// `Instant::NEVER`.
@@ -151,8 +148,9 @@ pub(crate) struct Budgets<R: Rules> {
     charging: Charging,
     /// Eligible children (ready, budget left, not running) by key.
     eligible: Eligible<(R::Key, u64)>,
-    /// Replenishment events (time, sequence, child).
-    events: BinaryHeap<Reverse<(Instant, u64, VpId)>>,
+    /// Replenishments: exactly one entry per child whose `event_pos`
+    /// names one, at that position.
+    events: EventHeap,
     next_seq: u64,
     next_order: u64,
     /// The processor granted by the parent, while the instance holds it.
@@ -169,7 +167,7 @@ impl<R: Rules> Budgets<R> {
             tick: Instant::NEVER,
             charging,
             eligible: Eligible::default(),
-            events: BinaryHeap::new(),
+            events: EventHeap::default(),
             next_seq: 1,
             next_order: 0,
             cpu: None,
@@ -188,7 +186,7 @@ impl<R: Rules> Budgets<R> {
             budget: Duration::ZERO,
             started: false,
             deadline: Instant::NEVER,
-            event: 0,
+            event_pos: NO_EVENT,
             eligible: false,
             exhausted: false,
         }
@@ -214,6 +212,35 @@ impl<R: Rules> Budgets<R> {
         self.eligible.contains(key)
     }
 
+    /// Checks that the replenishment heap is a heap and holds exactly one
+    /// entry per child with a replenishment, where that child says (for
+    /// `Policy::check_invariants`).
+    pub(crate) fn check_events(&self) -> Result<(), String> {
+        let heap = &self.events.heap;
+        if (1..heap.len()).any(|k| heap[(k - 1) / 2] > heap[k]) {
+            return Err("the replenishment heap is out of order".to_string());
+        }
+        let mut queued = 0;
+        for i in 0..self.children.len() {
+            let (vp, c) = self.children.at(i);
+            let pos = R::slot(c).event_pos;
+            if pos == NO_EVENT {
+                continue;
+            }
+            queued += 1;
+            if heap.get(pos as usize).is_none_or(|e| e.child as usize != i) {
+                return Err(format!("{vp}'s replenishment is not where it says"));
+            }
+        }
+        if queued != heap.len() {
+            return Err(format!(
+                "{} replenishments queued for {queued} children that have one",
+                heap.len()
+            ));
+        }
+        Ok(())
+    }
+
     /// A child's full eligible key.
     pub(crate) fn key_of(c: &R::Child) -> (R::Key, u64) {
         (R::key(c), R::slot(c).order)
@@ -222,11 +249,22 @@ impl<R: Rules> Budgets<R> {
     /// Forgets a child (it is waiting, so neither eligible nor running;
     /// stays safe if a broken caller says otherwise) and returns its state.
     pub(crate) fn unregister(&mut self, ctx: &mut Ctx<'_>, vp: VpId) -> Option<R::Child> {
-        self.remove_eligible(ctx, vp);
+        let index = self.children.index_of(ctx, vp);
+        if let Some(i) = index {
+            Self::leave(&mut self.eligible, self.children.at_mut(i).1);
+            self.events.unqueue::<R>(&mut self.children, i);
+        }
         if self.running.is_some_and(|r| r.vp == vp) {
             self.running = None;
         }
         let c = self.children.remove(ctx, vp);
+        // The last child took the removed one's index: its entry says so.
+        if let Some(i) = index.filter(|&i| i < self.children.len()) {
+            let pos = R::slot(self.children.at(i).1).event_pos;
+            if pos != NO_EVENT {
+                self.events.heap[pos as usize].child = i as u32;
+            }
+        }
         self.arm(ctx);
         c
     }
@@ -256,9 +294,9 @@ impl<R: Rules> Budgets<R> {
         self.catch_up(ctx);
         // Stale when the child has asked again since.
         if ctx.vp_state(vp) == VpState::Waiting {
-            if let Some(c) = self.children.get_mut(ctx, vp) {
-                R::slot_mut(c).event = 0;
-                Self::leave(&mut self.eligible, c);
+            if let Some(i) = self.children.index_of(ctx, vp) {
+                self.events.unqueue::<R>(&mut self.children, i);
+                Self::leave(&mut self.eligible, self.children.at_mut(i).1);
             }
         }
         self.due_events(ctx);
@@ -309,43 +347,6 @@ impl<R: Rules> Budgets<R> {
         if let Some(c) = self.children.get_mut(ctx, vp) {
             R::slot_mut(c).budget -= used;
         }
-    }
-
-    /// Pushes the child's next replenishment (at its deadline) and, when
-    /// `eligible`, puts it in the eligible set as `add_eligible` does.
-    #[inline]
-    fn push_event_and_queue(&mut self, ctx: &Ctx<'_>, vp: VpId, eligible: bool) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        R::slot_mut(c).event = seq;
-        self.events.push(Reverse((R::slot(c).deadline, seq, vp)));
-        if eligible {
-            Self::enter(&mut self.eligible, c, vp);
-        }
-        self.prune_events(ctx);
-    }
-
-    /// Stale entries are dropped lazily; rebuild when they dominate.
-    #[inline]
-    fn prune_events(&mut self, ctx: &Ctx<'_>) {
-        if self.events.len() > 2 * self.children.len() + 32 {
-            let children = &self.children;
-            self.events.retain(|Reverse((_, s, v))| {
-                children
-                    .get(ctx, *v)
-                    .is_some_and(|c| R::slot(c).event == *s)
-            });
-        }
-    }
-
-    #[inline]
-    fn event_live(&self, ctx: &Ctx<'_>, seq: u64, vp: VpId) -> bool {
-        self.children
-            .get(ctx, vp)
-            .is_some_and(|c| R::slot(c).event == seq)
     }
 
     /// Puts a child with budget left in the eligible set. No state check:
@@ -406,22 +407,28 @@ impl<R: Rules> Budgets<R> {
     /// passed while the child waited (or the timer was late). `runnable`
     /// says whether the child was ready or running at the boundary.
     pub(crate) fn roll_period(&mut self, ctx: &mut Ctx<'_>, vp: VpId, runnable: bool) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            Self::roll(&mut self.rules, &mut self.eligible, ctx, vp, c, runnable);
+        }
+    }
+
+    /// [`Budgets::roll_period`] for child `c` (`vp`), already looked up.
+    fn roll(
+        rules: &mut R,
+        eligible: &mut Eligible<(R::Key, u64)>,
+        ctx: &mut Ctx<'_>,
+        vp: VpId,
+        c: &mut R::Child,
+        runnable: bool,
+    ) {
         let now = ctx.now();
         let tracing = ctx.tracing();
-        let Some(c) = self.children.get_mut(ctx, vp) else {
-            return;
-        };
-        let key = Self::key_of(c);
-        let s = R::slot_mut(c);
-        if s.eligible {
-            s.eligible = false;
-            self.eligible.remove(key);
-        }
+        Self::leave(eligible, c);
         let mut notes: Vec<PolicyEvent> = Vec::new();
-        if tracing && runnable && s.budget > Duration::ZERO {
+        if tracing && runnable && R::slot(c).budget > Duration::ZERO {
             notes.push(PolicyEvent::DeadlineMiss { vp });
         }
-        let period = self.rules.end_period(ctx, vp, c, runnable, &mut notes);
+        let period = rules.end_period(ctx, vp, c, runnable, &mut notes);
         let s = R::slot_mut(c);
         let mut start = s.deadline;
         let mut skipped = 0;
@@ -430,7 +437,7 @@ impl<R: Rules> Budgets<R> {
             start += Duration::from_nanos(skipped * period.as_nanos());
         }
         s.deadline = start + period;
-        self.rules.start_period(ctx, vp, c, skipped, period);
+        rules.start_period(ctx, vp, c, skipped, period);
         let s = R::slot_mut(c);
         s.budget = s.amount;
         s.exhausted = false;
@@ -440,19 +447,22 @@ impl<R: Rules> Budgets<R> {
                 budget: s.amount,
             });
         }
-        self.rules.changed(c);
-        for e in notes {
-            ctx.event(e);
+        // Only a trace has notes to give (`Ctx::event` drops them
+        // otherwise): skip the loop's setup when none is kept.
+        if tracing {
+            for e in notes {
+                ctx.event(e);
+            }
         }
     }
 
     /// Puts a child that just asked for the processor on its period grid.
     fn wake_child(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
         let now = ctx.now();
-        let Some(c) = self.children.get_mut(ctx, vp) else {
+        let Some(i) = self.children.index_of(ctx, vp) else {
             return;
         };
-        let seq = self.next_seq;
+        let c = self.children.at_mut(i).1;
         if !R::slot(c).started {
             let period = self.rules.first_period(ctx, vp, c);
             let s = R::slot_mut(c);
@@ -464,39 +474,58 @@ impl<R: Rules> Budgets<R> {
             if ctx.tracing() {
                 ctx.event(PolicyEvent::Replenish { vp, budget });
             }
-            // `roll_period` does this itself; otherwise nothing the
-            // policy accounts for changed.
-            self.rules.changed(c);
         } else if now >= R::slot(c).deadline {
-            self.roll_period(ctx, vp, false);
-            self.push_event_and_queue(ctx, vp, true);
-            return;
+            Self::roll(&mut self.rules, &mut self.eligible, ctx, vp, c, false);
         }
-        // `push_event_and_queue` on the entry at hand.
-        self.next_seq += 1;
-        R::slot_mut(c).event = seq;
-        self.events.push(Reverse((R::slot(c).deadline, seq, vp)));
-        Self::enter(&mut self.eligible, c, vp);
-        self.prune_events(ctx);
+        self.queue_event(i);
+        Self::enter(&mut self.eligible, self.children.at_mut(i).1, vp);
     }
 
-    /// Processes the replenishments due at or before now.
+    /// Queues child `i`'s next replenishment at its deadline, replacing
+    /// the one it had. The sequence number is fresh, so among
+    /// replenishments due at the same time the one queued first comes
+    /// first, as it always has.
+    #[inline]
+    fn queue_event(&mut self, i: usize) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let at = R::slot(self.children.at(i).1).deadline;
+        let e = Event {
+            at,
+            seq,
+            child: i as u32,
+        };
+        self.events.queue::<R>(&mut self.children, e);
+    }
+
+    /// Processes the replenishments due at or before now. Most hooks find
+    /// none due: that check is inlined into them, the work is not.
+    #[inline]
     pub(crate) fn due_events(&mut self, ctx: &mut Ctx<'_>) {
+        if self.events.heap.first().is_some_and(|e| e.at <= ctx.now()) {
+            self.process_due_events(ctx);
+        }
+    }
+
+    /// [`Budgets::due_events`] once one is due.
+    #[inline(never)]
+    fn process_due_events(&mut self, ctx: &mut Ctx<'_>) {
         let now = ctx.now();
-        while let Some(&Reverse((at, seq, vp))) = self.events.peek() {
-            if at > now {
+        while let Some(&first) = self.events.heap.first() {
+            if first.at > now {
                 break;
             }
-            self.events.pop();
-            if !self.event_live(ctx, seq, vp) {
-                continue;
-            }
+            // Its entry stays at the root until `queue_event` replaces it.
+            let i = first.child as usize;
+            let (vp, c) = self.children.at_mut(i);
             let runnable = ctx.vp_state(vp) != VpState::Waiting;
-            self.roll_period(ctx, vp, runnable);
-            let running = matches!(self.running, Some(r) if r.vp == vp);
+            Self::roll(&mut self.rules, &mut self.eligible, ctx, vp, c, runnable);
+            self.queue_event(i);
             // A runnable child that is not running is ready, or was just
             // revoked (ready once the revocation applies).
-            self.push_event_and_queue(ctx, vp, runnable && !running);
+            if runnable && self.running.is_none_or(|r| r.vp != vp) {
+                Self::enter(&mut self.eligible, self.children.at_mut(i).1, vp);
+            }
         }
     }
 
@@ -520,7 +549,7 @@ impl<R: Rules> Budgets<R> {
     /// actions are applied, so the parent may already have taken the
     /// processor back (revocation not yet delivered) or the running child
     /// may already have released.
-    #[inline]
+    #[inline(always)]
     fn sync(&mut self, ctx: &mut Ctx<'_>) {
         let Some(cpu) = self.cpu else { return };
         if let Some(r) = self.running {
@@ -539,7 +568,8 @@ impl<R: Rules> Budgets<R> {
     }
 
     /// The parent took the processor: revoke the running child with the
-    /// parent's reason.
+    /// parent's reason. Rare: kept out of the hooks that check for it.
+    #[inline(never)]
     fn lose_cpu(&mut self, ctx: &mut Ctx<'_>, reason: RevokeReason) {
         self.cpu = None;
         if let Some(r) = self.running.take() {
@@ -623,12 +653,8 @@ impl<R: Rules> Budgets<R> {
     /// and the running child's budget exhaustion.
     pub(crate) fn arm(&mut self, ctx: &mut Ctx<'_>) {
         let mut at = self.tick;
-        while let Some(&Reverse((t, seq, vp))) = self.events.peek() {
-            if self.event_live(ctx, seq, vp) {
-                at = at.min(t);
-                break;
-            }
-            self.events.pop();
+        if let Some(e) = self.events.heap.first() {
+            at = at.min(e.at);
         }
         if let Some(r) = self.running {
             if let Some(c) = self.children.get(ctx, r.vp) {
@@ -643,6 +669,122 @@ impl<R: Rules> Budgets<R> {
         // Re-arming at the armed time (or disarming a disarmed timer) is
         // a no-op in the HSI's timer heap, checked there in one lookup.
         ctx.set_timer(at);
+    }
+}
+
+/// `Slot::event_pos` of a child without a replenishment.
+const NO_EVENT: u32 = u32::MAX;
+
+/// One replenishment: when, the sequence number that orders replenishments
+/// due at the same time (the one queued first comes first), and the
+/// child's index in the children table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    at: Instant,
+    seq: u64,
+    child: u32,
+}
+
+/// The replenishments: a binary min-heap of [`Event`]s whose children
+/// each keep their entry's position (`Slot::event_pos`), so that a child's
+/// entry is taken out or replaced in O(log n) as soon as it is stale
+/// instead of lingering until it reaches the top. Keys are unique (the
+/// sequence numbers are), so entries leave in exactly the order of the
+/// lazy heap this replaces.
+#[derive(Debug, Default)]
+struct EventHeap {
+    heap: Vec<Event>,
+}
+
+impl EventHeap {
+    /// Gives child `e.child` the entry `e`, replacing the one it has in
+    /// place (a replenishment that came due is replaced at the root, with
+    /// one sift instead of a pop and a push).
+    #[inline]
+    fn queue<R: Rules>(&mut self, children: &mut VpTable<R::Child>, e: Event) {
+        let pos = R::slot(children.at(e.child as usize).1).event_pos;
+        if pos == NO_EVENT {
+            self.heap.push(e);
+            self.up::<R>(children, self.heap.len() - 1, e);
+        } else {
+            self.fill::<R>(children, pos as usize, e);
+        }
+    }
+
+    /// Takes child `i`'s entry out, if it has one.
+    #[inline]
+    fn unqueue<R: Rules>(&mut self, children: &mut VpTable<R::Child>, i: usize) {
+        let s = R::slot_mut(children.at_mut(i).1);
+        if s.event_pos != NO_EVENT {
+            let pos = s.event_pos as usize;
+            s.event_pos = NO_EVENT;
+            self.remove_at::<R>(children, pos);
+        }
+    }
+
+    /// Takes the entry at `pos` out (its child already forgot it).
+    #[inline(never)]
+    fn remove_at<R: Rules>(&mut self, children: &mut VpTable<R::Child>, pos: usize) {
+        let Some(last) = self.heap.pop() else {
+            return;
+        };
+        if pos < self.heap.len() {
+            self.fill::<R>(children, pos, last);
+        }
+    }
+
+    /// Puts `e` in the hole at `pos` and moves it to its place.
+    #[inline]
+    fn fill<R: Rules>(&mut self, children: &mut VpTable<R::Child>, pos: usize, e: Event) {
+        if pos > 0 && e < self.heap[(pos - 1) / 2] {
+            self.up::<R>(children, pos, e);
+        } else {
+            self.down::<R>(children, pos, e);
+        }
+    }
+
+    /// Puts `e` at `pos` and tells its child.
+    #[inline(always)]
+    fn place<R: Rules>(&mut self, children: &mut VpTable<R::Child>, pos: usize, e: Event) {
+        self.heap[pos] = e;
+        R::slot_mut(children.at_mut(e.child as usize).1).event_pos = pos as u32;
+    }
+
+    /// Moves `e`, meant for the hole at `pos`, up to its place.
+    fn up<R: Rules>(&mut self, children: &mut VpTable<R::Child>, mut pos: usize, e: Event) {
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            let p = self.heap[parent];
+            if p <= e {
+                break;
+            }
+            self.place::<R>(children, pos, p);
+            pos = parent;
+        }
+        self.place::<R>(children, pos, e);
+    }
+
+    /// Moves `e`, meant for the hole at `pos`, down to its place.
+    fn down<R: Rules>(&mut self, children: &mut VpTable<R::Child>, mut pos: usize, e: Event) {
+        let n = self.heap.len();
+        loop {
+            let l = 2 * pos + 1;
+            if l >= n {
+                break;
+            }
+            let m = if l + 1 < n && self.heap[l + 1] < self.heap[l] {
+                l + 1
+            } else {
+                l
+            };
+            let c = self.heap[m];
+            if c >= e {
+                break;
+            }
+            self.place::<R>(children, pos, c);
+            pos = m;
+        }
+        self.place::<R>(children, pos, e);
     }
 }
 

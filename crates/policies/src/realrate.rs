@@ -1190,6 +1190,7 @@ impl Policy for RealRate {
                 return Err(format!("eligible entry of {vp} is stale"));
             }
         }
+        self.core.check_events()?;
         let load = self.load();
         if load
             > self

@@ -347,7 +347,8 @@ impl Child {
 }
 
 /// Rez's side of the budget dispatcher: EDF order, the variants' period
-/// ends, and the admission load kept up to date on every period start.
+/// ends, and the admission load kept up to date when a period start
+/// changes a reservation.
 #[derive(Debug)]
 struct Edf {
     cfg: RezConfig,
@@ -377,6 +378,7 @@ impl Rules for Edf {
         if let Some(p) = c.pending.take() {
             c.res = p;
             c.slot.amount = p.amount;
+            self.recount(c);
         }
         if self.feedback() {
             c.recv_at_period = ctx.vp_received(vp);
@@ -435,6 +437,9 @@ impl Rules for Edf {
         if let Some(p) = c.pending.take() {
             c.res = p;
             c.slot.amount = p.amount;
+            self.recount(c);
+        } else if self.feedback() {
+            self.recount(c);
         }
         c.res.period
     }
@@ -451,10 +456,6 @@ impl Rules for Edf {
             c.recv_at_period = ctx.vp_received(vp);
         }
     }
-
-    fn changed(&mut self, c: &mut Child) {
-        self.recount(c);
-    }
 }
 
 impl Edf {
@@ -464,7 +465,10 @@ impl Edf {
         matches!(self.cfg.variant, Variant::Feedback { .. })
     }
 
-    /// Brings `load` up to date after a change of a child's reservation.
+    /// Brings `load` up to date after a change of a child's reservation
+    /// or of its corrected amount. Only a pending change or Rez-FB's
+    /// correction changes them at a period start, so the other period
+    /// starts skip this (its division included).
     fn recount(&mut self, c: &mut Child) {
         let now = c.committed();
         self.load = self.load - c.counted + now;
@@ -679,6 +683,7 @@ impl Policy for Rez {
                 ));
             }
         }
+        core.check_events()?;
         let rules = &core.rules;
         let sum: u128 = core.children.iter().map(|(_, c)| c.counted).sum();
         if sum != rules.load {
