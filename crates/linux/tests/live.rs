@@ -831,7 +831,16 @@ workload = { kind = "cpu-bound" }
         "renderer share {share:.3}, {jobs} frames, {misses} misses, max lateness {late_ms:.2} ms; hog {:.3}; governor {g}",
         program(&r, "hog")["share"].as_f64().unwrap()
     );
-    assert!((0.29..=0.35).contains(&share), "renderer share {share}");
+    // The longest the renderer may be let run in a period, by design: the
+    // amount, the grace, and at most `lost_cap` of time its grant did not
+    // reach it (docs/live-mode.md, "Reservation grace"). A quiet host gives
+    // 32–34 %; one CI run on a disturbed host measured 35.9 %.
+    let ms = |key: &str| g[key].as_u64().unwrap() as f64 / 1e6;
+    let cap = (10.0 + ms("grace_ns") + ms("lost_cap_ns")) / 33.0;
+    assert!(
+        (0.29..=cap).contains(&share),
+        "renderer share {share}, cap {cap}"
+    );
     assert!(jobs >= 100, "only {jobs} frames in 4 s");
     assert!(misses <= 20, "{misses} frames missed");
     assert!(late_ms < 40.0, "a frame was {late_ms} ms late");
