@@ -1266,7 +1266,6 @@ impl Hsi {
             });
             return None;
         }
-        self.st.vps[vp.index()].state = VpState::Running(cpu);
         self.st.start_segment(vp, cpu);
         self.trace(|| TraceKind::Grant {
             vp,
@@ -1299,8 +1298,7 @@ impl Hsi {
             });
             return None;
         };
-        self.st.end_segment(vp, cpu);
-        self.st.vps[vp.index()].state = VpState::Ready;
+        self.st.end_segment(vp, cpu, VpState::Ready);
         self.trace(|| TraceKind::Revoke {
             vp,
             parent: actor,
@@ -1340,7 +1338,6 @@ impl Hsi {
                 // The top scheduler grants every request at once, always
                 // the same processor (§9.3.5).
                 let cpu = self.st.vps[vp.index()].top_cpu.expect("top VPs have a CPU");
-                self.st.vps[vp.index()].state = VpState::Running(cpu);
                 self.st.start_segment(vp, cpu);
                 self.trace(|| TraceKind::Grant {
                     vp,
@@ -1370,14 +1367,13 @@ impl Hsi {
                 return None;
             }
             VpState::Running(cpu) => {
-                self.st.end_segment(vp, cpu);
+                self.st.end_segment(vp, cpu, VpState::Waiting);
                 if let Node::Thread(t) = actor {
                     self.st.thread_stopped(cpu, t);
                 }
             }
-            VpState::Ready => {}
+            VpState::Ready => self.st.vps[vp.index()].state = VpState::Waiting,
         }
-        self.st.vps[vp.index()].state = VpState::Waiting;
         self.trace(|| TraceKind::Release {
             vp,
             parent,

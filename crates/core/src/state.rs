@@ -298,22 +298,29 @@ impl State {
         }
     }
 
+    /// Puts `vp` in `Running(cpu)` and opens its running segment, with one
+    /// look-up of the VP table (the state change and the segment go
+    /// together on every grant).
     #[inline]
     pub fn start_segment(&mut self, vp: VpId, cpu: CpuId) {
         let stolen = self.cpus[cpu.index()].stolen;
         let now = self.now;
         let s = &mut self.vps[vp.index()];
+        s.state = VpState::Running(cpu);
         s.granted_at = now;
         s.stolen_at_grant = stolen;
         s.last_cpu = Some(cpu);
     }
 
-    /// Closes the running segment of `vp`, which runs on `cpu`.
+    /// Closes the running segment of `vp`, which runs on `cpu`, and puts
+    /// it in `next` (`Ready` on a revocation, `Waiting` on a release), with
+    /// one look-up of the VP table.
     #[inline]
-    pub fn end_segment(&mut self, vp: VpId, cpu: CpuId) {
+    pub fn end_segment(&mut self, vp: VpId, cpu: CpuId, next: VpState) {
         let (now, stolen) = (self.now, self.cpus[cpu.index()].stolen);
         let s = &mut self.vps[vp.index()];
         s.received += s.segment(now, stolen);
+        s.state = next;
     }
 
     /// Thread `t`'s VP now runs on `cpu`.
