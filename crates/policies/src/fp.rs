@@ -1300,6 +1300,24 @@ impl<E> PrioSet<E> {
         self.queue.iter().map(|i| i as usize)
     }
 
+    /// Calls `f` with every ready child's entry, in no particular order;
+    /// only when `indexed`. For passes that only take a minimum: plain
+    /// loops over each priority's FIFO cost about a third less than
+    /// [`PrioSet::ready_kids`]' ordered walk (measured in `ts`'s boost
+    /// pass).
+    #[inline]
+    pub(crate) fn for_each_ready(&self, mut f: impl FnMut(&Entry<E>)) {
+        debug_assert!(self.indexed);
+        for l in &self.queue.levels {
+            let (front, back) = l.fifo.as_slices();
+            for part in [front, back] {
+                for &(_, i) in part {
+                    f(self.kids.at(i as usize).1);
+                }
+            }
+        }
+    }
+
     /// The child running on `cpu` (as planned).
     #[inline]
     pub(crate) fn on_cpu(&self, cpu: CpuId) -> Option<usize> {

@@ -344,6 +344,31 @@ impl Ts {
         }
     }
 
+    /// The earliest starvation boost due (`starvation` = `s`) by a pass over
+    /// the ready children of an indexed set; makes the floor exact and
+    /// remembers the boost (see `BoostMemo`). Out of line: most calls of
+    /// `arm` find the memo good.
+    #[inline(never)]
+    fn find_boost(&mut self, s: Duration) -> Instant {
+        // `+ s` saturates, so it keeps order: add it once to the minimum.
+        let mut floor = Instant::NEVER;
+        let mut oldest = Instant::NEVER;
+        self.set.for_each_ready(|e| {
+            floor = floor.min(e.since);
+            if !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
+                oldest = oldest.min(e.since);
+            }
+        });
+        let boost = oldest + s;
+        self.set.set_since_floor(floor);
+        self.set.forget_left();
+        self.boost = BoostMemo {
+            valid: true,
+            at: boost,
+        };
+        boost
+    }
+
     /// Arms the timer for the next quantum end or starvation boost.
     #[inline(always)]
     fn arm(&mut self, ctx: &mut Ctx<'_>) {
@@ -382,22 +407,7 @@ impl Ts {
                         }
                         next = next.min(memo.at);
                     } else {
-                        let mut floor = Instant::NEVER;
-                        let mut boost = Instant::NEVER;
-                        for i in self.set.ready_kids() {
-                            let e = self.set.kids.at(i).1;
-                            floor = floor.min(e.since);
-                            if !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
-                                boost = boost.min(e.since + s);
-                            }
-                        }
-                        next = next.min(boost);
-                        self.set.set_since_floor(floor);
-                        self.set.forget_left();
-                        self.boost = BoostMemo {
-                            valid: true,
-                            at: boost,
-                        };
+                        next = next.min(self.find_boost(s));
                     }
                 }
             }
