@@ -322,6 +322,8 @@ impl Daemon {
         // Every online CPU, not only the managed ones: a wake-up sample is
         // written on the CPU where the wake-up runs, often the waker's.
         let obs = Observer::new(&online, opts.ring_order).map_err(io_err("perf events"))?;
+        wd.anchor(&obs.tracepoint_ids())
+            .map_err(io_err("watchdog"))?;
         if let Some(e) = &obs.signal_error {
             eprintln!(
                 "hsched: warning: signals to frozen threads are not observed ({e}); a fatal one is found by the 200 ms sweep"
@@ -353,6 +355,7 @@ impl Daemon {
                 let mut m = StolenMeter::new(s, &cpus, opts.ring_order.max(6))
                     .map_err(io_err("stolen-time measurement"))?;
                 m.irq_overhead_ns = opts.stolen_irq_overhead.as_nanos();
+                wd.anchor(&m.tracepoint_ids()).map_err(io_err("watchdog"))?;
                 Some(m)
             }
         };

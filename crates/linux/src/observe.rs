@@ -363,6 +363,14 @@ impl Tracepoints {
     /// one event per tracepoint and online CPU.
     pub const PER_THREAD: usize = 6;
 
+    /// Every tracepoint's id, `signal_generate`'s included.
+    fn ids(&self) -> Vec<u64> {
+        self.all()
+            .into_iter()
+            .chain(self.signal.map(|t| t.id))
+            .collect()
+    }
+
     fn all(&self) -> [u64; Self::PER_THREAD] {
         [
             self.switch.id,
@@ -494,7 +502,26 @@ fn base_attr() -> PerfEventAttr {
     }
 }
 
+/// A disabled perf event on tracepoint `id`, on the calling thread: while
+/// it is open the tracepoint stays registered, so closing every other event
+/// on it costs no RCU grace period (see [`Observer::new`]). `None` where
+/// perf refuses it.
+pub fn anchor(id: u64) -> Option<OwnedFd> {
+    let attr = PerfEventAttr {
+        type_: sys::PERF_TYPE_TRACEPOINT,
+        config: id,
+        flags: sys::FLAG_USE_CLOCKID | sys::FLAG_DISABLED,
+        ..base_attr()
+    };
+    sys::perf_event_open(&attr, 0, -1).ok()
+}
+
 impl Observer {
+    /// The ids of the tracepoints this observer's events are on.
+    pub fn tracepoint_ids(&self) -> Vec<u64> {
+        self.tps.ids()
+    }
+
     /// One ring buffer (`2^order` pages) on each of `cpus`.
     ///
     /// # Errors
@@ -518,20 +545,7 @@ impl Observer {
         // under load, the daemon blocked all along. One disabled event per
         // tracepoint keeps them registered (best effort: without it, only
         // that stall returns).
-        let anchors = tps
-            .all()
-            .iter()
-            .chain(tps.signal.as_ref().map(|t| &t.id))
-            .filter_map(|&id| {
-                let attr = PerfEventAttr {
-                    type_: sys::PERF_TYPE_TRACEPOINT,
-                    config: id,
-                    flags: sys::FLAG_USE_CLOCKID | sys::FLAG_DISABLED,
-                    ..base_attr()
-                };
-                sys::perf_event_open(&attr, 0, -1).ok()
-            })
-            .collect();
+        let anchors = tps.ids().iter().filter_map(|&id| anchor(id)).collect();
         let (signal_fds, signal_error) = match tps
             .signal
             .ok_or("tracepoint signal:signal_generate not found".to_string())

@@ -313,6 +313,11 @@ fn read_tp_id(root: &Path, group: &str, name: &str) -> Option<(u64, String)> {
 }
 
 impl IrqTracer {
+    /// The ids of the tracepoints traced.
+    pub fn tracepoint_ids(&self) -> Vec<u64> {
+        self.defs.iter().map(|d| d.id).collect()
+    }
+
     /// Starts tracing `cpus` with a ring of `2^order` pages each.
     ///
     /// # Errors
@@ -671,6 +676,14 @@ pub struct StolenMeter {
 }
 
 impl StolenMeter {
+    /// The ids of the tracepoints the meter's events are on (none unless
+    /// the source is [`StolenSource::Trace`]).
+    pub fn tracepoint_ids(&self) -> Vec<u64> {
+        self.tracer
+            .as_ref()
+            .map_or_else(Vec::new, IrqTracer::tracepoint_ids)
+    }
+
     /// A meter for the managed `cpus` (Linux numbers, in HSI order).
     ///
     /// # Errors

@@ -977,6 +977,13 @@ pub fn poll_in(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
     Ok(r > 0)
 }
 
+/// Closes descriptor `fd`, which nothing else owns (no `OwnedFd` or `File`
+/// will drop it later).
+pub fn close(fd: RawFd) {
+    // SAFETY: the caller vouches that no owner will close it again.
+    unsafe { libc::close(fd) };
+}
+
 /// Closes every descriptor from `first` up, except those in `keep`
 /// (`close_range`, one call per gap: fast and async-signal-safe).
 pub fn close_from(first: RawFd, keep: &[RawFd]) {

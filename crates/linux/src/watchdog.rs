@@ -11,7 +11,9 @@
 //! and removes hsched's freezer cgroups, removes the daemon's `coop_poll`
 //! channel file, and exits. It keeps the daemon's CPU lock descriptors
 //! ([`crate::cpulock`]) open all along, so the CPUs of a killed daemon stay
-//! locked, the holder line naming the watchdog, until that is done. It
+//! locked, the holder line naming the watchdog, until that is done, and a
+//! disabled perf event on each tracepoint the daemon follows, so that the
+//! kernel closes a killed daemon's events at once ([`Watchdog::anchor`]). It
 //! runs at a real-time priority above the managed threads and in its own
 //! session, so neither a managed CPU hog nor a terminal's Ctrl-C gets in
 //! its way.
@@ -27,6 +29,7 @@ const REC: usize = 208;
 const MANAGE: u32 = 1;
 const FORGET: u32 = 2;
 const DONE: u32 = 3;
+const ANCHOR: u32 = 4;
 
 /// The daemon's handle on its watchdog.
 #[derive(Debug)]
@@ -106,7 +109,6 @@ impl Watchdog {
         if pid == 0 {
             drop(w);
             let code = watchdog_main(r, freezer, priority, locks);
-            // Exiting closes the lock descriptors: the CPUs are free now.
             sys::exit_now(code);
         }
         drop(r);
@@ -149,6 +151,26 @@ impl Watchdog {
         self.send(&b)
     }
 
+    /// Makes the watchdog hold an anchor ([`crate::observe::anchor`]) on
+    /// each of tracepoints `ids` until it exits. Closing the last perf
+    /// event on a tracepoint waits for RCU grace periods (about 50 ms per
+    /// tracepoint here), so a killed daemon holding the last ones would
+    /// take the kernel a third of a second to close, and the watchdog
+    /// learns of the death only after that (docs/live-mode.md, "Fail-safe").
+    ///
+    /// # Errors
+    /// The watchdog is gone.
+    pub fn anchor(&self, ids: &[u64]) -> io::Result<()> {
+        let mut b = Vec::with_capacity(ids.len() * REC);
+        for &id in ids {
+            let mut r = [0u8; REC];
+            r[0..4].copy_from_slice(&ANCHOR.to_ne_bytes());
+            r[16..24].copy_from_slice(&id.to_ne_bytes());
+            b.extend_from_slice(&r);
+        }
+        self.send(&b)
+    }
+
     /// The thread left the hierarchy (exited or was restored).
     pub fn forget(&self, o: &Original) {
         let _ = self.send(&encode(FORGET, o));
@@ -175,6 +197,19 @@ impl Drop for Watchdog {
         // Closing the pipe (if still open) makes the watchdog restore all.
         self.w = None;
     }
+}
+
+/// The pid of daemon `daemon`'s watchdog (its child named
+/// `hsched-watchdog`), if it has one; for tests and diagnostics.
+pub fn find(daemon: i32) -> Option<i32> {
+    std::fs::read_to_string(format!("/proc/{daemon}/task/{daemon}/children"))
+        .ok()?
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .find(|p: &i32| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.trim() == "hsched-watchdog")
+        })
 }
 
 fn watchdog_main(
@@ -212,6 +247,7 @@ fn watchdog_main(
     sys::set_thread_name("hsched-watchdog");
     let _ = sys::sched_setattr(0, &SchedAttr::fifo(priority));
     let mut held: Vec<Original> = Vec::with_capacity(1024);
+    let mut anchors = Vec::new();
     let mut buf = vec![0u8; REC * 256];
     let mut fill = 0usize;
     let mut done = false;
@@ -245,6 +281,8 @@ fn watchdog_main(
                 }
                 FORGET => held.retain(|h| !(h.tid == o.tid && h.start == o.start)),
                 DONE => done = true,
+                // The id travels in the `start` field.
+                ANCHOR => anchors.extend(crate::observe::anchor(o.start)),
                 _ => {}
             }
         }
@@ -282,12 +320,18 @@ fn watchdog_main(
         let _ = sys::write_all(2, msg.as_bytes());
     }
     // Restored: empty the line (unless a live daemon still holds it and
-    // will), then exit, which closes the descriptors and frees the CPUs.
+    // will) and free the CPUs, then let the anchors go, whose closing may
+    // wait for grace periods (a live daemon holds its own and waits for
+    // nothing here).
     if !done && !lock_fds.is_empty() {
         if let Some(l) = locks {
             l.clear_holder();
         }
     }
+    for fd in lock_fds {
+        sys::close(fd);
+    }
+    drop(anchors);
     0
 }
 

@@ -265,17 +265,8 @@ fn after_sigkill_the_cpu_stays_locked_until_the_watchdog_has_restored() {
     // takes about a millisecond otherwise, too fast to tell the lock's
     // release from it); the guard lets it go again even if the test fails.
     let daemon_pid = a.id() as i32;
-    let children =
-        std::fs::read_to_string(format!("/proc/{daemon_pid}/task/{daemon_pid}/children"))
-            .unwrap_or_default();
-    let wd: i32 = children
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .find(|p: &i32| {
-            std::fs::read_to_string(format!("/proc/{p}/comm"))
-                .is_ok_and(|c| c.trim() == "hsched-watchdog")
-        })
-        .expect("no watchdog among the daemon's children");
+    let wd =
+        hsched_linux::watchdog::find(daemon_pid).expect("no watchdog among the daemon's children");
     struct Resume(i32);
     impl Drop for Resume {
         fn drop(&mut self) {

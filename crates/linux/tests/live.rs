@@ -428,6 +428,17 @@ exec = ["sleep", "30"]
             .collect();
         assert!(held.is_empty(), "thread {t} holds the daemon's {held:?}");
     }
+    // The watchdog holds an anchor on each of the daemon's tracepoints
+    // (six sched ones and `signal_generate`), so the dead daemon's perf
+    // events close without RCU grace periods (docs/live-mode.md,
+    // "Fail-safe"): 21–36 ms to restore, 320–415 ms without.
+    let wd = hsched_linux::watchdog::find(daemon.id() as i32).expect("the daemon's watchdog");
+    let perf_fds = std::fs::read_dir(format!("/proc/{wd}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|l| l.display().to_string().contains("perf_event"))
+        .count();
+    assert!(perf_fds >= 6, "the watchdog holds {perf_fds} perf events");
     let all = hsched_linux::sys::get_affinity(0).unwrap();
     daemon.kill().unwrap();
     let killed = Instant::now();
