@@ -82,6 +82,33 @@ fn run_json(file: &Path, args: &[&str]) -> Value {
     run_json_env(file, args, &[])
 }
 
+/// Hypervisor steal time on the test CPU so far, ns (`/proc/stat`, in
+/// 10 ms units; 0 on bare metal).
+fn steal_ns() -> u64 {
+    let cpu = test_cpu();
+    hsched_linux::stolen::read_proc_stat()
+        .ok()
+        .and_then(|v| v.into_iter().find(|s| s.cpu == cpu))
+        .map_or(0, |s| s.steal)
+}
+
+/// [`run_json`], and the hypervisor steal time on the test CPU during the
+/// run, ns. Run times exclude steal (the scheduler clock does), so a bound
+/// on what a thread received is widened by it: hsched cannot hand out the
+/// time the host took from the whole virtual machine.
+fn run_json_steal(file: &Path, args: &[&str]) -> (Value, u64) {
+    let s0 = steal_ns();
+    let r = run_json(file, args);
+    let stolen = steal_ns().saturating_sub(s0);
+    if stolen > 0 {
+        eprintln!(
+            "the host stole {} ms of the test CPU during the run",
+            stolen / 1_000_000
+        );
+    }
+    (r, stolen)
+}
+
 /// [`run_json`] with environment variables set for the daemon.
 fn run_json_env(file: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
     let cpu = test_cpu().to_string();
@@ -211,9 +238,9 @@ params = { amount = "10ms", period = "33ms" }
 workload = { kind = "cpu-bound" }
 "#,
     );
-    let r = run_json(&f, &["--duration", "3s"]);
-    let share = program(&r, "hog")["cpu_ns"].as_u64().unwrap() as f64
-        / r["duration_ns"].as_u64().unwrap() as f64;
+    let (r, stolen) = run_json_steal(&f, &["--duration", "3s"]);
+    let duration = r["duration_ns"].as_u64().unwrap() as f64;
+    let share = program(&r, "hog")["cpu_ns"].as_u64().unwrap() as f64 / duration;
     let g = &r["live"]["rt_governor"];
     eprintln!(
         "Rez 10ms/33ms gave the hog {:.2}% of the CPU; governor {g}",
@@ -224,7 +251,7 @@ workload = { kind = "cpu-bound" }
     // for what its grant did not reach it (at most `lost_cap_ns`).
     let ms = |k: &str| g[k].as_u64().unwrap() as f64 / 1e6;
     let (low, high) = (
-        (10.0 + ms("grace_ns")) / 33.0 - 0.02,
+        (10.0 + ms("grace_ns")) / 33.0 - 0.02 - stolen as f64 / duration,
         (10.0 + ms("grace_ns") + ms("lost_cap_ns")) / 33.0 + 0.02,
     );
     assert!(
@@ -831,7 +858,7 @@ scheduler = "ts"
 workload = { kind = "cpu-bound" }
 "#,
     );
-    let r = run_json(&f, &["--duration", "4s"]);
+    let (r, stolen) = run_json_steal(&f, &["--duration", "4s"]);
     let p = program(&r, "renderer");
     let share = p["share"].as_f64().unwrap();
     let jobs = p["jobs"].as_u64().unwrap();
@@ -848,13 +875,22 @@ workload = { kind = "cpu-bound" }
     // 32–34 %; one CI run on a disturbed host measured 35.9 %.
     let ms = |key: &str| g[key].as_u64().unwrap() as f64 / 1e6;
     let cap = (10.0 + ms("grace_ns") + ms("lost_cap_ns")) / 33.0;
+    // Time the host steals is lost to the run (see `run_json_steal`): it
+    // lowers the floor, and each 10 ms of it may cost a frame and make
+    // one later.
+    let stolen_ms = stolen as f64 / 1e6;
+    let low = 0.29 - stolen_ms / 4000.0;
     assert!(
-        (0.29..=cap).contains(&share),
-        "renderer share {share}, cap {cap}"
+        (low..=cap).contains(&share),
+        "renderer share {share}, not within {low}..={cap}"
     );
     assert!(jobs >= 100, "only {jobs} frames in 4 s");
-    assert!(misses <= 20, "{misses} frames missed");
-    assert!(late_ms < 40.0, "a frame was {late_ms} ms late");
+    let allowed = 20 + stolen / 10_000_000;
+    assert!(
+        misses <= allowed,
+        "{misses} frames missed (allowed {allowed})"
+    );
+    assert!(late_ms < 40.0 + stolen_ms, "a frame was {late_ms} ms late");
     assert!(g["demotions"].as_u64().unwrap() > 0, "no demotion: {g}");
     assert!(g["deferred_freezes"].as_u64().unwrap() > 0, "no grace: {g}");
     assert!(program(&r, "hog")["share"].as_f64().unwrap() > 0.5);
