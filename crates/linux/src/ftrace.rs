@@ -1,26 +1,31 @@
 //! Wake-ups that perf does not see, read from an ftrace instance.
 //!
-//! On this kernel (6.18) a perf event on a tracepoint writes nothing while
-//! the idle task is current, per-thread and CPU-wide events alike, although
-//! ftrace records the same tracepoint. So a managed thread woken by a timer
-//! interrupt on an idle CPU (the usual wake-up of a periodic thread) leaves
-//! no `sched_wakeup` sample: the HSI learned of it only from the thread's
-//! switch-in record, which perf does not wake the reader for, up to a whole
-//! job later (docs/live-mode.md, "Limits").
+//! On this kernel (6.18) a per-thread perf event on `sched_wakeup` records
+//! a wake-up only when one of the followed threads is current: a managed
+//! thread woken by a timer interrupt over the idle task (the usual wake-up
+//! of a periodic thread) or over a program hsched does not manage leaves
+//! no sample (1 and 0 of about 190 wake-ups of a sleeping thread in a
+//! second, on an idle CPU and beside `yes`). The HSI learned of such wake-ups only
+//! from the thread's switch-in record, which perf does not wake the reader
+//! for, up to a whole job later (docs/live-mode.md, "Limits"), and a
+//! thread woken over an unmanaged program ran its bursts unseen past its
+//! reservation.
 //!
 //! This module owns one tracefs instance per daemon (`instances/hsched-PID`)
-//! with `sched_wakeup` enabled, filtered to wake-ups run in the idle task's
-//! context (`common_pid == 0`, which perf misses; the others it sees) of the
-//! managed thread ids, clock `mono` (the daemon's `CLOCK_MONOTONIC`), and
-//! `buffer_percent` 0, so that each record wakes the daemon through
-//! `per_cpu/cpuN/trace_pipe_raw`. Pages are read without blocking and
-//! decoded here (the ring-buffer page layout of `events/header_page`).
+//! with `sched_wakeup` enabled, filtered to wake-ups of the managed thread
+//! ids not run by the daemon itself (its thaws) nor, where the ids fit, by
+//! a managed thread (perf sees those), clock `mono` (the daemon's
+//! `CLOCK_MONOTONIC`), and `buffer_percent` 0, so that each record wakes
+//! the daemon through `per_cpu/cpuN/trace_pipe_raw`. Pages are read
+//! without blocking and decoded here (the ring-buffer page layout of
+//! `events/header_page`).
 //!
-//! On unless `HSCHED_LIVE_IDLE_WAKES=off`; without tracefs instances the
-//! daemon warns and goes on without it (docs/live-mode.md, "Idle-context
-//! wake-ups from ftrace").
+//! On unless `HSCHED_LIVE_IDLE_WAKES=off` (named after the idle-context
+//! wake-ups it was made for); without tracefs instances the daemon warns
+//! and goes on without it (docs/live-mode.md, "Idle-context wake-ups from
+//! ftrace").
 
-use crate::observe::{field_offset, id_filter, Event};
+use crate::observe::{exact_id_filter, field_offset, id_filter, Event};
 use crate::sys;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -36,11 +41,13 @@ const TYPE_TIME_STAMP: u32 = 31;
 /// Flags in a page's `commit` word above the data size.
 const MISSED_EVENTS: u64 = 1 << 31;
 const COMMIT_SIZE: u64 = (1 << 30) - 1;
+/// The longest filter the kernel takes is a page less its terminator.
+const MAX_FILTER_TEXT: usize = 4_000;
 /// Instances are named after the daemon's pid.
 const PREFIX: &str = "hsched-";
 
-/// The `sched_wakeup` records of idle-context wake-ups of the managed
-/// threads (see the module doc).
+/// The `sched_wakeup` records of the managed threads' wake-ups perf misses
+/// (see the module doc).
 pub struct IdleWakes {
     dir: PathBuf,
     /// `per_cpu/cpuN/trace_pipe_raw` of every online CPU, non-blocking.
@@ -127,7 +134,7 @@ impl IdleWakes {
         self.pipes.iter().map(|f| f.as_raw_fd()).collect()
     }
 
-    /// Records the idle-context wake-ups of `tids` (sorted, deduplicated),
+    /// Records the wake-ups of `tids` (sorted, deduplicated) perf misses,
     /// when the list changed: only theirs, or, when their ids are too
     /// scattered for a filter, those of the ranges that cover them
     /// ([`id_filter`]). An ftrace filter, unlike a perf event's, can be
@@ -140,10 +147,16 @@ impl IdleWakes {
         if self.targets.as_deref() == Some(tids) {
             return Ok(());
         }
-        let filter = if tids.is_empty() {
-            "pid == 0".into()
-        } else {
-            format!("common_pid == 0 && ({})", id_filter(tids))
+        // The daemon's own wake-ups (its thaws) tell it nothing.
+        let woken = format!("({}) && common_pid != {}", id_filter(tids), sys::getpid());
+        // Wake-ups run while a managed thread is current are perf's (that
+        // thread's own events record them): left out where the ids fit a
+        // filter exactly and the whole filter fits the kernel's page.
+        let filter = match exact_id_filter(tids, "common_pid") {
+            Some(waker) if woken.len() + waker.len() < MAX_FILTER_TEXT => {
+                format!("{woken} && !({waker})")
+            }
+            _ => woken,
         };
         self.complete = false;
         fs::write(self.dir.join("events/sched/sched_wakeup/filter"), filter)?;

@@ -259,15 +259,9 @@ pub fn id_filter(ids: &[i32]) -> String {
     if ids.is_empty() {
         return "pid == 0".into();
     }
-    let mut runs: Vec<(i32, i32)> = Vec::new();
-    for &id in ids {
-        match runs.last_mut() {
-            Some(r) if id == r.1.saturating_add(1) => r.1 = id,
-            _ => runs.push((id, id)),
-        }
-    }
-    if runs_len(&runs) <= MAX_FILTER {
-        return render_runs(&runs);
+    let runs = runs_of(ids);
+    if runs_len(&runs, "pid") <= MAX_FILTER {
+        return render_runs(&runs, "pid");
     }
     // The widest gaps stay: keep as many as fit (one range always fits).
     let mut gaps: Vec<(i64, usize)> = runs
@@ -291,17 +285,39 @@ pub fn id_filter(ids: &[i32]) -> String {
     let (mut lo, mut hi) = (0, gaps.len());
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
-        if runs_len(&merged(mid)) <= MAX_FILTER {
+        if runs_len(&merged(mid), "pid") <= MAX_FILTER {
             lo = mid;
         } else {
             hi = mid - 1;
         }
     }
-    render_runs(&merged(lo))
+    render_runs(&merged(lo), "pid")
+}
+
+/// A filter matching `field` equal to exactly one of `ids` (sorted,
+/// deduplicated, not empty), runs written as ranges; `None` when that is
+/// longer than [`id_filter`]'s limit, where it would merge runs and so
+/// also match other ids.
+pub fn exact_id_filter(ids: &[i32], field: &str) -> Option<String> {
+    let runs = runs_of(ids);
+    (!runs.is_empty() && runs_len(&runs, field) <= MAX_FILTER).then(|| render_runs(&runs, field))
+}
+
+/// `ids` (sorted, deduplicated) as runs of consecutive ids, inclusive.
+fn runs_of(ids: &[i32]) -> Vec<(i32, i32)> {
+    let mut runs: Vec<(i32, i32)> = Vec::new();
+    for &id in ids {
+        match runs.last_mut() {
+            Some(r) if id == r.1.saturating_add(1) => r.1 = id,
+            _ => runs.push((id, id)),
+        }
+    }
+    runs
 }
 
 /// The length of [`render_runs`]'s text, without writing it.
-fn runs_len(runs: &[(i32, i32)]) -> usize {
+fn runs_len(runs: &[(i32, i32)], field: &str) -> usize {
+    let f = field.len();
     let digits = |v: i32| {
         v.unsigned_abs()
             .checked_ilog10()
@@ -311,22 +327,22 @@ fn runs_len(runs: &[(i32, i32)]) -> usize {
     let terms: usize = runs
         .iter()
         .map(|&(a, b)| match i64::from(b) - i64::from(a) {
-            0 => 7 + digits(a),
-            1 => 18 + digits(a) + digits(b),
-            _ => 20 + digits(a) + digits(b),
+            0 => f + 4 + digits(a),
+            1 => 2 * f + 12 + digits(a) + digits(b),
+            _ => 2 * f + 14 + digits(a) + digits(b),
         })
         .sum();
     terms + 4 * runs.len().saturating_sub(1)
 }
 
-/// `runs` (inclusive, ascending) as `pid` terms joined by `||`.
-fn render_runs(runs: &[(i32, i32)]) -> String {
+/// `runs` (inclusive, ascending) as `field` terms joined by `||`.
+fn render_runs(runs: &[(i32, i32)], field: &str) -> String {
     let terms: Vec<String> = runs
         .iter()
         .map(|&(a, b)| match i64::from(b) - i64::from(a) {
-            0 => format!("pid == {a}"),
-            1 => format!("pid == {a} || pid == {b}"),
-            _ => format!("(pid >= {a} && pid <= {b})"),
+            0 => format!("{field} == {a}"),
+            1 => format!("{field} == {a} || {field} == {b}"),
+            _ => format!("({field} >= {a} && {field} <= {b})"),
         })
         .collect();
     terms.join(" || ")
@@ -757,7 +773,13 @@ mod switch_tests {
                 (i32::MAX, i32::MAX),
             ],
         ] {
-            assert_eq!(runs_len(runs), render_runs(runs).len(), "{runs:?}");
+            for field in ["pid", "common_pid"] {
+                assert_eq!(
+                    runs_len(runs, field),
+                    render_runs(runs, field).len(),
+                    "{runs:?}"
+                );
+            }
         }
         assert_eq!(
             id_filter(&[i32::MAX - 1, i32::MAX]),
