@@ -5,11 +5,11 @@
 //! thread woken by a timer interrupt over the idle task (the usual wake-up
 //! of a periodic thread) or over a program hsched does not manage leaves
 //! no sample (1 and 0 of about 190 wake-ups of a sleeping thread in a
-//! second, on an idle CPU and beside `yes`). The HSI learned of such wake-ups only
-//! from the thread's switch-in record, which perf does not wake the reader
-//! for, up to a whole job later (docs/live-mode.md, "Limits"), and a
-//! thread woken over an unmanaged program ran its bursts unseen past its
-//! reservation.
+//! second, on an idle CPU and beside `yes`). The HSI learned of such
+//! wake-ups only from the thread's switch-in record, which perf does not
+//! wake the reader for, up to a whole job later (docs/live-mode.md,
+//! "Limits"), and a thread woken over an unmanaged program ran its bursts
+//! unseen past its reservation.
 //!
 //! This module owns one tracefs instance per daemon (`instances/hsched-PID`)
 //! with `sched_wakeup` enabled, filtered to wake-ups of the managed thread
@@ -41,7 +41,8 @@ const TYPE_TIME_STAMP: u32 = 31;
 /// Flags in a page's `commit` word above the data size.
 const MISSED_EVENTS: u64 = 1 << 31;
 const COMMIT_SIZE: u64 = (1 << 30) - 1;
-/// The longest filter the kernel takes is a page less its terminator.
+/// The kernel takes a filter shorter than a page (4 096 bytes here); this
+/// leaves room for the text that joins the two id lists.
 const MAX_FILTER_TEXT: usize = 4_000;
 /// Instances are named after the daemon's pid.
 const PREFIX: &str = "hsched-";
