@@ -1841,8 +1841,14 @@ impl Daemon {
                 let seed = self.h.sim.seed.unwrap_or(0)
                     ^ (spec.unwrap_or(0) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 let slots = &self.slots;
+                let daemon = sys::getpid();
                 sys::spawn_fn(&[0, 1, 2, rfd], move || {
                     sys::setpgid_self();
+                    // A built-in workload is part of this run, not a user's
+                    // program: it ends with the daemon, however the daemon
+                    // ends (a killed daemon's frozen one dies once the
+                    // watchdog thaws it).
+                    sys::die_with_parent(daemon);
                     let mut b = [0u8; 1];
                     let _ = sys::read(rfd, &mut b);
                     let s = slot.and_then(|i| slots.get(i));

@@ -801,6 +801,17 @@ pub fn setpgid_self() {
     unsafe { libc::setpgid(0, 0) };
 }
 
+/// Has the kernel SIGKILL the caller when the thread that forked it ends,
+/// and ends the caller at once if that has already happened (`parent` is
+/// the pid it was forked from; a dead parent's children are re-parented).
+pub fn die_with_parent(parent: i32) {
+    // SAFETY: no memory effects.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    if getppid() != parent {
+        exit_now(0);
+    }
+}
+
 /// Starts a new session (detaches from the terminal's signals).
 pub fn setsid() {
     // SAFETY: no memory effects.

@@ -414,10 +414,18 @@ fn sched_policy(tid: i32) -> Option<u32> {
 #[test]
 fn sigkill_of_the_daemon_restores_every_thread_within_a_second() {
     let Some(_g) = live() else { return };
-    // FP: the high-priority hog runs (SCHED_FIFO, pinned), the low one is frozen.
+    // FP: the high-priority hog runs (SCHED_FIFO, pinned), the low one and
+    // a built-in workload are frozen. The hogs are programs of their own
+    // (restored, like any launched program); the built-in workload is part
+    // of the run and dies with the daemon.
+    let hog = format!(
+        "exec = [\"{}\", \"probe\", \"hog\", \"--duration\", \"20s\"]",
+        bin()
+    );
     let f = write_file(
         "fp.toml",
-        r#"
+        &format!(
+            r#"
 default = "fp"
 [machine]
 cpus = 1
@@ -426,17 +434,22 @@ name = "fp"
 policy = "fp"
 [[thread]]
 name = "high"
-params = { priority = 2 }
-workload = { kind = "cpu-bound" }
+params = {{ priority = 3 }}
+{hog}
 [[thread]]
 name = "low"
-params = { priority = 1 }
-workload = { kind = "cpu-bound" }
+params = {{ priority = 2 }}
+{hog}
+[[thread]]
+name = "builtin"
+params = {{ priority = 1 }}
+workload = {{ kind = "cpu-bound" }}
 [[thread]]
 name = "waiter"
-params = { priority = 1 }
+params = {{ priority = 1 }}
 exec = ["sleep", "30"]
-"#,
+"#
+        ),
     );
     let sock = std::env::temp_dir().join(format!("hsched-test-kill-{}.sock", std::process::id()));
     let mut daemon = start_daemon(&f, &sock, &["--duration", "20s"]);
@@ -455,7 +468,7 @@ exec = ["sleep", "30"]
             .as_i64()
             .unwrap() as i32
     };
-    let (high, low) = (tid("high"), tid("low"));
+    let (high, low, builtin) = (tid("high"), tid("low"), tid("builtin"));
     // The real-time governor runs a best-effort granted thread at
     // SCHED_OTHER for 8 ms of every 100 ms (enforce.rs `RtGovernor`), so
     // look a few times.
@@ -477,7 +490,7 @@ exec = ["sleep", "30"]
     );
     // Frozen or not, before or after `exec`, a launched program holds none
     // of the daemon's descriptors (CPU locks, perf events, the socket).
-    for t in [high, low, tid("waiter")] {
+    for t in [high, low, builtin, tid("waiter")] {
         let held: Vec<String> = std::fs::read_dir(format!("/proc/{t}/fd"))
             .unwrap()
             .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
@@ -521,6 +534,16 @@ exec = ["sleep", "30"]
         std::thread::sleep(Duration::from_millis(5));
     };
     eprintln!("restored {restored:?} after SIGKILL");
+    // The built-in workload is gone (or a zombie where nothing reaps
+    // orphans) once the watchdog has thawed it.
+    while !matches!(hsched_linux::enforce::proc_state(builtin), None | Some('Z')) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(1),
+            "the built-in workload outlives the daemon: state {:?}",
+            hsched_linux::enforce::proc_state(builtin)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // The watchdog also removes the daemon's coop_poll channel file.
     let channel = format!("/dev/shm/hsched-coop-{}", daemon.id());
     let t1 = Instant::now();
@@ -551,7 +574,7 @@ exec = ["sleep", "30"]
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    for t in [high, low, tid("waiter")] {
+    for t in [high, low, builtin, tid("waiter")] {
         let _ = hsched_linux::sys::kill(t, libc::SIGKILL);
     }
     let _ = std::fs::remove_file(&sock);
