@@ -30,6 +30,10 @@ pub struct Hierarchy {
     /// The `[workload]` section: the rt-app file named by the hierarchy
     /// file and the rules that map rt-app tasks onto schedulers.
     pub workload: WorkloadConfig,
+    /// `[[rule]]`s placing the threads that managed programs create in
+    /// live mode, in file order: the first that matches wins; a thread no
+    /// rule matches joins its creator's scheduler.
+    pub rules: Vec<ThreadRule>,
     /// Name of the file this hierarchy was read from, for diagnostics.
     pub file: String,
 }
@@ -60,6 +64,39 @@ pub struct MapRule {
     pub params: Option<Params>,
     /// Where it was declared.
     pub span: Span,
+}
+
+/// One `[[rule]]`: where live mode puts a thread that a managed program
+/// creates, instead of its creator's scheduler. Checked when the thread is
+/// created, and again when it is renamed or calls `execve`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadRule {
+    /// Glob on the thread's name (Linux's `comm`, at most 15 bytes), when
+    /// given.
+    pub thread: Option<String>,
+    /// Glob on the name of the thread's process (its leader's `comm`),
+    /// when given. At least one of the two is.
+    pub program: Option<String>,
+    /// The scheduler the matching threads join.
+    pub scheduler: String,
+    /// Their parent-side parameters (none given: the scheduler's defaults).
+    pub params: Params,
+    /// Where it was declared.
+    pub span: Span,
+}
+
+impl ThreadRule {
+    /// Whether a thread named `thread` of a process named `program`
+    /// matches (every glob the rule gives does).
+    pub fn matches(&self, thread: &str, program: &str) -> bool {
+        self.thread
+            .as_deref()
+            .is_none_or(|g| crate::glob_match(g, thread))
+            && self
+                .program
+                .as_deref()
+                .is_none_or(|g| crate::glob_match(g, program))
+    }
 }
 
 /// The simulated (or, in live mode, managed) machine.

@@ -22,6 +22,7 @@ const TOP_KEYS: &[&str] = &[
     "scheduler",
     "thread",
     "workload",
+    "rule",
     "at",
 ];
 const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "timer", "stolen"];
@@ -50,6 +51,10 @@ const THREAD_KEYS: &[&str] = &[
 ];
 const WORKLOAD_SECTION_KEYS: &[&str] = &["rtapp", "map"];
 const RULE_KEYS: &[&str] = &["task", "scheduler", "params"];
+const THREAD_RULE_KEYS: &[&str] = &["thread", "program", "scheduler", "params"];
+/// Linux keeps at most this many bytes of a thread's name (`TASK_COMM_LEN`
+/// less the terminating NUL).
+const COMM_LEN: usize = 15;
 const OPS: &[&str] = &[
     "begin-reservation",
     "end-reservation",
@@ -142,6 +147,7 @@ pub fn parse_str_with_policies(
     let (threads, thread_paths, broken_threads) =
         read_threads(&mut r, root.get("thread"), &principal_names, &queue_names);
     let workload = read_workload_section(&mut r, root.get("workload"));
+    let rules = read_thread_rules(&mut r, root.get("rule"));
     let (operations, op_paths, broken_ops) =
         read_ops(&mut r, root.get("at"), policies, machine.cpus);
 
@@ -218,6 +224,36 @@ pub fn parse_str_with_policies(
         }
     }
 
+    // Thread rules: likewise, and their parameters must suit it.
+    for (rule, i) in &rules {
+        let path = format!("rule.{i}");
+        let whose = format!("rule #{}", i + 1);
+        match scheds.iter().find(|s| s.name == rule.scheduler) {
+            None => {
+                let names: Vec<&str> = scheds.iter().map(|s| s.name.as_str()).collect();
+                let e = d
+                    .make(
+                        &format!("{path}.scheduler="),
+                        rule.span,
+                        format!(
+                            "rule #{} names scheduler `{}`, which is not declared",
+                            i + 1,
+                            rule.scheduler
+                        ),
+                    )
+                    .expected(one_of_these(&names))
+                    .maybe_hint(did_you_mean(&rule.scheduler, names.iter().copied()));
+                d.push(e);
+            }
+            Some(s) => {
+                if let Some(info) = find_policy(policies, &s.policy) {
+                    let at = format!("{path}.params");
+                    check_child_params(&mut d, info, &s.name, &rule.params, &at, rule.span, &whose);
+                }
+            }
+        }
+    }
+
     let mut h = Hierarchy {
         machine,
         schedulers,
@@ -229,6 +265,7 @@ pub fn parse_str_with_policies(
         sim,
         rtapp: None,
         workload,
+        rules: rules.into_iter().map(|(rule, _)| rule).collect(),
         file: file_name.to_string(),
     };
     let ts = TimelineSites {
@@ -1830,6 +1867,81 @@ fn read_workload_section(r: &mut Reader<'_>, v: Option<&V<'_>>) -> WorkloadConfi
         }
     }
     w
+}
+
+/// Reads `[[rule]]` tables (live mode's placement of new threads).
+/// Returns each with its position in the file.
+fn read_thread_rules(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<(ThreadRule, usize)> {
+    let mut out = Vec::new();
+    let Some(v) = v else { return out };
+    for (i, t) in r.tables(v, "rule").into_iter().enumerate() {
+        let path = format!("rule.{i}");
+        r.sites.put(path.clone(), t.span.clone());
+        r.unknown_keys(&t, "[[rule]]", THREAD_RULE_KEYS);
+        let mut ok = true;
+        let mut glob = |r: &mut Reader<'_>, key: &str| -> Option<String> {
+            let v = t.get(key)?;
+            let g = r.name(v, key);
+            // Wildcards aside, a glob longer than a thread name can hold
+            // would silently never match.
+            match g {
+                Some(g) if g.bytes().filter(|&b| b != b'*').count() > COMM_LEN => {
+                    let e = r
+                        .err(
+                            v.span(),
+                            format!(
+                                "`{key} = \"{g}\"` can never match: Linux keeps at most {COMM_LEN} bytes of a name"
+                            ),
+                        )
+                        .hint(format!(
+                            "match the first {COMM_LEN} bytes, or end the glob with `*`"
+                        ));
+                    r.push(e);
+                    ok = false;
+                    None
+                }
+                Some(g) => Some(g),
+                None => {
+                    ok = false;
+                    None
+                }
+            }
+        };
+        let thread = glob(r, "thread");
+        let program = glob(r, "program");
+        if ok && thread.is_none() && program.is_none() {
+            let e = r
+                .err(t.span.clone(), "[[rule]] has neither `thread` nor `program`")
+                .expected("`thread = \"decoder*\"` (a glob on the thread's name), `program = \"mpv\"` (on its process's name), or both");
+            r.push(e);
+            ok = false;
+        }
+        let scheduler = match t.get("scheduler") {
+            Some(v) => {
+                r.sites.put(format!("{path}.scheduler="), v.span());
+                r.name(v, "scheduler")
+            }
+            None => {
+                r.missing(&t, "[[rule]]", "scheduler", "\"rez\"");
+                None
+            }
+        };
+        let params = match t.get("params") {
+            None => Some(Params::default()),
+            Some(v) => r.params(v, "params", &format!("{path}.params")),
+        };
+        if let (true, Some(scheduler), Some(params)) = (ok, scheduler, params) {
+            let rule = ThreadRule {
+                thread,
+                program,
+                scheduler,
+                params,
+                span: r.span(&t.span),
+            };
+            out.push((rule, i));
+        }
+    }
+    out
 }
 
 /// Reads `[[at]]` tables; returns them sorted by time (stable) with the

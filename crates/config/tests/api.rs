@@ -519,3 +519,36 @@ workload = { kind = "stage", input = "q", cost = "1ms" }
     assert!(!e.contains("`real`"), "{e}");
     assert!(h.check_simulatable().is_ok());
 }
+
+#[test]
+fn thread_rules_keep_file_order_and_match_both_globs() {
+    let h = parse(&format!(
+        "{GOOD}\n{}",
+        r#"
+[[rule]]
+thread = "dec?der*"
+program = "mpv"
+scheduler = "rez"
+params = { amount = "2ms", period = "10ms" }
+
+[[rule]]
+program = "ff*"
+scheduler = "low"
+"#
+    ))
+    .unwrap();
+    assert_eq!(h.rules.len(), 2);
+    let (dec, ff) = (&h.rules[0], &h.rules[1]);
+    assert_eq!(dec.scheduler, "rez");
+    assert_eq!(
+        dec.params.get("amount"),
+        Some(&ParamValue::Str("2ms".into()))
+    );
+    assert!(ff.params.is_empty() && ff.thread.is_none());
+    assert!(dec.matches("decoder:0", "mpv"));
+    assert!(!dec.matches("decoder:0", "mpv2"), "both globs must match");
+    assert!(!dec.matches("audio", "mpv"));
+    assert!(ff.matches("anything", "ffmpeg") && !ff.matches("ffmpeg", "x"));
+    // A file without rules has none.
+    assert!(parse(GOOD).unwrap().rules.is_empty());
+}

@@ -114,6 +114,9 @@ pub(crate) struct Managed {
     /// Its grant goes through a fixed reservation (`rez`, `amount`):
     /// time lost is made up (enforce.rs `defer_stop`).
     pub fixed_reservation: bool,
+    /// Created by a managed thread: the file's `[[rule]]`s place it, when
+    /// it is created and again when it is renamed or calls `execve`.
+    pub by_rules: bool,
 }
 
 /// A launched program or an attached process.
@@ -321,7 +324,13 @@ impl Daemon {
         .map_err(io_err("watchdog"))?;
         // Every online CPU, not only the managed ones: a wake-up sample is
         // written on the CPU where the wake-up runs, often the waker's.
-        let obs = Observer::new(&online, opts.ring_order).map_err(io_err("perf events"))?;
+        let obs = Observer::new(&online, opts.ring_order, !h.rules.is_empty())
+            .map_err(io_err("perf events"))?;
+        if !h.rules.is_empty() && !obs.watches_renames() {
+            eprintln!(
+                "hsched: warning: this kernel has no task:task_rename tracepoint; [[rule]]s are checked when a thread is created or calls execve, not when it is renamed"
+            );
+        }
         wd.anchor(&obs.tracepoint_ids())
             .map_err(io_err("watchdog"))?;
         if let Some(e) = &obs.signal_error {
@@ -1145,13 +1154,19 @@ impl Daemon {
                 };
                 let (group, pname, pt, porig, pfifo, ppin) =
                     (p.group, p.name.clone(), p.hsi, p.orig, p.fifo, p.pinned);
-                let sched = self.hsi.thread_parent(pt);
-                let params = self.hsi.vp_info(self.hsi.thread_vp(pt)).params;
                 let base = pname.split('/').next().unwrap_or(&pname).to_string();
                 let name = format!("{base}/{child}");
                 let Ok((tgid, start)) = enforce::proc_identity(child) else {
                     return;
                 };
+                // Its creator's scheduler and parameters, unless a rule
+                // says otherwise.
+                let rule = self.rule_for(child, tgid);
+                let placed = u64::from(rule.is_some());
+                let (sched, params) = rule.unwrap_or_else(|| {
+                    let params = self.hsi.vp_info(self.hsi.thread_vp(pt)).params;
+                    (self.hsi.thread_parent(pt), params)
+                });
                 let orig = Original {
                     tid: child,
                     tgid,
@@ -1166,6 +1181,8 @@ impl Daemon {
                 } else if let Some(m) = self.threads.get_mut(&child) {
                     m.fifo = pfifo;
                     m.pinned = ppin;
+                    m.by_rules = true;
+                    self.stats.rule_placed += placed;
                 }
             }
             Event::Exit { time, tid } => {
@@ -1192,8 +1209,60 @@ impl Daemon {
                 if pid != old_pid {
                     self.thread_exec(old_pid, pid, time);
                 }
+                self.apply_rules(pid, time);
             }
+            Event::Rename { time, tid } => self.apply_rules(tid, time),
             Event::Signal { time, pid, sig } => self.on_signal(pid, sig, time),
+        }
+    }
+
+    /// The scheduler and parameters the first `[[rule]]` matching thread
+    /// `tid` of process `tgid` gives it, by their names now; `None` when
+    /// no rule matches (or its scheduler is gone: destroyed through the
+    /// control interface).
+    fn rule_for(&mut self, tid: i32, tgid: i32) -> Option<(InstanceId, Params)> {
+        if self.h.rules.is_empty() {
+            return None;
+        }
+        let thread = enforce::proc_comm(tid)?;
+        let program = enforce::proc_comm(tgid)?;
+        let (i, rule) =
+            (self.h.rules.iter().enumerate()).find(|(_, r)| r.matches(&thread, &program))?;
+        match hierarchy::instance(&self.hsi, &rule.scheduler) {
+            Ok(to) => Some((to, rule.params.clone())),
+            Err(_) => {
+                let msg = format!(
+                    "rule #{} places thread `{thread}` of `{program}` under scheduler `{}`, which no longer exists; it stays where it is",
+                    i + 1,
+                    rule.scheduler
+                );
+                self.warn(&format!("rule-{i}"), msg);
+                None
+            }
+        }
+    }
+
+    /// Thread `tid` was renamed or called `execve`: if it was created by a
+    /// managed thread and a `[[rule]]` now matches it, it moves to that
+    /// rule's scheduler (unless it is there already).
+    fn apply_rules(&mut self, tid: i32, time: u64) {
+        let Some(m) = self.threads.get(&tid).filter(|m| m.by_rules) else {
+            return;
+        };
+        let (t, tgid, name) = (m.hsi, m.orig.tgid, m.name.clone());
+        let Some((to, params)) = self.rule_for(tid, tgid) else {
+            return;
+        };
+        if self.hsi.thread_parent(t) == to {
+            return;
+        }
+        let at = self.inst(time);
+        match self.hsi.move_thread(at, t, to, params) {
+            Ok(()) => self.stats.rule_moves += 1,
+            Err(e) => self.warn(
+                &format!("rule-move-{tid}"),
+                format!("thread `{name}` matches a [[rule]] but could not move: {e}"),
+            ),
         }
     }
 
@@ -1557,6 +1626,7 @@ impl Daemon {
                 off_since: None,
                 lost_ns: 0,
                 fixed_reservation: false,
+                by_rules: false,
             },
         );
         if runnable {

@@ -51,6 +51,12 @@ pub fn proc_identity(tid: i32) -> io::Result<(i32, u64)> {
     Ok((tgid, start))
 }
 
+/// The name of thread `tid` (its `comm`), from procfs.
+pub fn proc_comm(tid: i32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
+    Some(comm.strip_suffix('\n').unwrap_or(&comm).to_string())
+}
+
 /// The state letter of thread `tid` (`R`, `S`, `D`, `T`, ...).
 pub fn proc_state(tid: i32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;

@@ -30,6 +30,9 @@
 //!   switch-in record tells, late because it does not wake the reader.
 //! - `sched_process_fork`: a managed thread created a thread or process.
 //! - `sched_process_exit`: a managed thread exited.
+//! - `task:task_rename` (`pid`), followed only when the hierarchy has
+//!   `[[rule]]`s: a managed thread renamed thread `pid` (its own name with
+//!   `prctl`, or a sibling's through `/proc`); `execve` renames too.
 //! - `sched_process_exec` (`pid`, `old_pid`): a managed thread called
 //!   `execve`. From a thread other than the leader, `de_thread` has killed
 //!   the other threads (the old leader's exit is recorded before) and the
@@ -113,6 +116,13 @@ pub enum Event {
         /// Its tid before the `execve`.
         old_pid: i32,
     },
+    /// Thread `tid` was given a new name (`task_rename`).
+    Rename {
+        /// When.
+        time: u64,
+        /// The renamed thread.
+        tid: i32,
+    },
     /// Signal `sig` was sent to thread `pid` (or to its process).
     Signal {
         /// When.
@@ -136,6 +146,7 @@ impl Event {
             | Event::Preempt { time, .. }
             | Event::Exit { time, .. }
             | Event::Exec { time, .. }
+            | Event::Rename { time, .. }
             | Event::Signal { time, .. } => time,
         }
     }
@@ -160,6 +171,8 @@ pub struct Tracepoints {
     exec: Tp, // a = pid, b = old_pid
     /// `signal:signal_generate`, when the kernel has it: a = pid, b = sig.
     signal: Option<Tp>,
+    /// `task:task_rename` when followed (see [`Observer::new`]): a = pid.
+    rename: Option<Tp>,
 }
 
 /// The `signal:signal_generate` filter for every target: only signals whose
@@ -372,22 +385,18 @@ impl Tracepoints {
             exit: read_tp(&root, "sched_process_exit", ["pid", ""])?,
             exec: read_tp(&root, "sched_process_exec", ["pid", "old_pid"])?,
             signal: read_tp_in(&root, "signal", "signal_generate", ["pid", "sig"]).ok(),
+            rename: read_tp_in(&root, "task", "task_rename", ["pid", ""]).ok(),
         })
+    }
+
+    /// Every tracepoint's id, `signal_generate`'s included.
+    fn ids(&self) -> Vec<u64> {
+        self.per_thread().chain(self.signal.map(|t| t.id)).collect()
     }
 
     /// The tracepoints followed per thread: [`Observer::follow`] opens
     /// one event per tracepoint and online CPU.
-    pub const PER_THREAD: usize = 6;
-
-    /// Every tracepoint's id, `signal_generate`'s included.
-    fn ids(&self) -> Vec<u64> {
-        self.all()
-            .into_iter()
-            .chain(self.signal.map(|t| t.id))
-            .collect()
-    }
-
-    fn all(&self) -> [u64; Self::PER_THREAD] {
+    fn per_thread(&self) -> impl Iterator<Item = u64> {
         [
             self.switch.id,
             self.wakeup.id,
@@ -396,6 +405,8 @@ impl Tracepoints {
             self.exit.id,
             self.exec.id,
         ]
+        .into_iter()
+        .chain(self.rename.map(|t| t.id))
     }
 
     /// Decodes one `PERF_RECORD_SWITCH` body: a switch-in, or a switch-out
@@ -465,6 +476,11 @@ impl Tracepoints {
                 time,
                 pid: i32_at(self.exec.a)?,
                 old_pid: i32_at(self.exec.b)?,
+            })
+        } else if let Some(rn) = self.rename.filter(|rn| ty == rn.id) {
+            Some(Event::Rename {
+                time,
+                tid: i32_at(rn.a)?,
             })
         } else if let Some(sg) = self.signal.filter(|sg| ty == sg.id) {
             Some(Event::Signal {
@@ -538,12 +554,17 @@ impl Observer {
         self.tps.ids()
     }
 
-    /// One ring buffer (`2^order` pages) on each of `cpus`.
+    /// One ring buffer (`2^order` pages) on each of `cpus`; `renames`:
+    /// also follow `task_rename` (one more event per thread and CPU, so
+    /// only for hierarchies whose `[[rule]]`s match names).
     ///
     /// # Errors
     /// tracefs or perf events unavailable, or not permitted.
-    pub fn new(cpus: &[usize], order: u32) -> io::Result<Observer> {
-        let tps = Tracepoints::load()?;
+    pub fn new(cpus: &[usize], order: u32, renames: bool) -> io::Result<Observer> {
+        let mut tps = Tracepoints::load()?;
+        if !renames {
+            tps.rename = None;
+        }
         let mut rings = Vec::new();
         for &c in cpus {
             let attr = PerfEventAttr {
@@ -615,6 +636,12 @@ impl Observer {
         Ok(fds)
     }
 
+    /// Whether renames of managed threads are observed (asked for, and the
+    /// kernel has `task:task_rename`).
+    pub fn watches_renames(&self) -> bool {
+        self.tps.rename.is_some()
+    }
+
     /// Whether signals sent to managed threads are observed.
     pub fn watches_signals(&self) -> bool {
         !self.signal_fds.is_empty()
@@ -663,9 +690,9 @@ impl Observer {
     /// # Errors
     /// The thread is gone, or perf refused.
     pub fn follow(&self, tid: i32) -> io::Result<Vec<OwnedFd>> {
-        let mut fds = Vec::with_capacity(self.rings.len() * Tracepoints::PER_THREAD);
+        let mut fds = Vec::with_capacity(self.rings.len() * 7);
         for (cpu, owner, _) in &self.rings {
-            for id in self.tps.all() {
+            for id in self.tps.per_thread() {
                 // The switch event also writes the thread's switch-ins
                 // (`context_switch`), which are emitted in the thread's own
                 // context and so survive when the wake-up sample is lost.

@@ -302,8 +302,10 @@ fn dur_flag(args: &[String], name: &str, default_ns: u64) -> Result<u64, String>
 /// - `hog [--duration D]`: a CPU-bound loop (default 10 s, always bounded);
 /// - `frame [--work 10ms] [--gap 33ms] [--duration D]`: the frame renderer,
 ///   printing `{"frames","misses","longest_gap_ns","fps"}`;
-/// - `poll [--threads 10] [--duration D] [--cpu C]`: threads polling the
-///   clock, printing the switch gaps' median and p99.
+/// - `poll [--threads 10] [--duration D] [--cpu C] [--name NAME]`: threads
+///   polling the clock, printing the switch gaps' median and p99; with
+///   `--name`, the process takes that name before it starts them (so they
+///   are created with it) and thread `i` renames itself `NAME-i`.
 pub fn probe_main(args: &[String]) -> i32 {
     let r = (|| -> Result<String, String> {
         let kind = args.first().map(String::as_str).unwrap_or("");
@@ -333,8 +335,23 @@ pub fn probe_main(args: &[String]) -> i32 {
                     let c: usize = c.parse().map_err(|_| "--cpu needs a number")?;
                     sys::set_affinity(0, &sys::CpuMask::single(c)).map_err(|e| e.to_string())?;
                 }
+                let name = flag(rest, "--name");
+                if let Some(nm) = &name {
+                    sys::set_thread_name(nm);
+                }
                 let handles: Vec<_> = (0..n)
-                    .map(|_| std::thread::spawn(move || poll_gaps(500, end, 200_000)))
+                    .map(|i| {
+                        let own = name.as_ref().map(|nm| format!("{nm}-{i}"));
+                        std::thread::spawn(move || {
+                            if let Some(own) = own {
+                                // Later than the daemon reads the creation,
+                                // so the rename is a separate event.
+                                std::thread::sleep(std::time::Duration::from_millis(100));
+                                sys::set_thread_name(&own);
+                            }
+                            poll_gaps(500, end, 200_000)
+                        })
+                    })
                     .collect();
                 let logs: Vec<Vec<(u64, u64)>> =
                     handles.into_iter().filter_map(|h| h.join().ok()).collect();

@@ -119,6 +119,10 @@ pub struct LiveStats {
     pub execs: u64,
     /// Of those, found by the sweep (their exec record lost or late).
     pub execs_found: u64,
+    /// New threads a `[[rule]]` placed when they were created.
+    pub rule_placed: u64,
+    /// Threads a `[[rule]]` moved when they were renamed or called `execve`.
+    pub rule_moves: u64,
     /// Per fatal thaw found from a record, from the record's kernel time
     /// (the signal, or a sibling's exit) to the thaw, ns.
     pub fatal_latency_ns: Vec<u64>,
@@ -299,7 +303,7 @@ impl Report {
             .map(|(n, c, s)| json!({"name": n, "cpu_ns": c, "share": s}))
             .collect();
         let st = &self.stats;
-        let v = json!({
+        let mut v = json!({
             "hsched_report": SCHEMA_VERSION,
             "mode": "live",
             "duration_ns": self.duration_ns,
@@ -342,6 +346,8 @@ impl Report {
                     "lost_deferred_ns": st.lost_deferred_ns},
             }
         });
+        // Apart: one more key inside the macro passes its recursion limit.
+        v["live"]["rules"] = json!({"placed": st.rule_placed, "moved": st.rule_moves});
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
 

@@ -384,6 +384,83 @@ policy = "ts"
     }
 }
 
+#[test]
+fn rules_place_new_threads_by_name() {
+    let Some(_g) = live() else { return };
+    // The program names itself `pollme`, so its two pollers are created
+    // with that name (rule 2 places both under `mid`); 100 ms later they
+    // rename themselves `pollme-0` and `pollme-1`, and rule 1 moves the
+    // second under a 5 ms / 50 ms hard reservation. The program itself was
+    // launched by the file, so no rule moves it.
+    let f = write_file(
+        "rules.toml",
+        r#"
+default = "ts"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "cap"
+policy = "rez"
+parent = "fp"
+params = { priority = 3 }
+[[scheduler]]
+name = "mid"
+policy = "ts"
+parent = "fp"
+params = { priority = 2 }
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "fp"
+params = { priority = 1 }
+[[rule]]
+thread = "pollme-1"
+scheduler = "cap"
+params = { amount = "5ms", period = "50ms" }
+[[rule]]
+thread = "pollme*"
+scheduler = "mid"
+"#,
+    );
+    let cmd = format!(
+        "exec {} probe poll --threads 2 --name pollme --duration 2s > /dev/null",
+        bin()
+    );
+    let (r, stolen) = run_json_steal(&f, &["--", "sh", "-c", &cmd]);
+    assert_eq!(
+        r["live"]["rules"],
+        json!({"placed": 2, "moved": 1}),
+        "both pollers placed at creation, one moved by its rename"
+    );
+    let threads = r["threads"].as_array().unwrap();
+    let under =
+        |s: &str| -> Vec<&Value> { threads.iter().filter(|t| t["scheduler"] == s).collect() };
+    assert_eq!(
+        under("ts").len(),
+        1,
+        "the program stays where the file put it: {threads:?}"
+    );
+    let (cap, mid) = (under("cap"), under("mid"));
+    assert_eq!((cap.len(), mid.len()), (1, 1), "{threads:?}");
+    // About 1.9 s after the rename: 10 % of it under the reservation (plus
+    // the 0.5 ms grace a period), the rest for the other poller.
+    let got = |t: &Value| t["received_ns"].as_u64().unwrap();
+    let run = r["duration_ns"].as_u64().unwrap();
+    assert!(
+        got(cap[0]) < run * 15 / 100,
+        "the capped poller got {} of {run} ns",
+        got(cap[0])
+    );
+    assert!(
+        got(mid[0]) > (run * 70 / 100).saturating_sub(stolen),
+        "the other poller got {} of {run} ns",
+        got(mid[0])
+    );
+}
+
 fn start_daemon(file: &Path, sock: &Path, extra: &[&str]) -> Child {
     let cpu = test_cpu().to_string();
     let _ = std::fs::remove_file(sock);

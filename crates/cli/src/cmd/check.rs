@@ -108,6 +108,9 @@ pub fn summary(h: &Hierarchy) -> String {
     if !h.principals.is_empty() {
         parts.push(n(h.principals.len(), "principal"));
     }
+    if !h.rules.is_empty() {
+        parts.push(n(h.rules.len(), "thread rule"));
+    }
     parts.join(", ")
 }
 
