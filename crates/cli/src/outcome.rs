@@ -24,7 +24,8 @@ Exit status:
     0  success: the file is valid, the run finished
     1  the check or analysis found problems, or the run failed
     2  usage or input error: bad command line, unreadable or invalid file
-    3  run: this machine cannot run live mode (not root, missing kernel feature)
+    3  run, record, stolen: this machine cannot run live mode or trace the
+       scheduler (not root, missing kernel feature)
   101  hsched itself failed (a bug: please report it)";
 
 /// How a verb that did not fail ended.

@@ -882,3 +882,25 @@ fn import_refuses_what_it_cannot_read_or_find() {
     assert!(err.contains("`x` is not a thread id"), "{err}");
     assert_no_crash(&o);
 }
+
+#[test]
+fn stolen_refuses_options_its_form_does_not_take() {
+    // Checked before anything runs (and before the root check), so a typo
+    // never starts a whole measurement on a default.
+    for args in [
+        &["stolen", "--irq-overhed", "5us"][..],
+        &["stolen", "rez", "--reserve", "4ms/20ms"],
+        &["stolen", "app", "--cpu"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.starts_with("hsched stolen: ")
+                && (e.contains("unknown option")
+                    || e.contains("not take")
+                    || e.contains("needs a value")),
+            "{args:?}: {e}"
+        );
+    }
+}

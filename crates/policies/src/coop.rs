@@ -99,10 +99,12 @@
 //! which the scheduler writes and ignores on input.
 //!
 //! # Guarantees
-//! Like a fair-share scheduler without reservations it accepts any
-//! guarantee and provides `PS` with weight `1/n` per best-effort child and
-//! `members/n` per domain; timeliness inside a domain is cooperative and
-//! carries no guarantee (the thesis's goal (c): no reservations).
+//! It accepts any guarantee and divides what it receives in fair shares,
+//! weight `1/n` per best-effort child and `members/n` per domain; the
+//! shares change as children join and leave domains, so the guarantee
+//! mapping promises each child `NULL` (docs/guarantees.md). Timeliness
+//! inside a domain is cooperative and carries no guarantee (the thesis's
+//! goal (c): no reservations).
 
 use crate::registry::PolicyInfo;
 use crate::sfq::{arm_timer, Held, Holder};

@@ -12,12 +12,15 @@ tcp-local, disk, timers) a probe pinned to one CPU spins 4 ms every 20 ms at
 SCHED_FIFO and records the gaps in its execution, next to what the IRQ
 tracepoints, /proc/stat and schedstat saw; prints a table. `rez` runs a test
 application under Rez, Rez-C and Rez-FB at several over-reservations with
-the load running and prints the deadline misses. Every run is bounded and
-cleaned up. See docs/stolen-time.md.
+the load running and prints the deadline misses (`app` is that test
+application, which `rez` launches). Every run is bounded and cleaned up.
+See docs/stolen-time.md.
 
 Options: --load LIST, --cpu N (default: the last CPU), --duration D
 (default 5s), --reserve AMOUNT/PERIOD, --threshold D, --no-trace; for `rez`:
---over LIST (percent), --variants LIST, --source off|procstat|trace.";
+--over LIST (percent), --variants LIST, --source off|procstat|trace,
+--irq-overhead D; for `app`: --period D, --need D, --duration D, --out FILE.
+An option a form does not take is a usage error (exit status 2).";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\

@@ -36,6 +36,29 @@ fn flag(args: &[String], name: &str) -> Option<String> {
         .cloned()
 }
 
+/// Rejects what a form does not take: a misspelt option would otherwise
+/// run the whole measurement on a default.
+fn only(args: &[String], valued: &[&str], switches: &[&str]) -> Result<(), String> {
+    let mut i = 0;
+    while let Some(a) = args.get(i).map(String::as_str) {
+        if valued.contains(&a) {
+            if args.get(i + 1).is_none() {
+                return Err(format!("{a} needs a value"));
+            }
+            i += 2;
+        } else if switches.contains(&a) {
+            i += 1;
+        } else {
+            let known: Vec<&str> = valued.iter().chain(switches).copied().collect();
+            return Err(format!(
+                "unknown option `{a}` (this form takes {})",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn dur(args: &[String], name: &str, default_ns: u64) -> Result<u64, String> {
     match flag(args, name) {
         None => Ok(default_ns),
@@ -406,7 +429,6 @@ fn app_main(args: &[String]) -> Result<String, String> {
 // ----- live Fig 11.3 -------------------------------------------------------------------
 
 fn rez_main(args: &[String]) -> Result<String, String> {
-    crate::check_support().map_err(|e| e.to_string())?;
     let (cpu, other) = cpus(args)?;
     let length = dur(args, "--duration", 5_000_000_000)?.min(MAX_RUN_NS);
     let load: Load = flag(args, "--load")
@@ -532,20 +554,61 @@ fn rez_main(args: &[String]) -> Result<String, String> {
 
 /// `hsched-live stolen ...`: returns the exit code.
 pub fn stolen_main(args: &[String]) -> i32 {
-    let r = match args.first().map(String::as_str) {
-        Some("app") => app_main(&args[1..]),
-        Some("rez") => rez_main(&args[1..]),
-        Some("help" | "--help" | "-h") => {
-            println!("{}", USAGE);
-            return 0;
+    // Named as invoked: `hsched stolen` forwards here.
+    let me = std::env::args()
+        .next()
+        .and_then(|a| {
+            let p = std::path::Path::new(&a);
+            Some(p.file_name()?.to_string_lossy().into_owned())
+        })
+        .filter(|n| n == "hsched")
+        .unwrap_or_else(|| "hsched-live".into());
+    let usage = USAGE.replace("hsched-live", &me);
+    let sub = args.first().map(String::as_str);
+    if sub == Some("help") || args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{usage}");
+        return 0;
+    }
+    let (rest, valued, switches): (&[String], &[&str], &[&str]) = match sub {
+        Some("app") => (
+            &args[1..],
+            &["--period", "--need", "--duration", "--out"],
+            &[],
+        ),
+        Some("rez") => (
+            &args[1..],
+            &[
+                "--load",
+                "--cpu",
+                "--duration",
+                "--source",
+                "--over",
+                "--variants",
+                "--irq-overhead",
+            ],
+            &[],
+        ),
+        _ => (
+            args,
+            &["--load", "--cpu", "--duration", "--reserve", "--threshold"],
+            &["--no-trace"],
+        ),
+    };
+    if let Err(e) = only(rest, valued, switches) {
+        eprintln!("{me} stolen: {e}\n{usage}");
+        return 2;
+    }
+    // The test application runs under a daemon that has checked already.
+    if sub != Some("app") {
+        if let Err(e) = crate::check_support() {
+            eprintln!("{me} stolen: {e}");
+            return 3;
         }
-        _ => match crate::check_support() {
-            Err(e) => {
-                eprintln!("hsched-live stolen: {e}");
-                return 3;
-            }
-            Ok(()) => characterize_main(args),
-        },
+    }
+    let r = match sub {
+        Some("app") => app_main(rest),
+        Some("rez") => rez_main(rest),
+        _ => characterize_main(rest),
     };
     match r {
         Ok(t) => {
@@ -556,7 +619,7 @@ pub fn stolen_main(args: &[String]) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("hsched-live stolen: {e}\n{USAGE}");
+            eprintln!("{me} stolen: {e}\n{usage}");
             1
         }
     }
