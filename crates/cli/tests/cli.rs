@@ -904,3 +904,16 @@ fn stolen_refuses_options_its_form_does_not_take() {
         );
     }
 }
+
+#[test]
+fn tree_and_check_show_thread_rules() {
+    let f = "examples/rules-live.toml";
+    let tree = stdout(&run(&["tree", f]));
+    assert!(
+        tree.contains("new threads of managed programs (live mode), first match:")
+            && tree.contains("  any thread of `yes` -> rez  amount=5ms period=50ms"),
+        "{tree}"
+    );
+    let check = stdout(&run(&["check", f]));
+    assert!(check.contains("1 thread rule"), "{check}");
+}

@@ -119,6 +119,22 @@ pub fn render(h: &Hierarchy, notes: &Notes) -> String {
             out.push('\n');
         }
     }
+    if !h.rules.is_empty() {
+        out.push_str("\nnew threads of managed programs (live mode), first match:\n");
+        for r in &h.rules {
+            let thread = r.thread.as_deref().map(|g| format!("`{g}`"));
+            let program = r.program.as_deref().map(|g| format!("`{g}`"));
+            let mut l = format!(
+                "  {} of {} -> {}",
+                thread.as_deref().unwrap_or("any thread"),
+                program.as_deref().unwrap_or("any program"),
+                r.scheduler
+            );
+            push_params(&mut l, &r.params);
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
     if !h.operations.is_empty() {
         out.push_str("\ntimed operations:\n");
         for op in &h.operations {
