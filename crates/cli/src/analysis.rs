@@ -29,9 +29,10 @@ use hsched_guarantee::mapping::{BestEffort, MappingContext, RateClass};
 use hsched_guarantee::{
     EdgeParams, Guarantee, InstanceParams, ParentSpec, Registry, SchedulerSpec, Task, ThreadSpec,
 };
+use std::collections::{HashMap, HashSet};
 
 /// A node of the file: an instance or a thread (two namespaces).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum NodeRef {
     /// A scheduler instance, by name.
     Scheduler(String),
@@ -182,6 +183,9 @@ pub struct Analysis<'h> {
     /// Policies used by the file that have no guarantee mapping of their
     /// own, analyzed as best effort.
     pub unmapped: Vec<String>,
+    /// Where each scheduler and thread is declared (the first of a name),
+    /// for [`Analysis::span`]: every problem looks one up.
+    spans: HashMap<NodeRef, Span>,
 }
 
 /// The mapping of a policy that has not declared one: it accepts any
@@ -216,11 +220,23 @@ pub fn analyze(h: &Hierarchy) -> Analysis<'_> {
         }
     }
     let composition = hsched_guarantee::compose_with(&translation.hierarchy, &registry);
+    let mut spans = HashMap::with_capacity(h.schedulers.len() + h.threads.len());
+    for s in &h.schedulers {
+        spans
+            .entry(NodeRef::Scheduler(s.name.clone()))
+            .or_insert(s.span);
+    }
+    for t in &h.threads {
+        spans
+            .entry(NodeRef::Thread(t.name.clone()))
+            .or_insert(t.span);
+    }
     Analysis {
         file: h,
         translation,
         composition,
         unmapped: used,
+        spans,
     }
 }
 
@@ -257,13 +273,20 @@ impl Analysis<'_> {
         self.composition.is_ok() && self.translation.issues.is_empty()
     }
 
-    fn node_by_label(&self, label: &str) -> Option<NodeRef> {
+    /// Each node's label (`fp 'root'`, `thread 't'`) to its index, the
+    /// first node when two share one: diagnostics name nodes by label, and
+    /// a file may have 100 000 of them.
+    fn label_index(&self) -> HashMap<String, usize> {
+        let mut map = HashMap::with_capacity(self.composition.nodes.len());
+        for (i, n) in self.composition.nodes.iter().enumerate() {
+            map.entry(n.label()).or_insert(i);
+        }
+        map
+    }
+
+    fn node_by_label(&self, labels: &HashMap<String, usize>, label: &str) -> Option<NodeRef> {
         let ns = self.file.schedulers.len();
-        let i = self
-            .composition
-            .nodes
-            .iter()
-            .position(|n| n.label() == label)?;
+        let i = *labels.get(label)?;
         Some(if i < ns {
             NodeRef::Scheduler(self.composition.nodes[i].name.clone())
         } else {
@@ -285,13 +308,16 @@ impl Analysis<'_> {
                 details: vec![("note", "the analysis leaves this value out".into())],
             })
             .collect();
-        for d in &self.composition.diagnostics {
-            out.push(self.finding(d));
+        if !self.composition.diagnostics.is_empty() {
+            let labels = self.label_index();
+            for d in &self.composition.diagnostics {
+                out.push(self.finding(&labels, d));
+            }
         }
         out
     }
 
-    fn finding(&self, d: &Diagnostic) -> Finding {
+    fn finding(&self, labels: &HashMap<String, usize>, d: &Diagnostic) -> Finding {
         let code = d.code();
         match d {
             Diagnostic::Unacceptable {
@@ -304,7 +330,7 @@ impl Analysis<'_> {
                 reason,
             } => Finding {
                 code,
-                node: self.node_by_label(node),
+                node: self.node_by_label(labels, node),
                 headline: format!(
                     "{node} under {parent} receives {received}, which {policy} cannot use"
                 ),
@@ -321,7 +347,7 @@ impl Analysis<'_> {
                 reason,
             } => Finding {
                 code,
-                node: self.node_by_label(child),
+                node: self.node_by_label(labels, child),
                 headline: format!("{parent} cannot give {child} a guarantee"),
                 details: vec![("why", reason.clone()), ("path", path.clone())],
             },
@@ -334,7 +360,7 @@ impl Analysis<'_> {
                 reason,
             } => Finding {
                 code,
-                node: self.node_by_label(node),
+                node: self.node_by_label(labels, node),
                 headline: format!(
                     "{node} under {parent} receives {received} but requested {requested}"
                 ),
@@ -364,7 +390,7 @@ impl Analysis<'_> {
                 };
                 Finding {
                     code,
-                    node: label.and_then(|l| self.node_by_label(l)),
+                    node: label.and_then(|l| self.node_by_label(labels, l)),
                     headline: other.to_string(),
                     details: Vec::new(),
                 }
@@ -374,10 +400,7 @@ impl Analysis<'_> {
 
     /// Where `node` is declared in the file.
     pub fn span(&self, node: &NodeRef) -> Option<Span> {
-        let span = match node {
-            NodeRef::Scheduler(n) => self.file.schedulers.iter().find(|s| &s.name == n)?.span,
-            NodeRef::Thread(n) => self.file.threads.iter().find(|t| &t.name == n)?.span,
-        };
+        let span = *self.spans.get(node)?;
         (span.line > 0).then_some(span)
     }
 
@@ -394,19 +417,32 @@ impl Analysis<'_> {
     pub fn tree_notes(&self, file: &str) -> crate::cmd::tree::Notes {
         let mut notes = crate::cmd::tree::Notes::default();
         let ns = self.file.schedulers.len();
+        // (parent, child) index pairs of refusals, looked up per skipped node.
+        let refused: HashSet<(usize, usize)> = self
+            .composition
+            .nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(p, n)| {
+                n.provided
+                    .iter()
+                    .filter(|(_, r)| r.is_err())
+                    .map(move |(c, _)| (p, *c))
+            })
+            .collect();
         for (i, node) in self.composition.nodes.iter().enumerate() {
             if i < ns {
                 let s = &self.file.schedulers[i];
                 let links = s.parents.len().max(1);
                 let mut v = Vec::with_capacity(links);
                 for link in 0..links {
-                    v.push(self.scheduler_note(i, node, link));
+                    v.push(self.scheduler_note(i, node, link, &refused));
                 }
                 notes.schedulers.insert(node.name.clone(), v);
             } else {
                 notes
                     .threads
-                    .insert(node.name.clone(), self.thread_note(node));
+                    .insert(node.name.clone(), self.thread_note(i, node, &refused));
             }
         }
         notes.after.extend(self.unmapped_note());
@@ -424,7 +460,13 @@ impl Analysis<'_> {
         notes
     }
 
-    fn scheduler_note(&self, i: usize, node: &NodeReport, link: usize) -> String {
+    fn scheduler_note(
+        &self,
+        i: usize,
+        node: &NodeReport,
+        link: usize,
+        refused: &HashSet<(usize, usize)>,
+    ) -> String {
         let s = &self.file.schedulers[i];
         // A root receives one VP per processor it owns; a uniprocessor
         // policy at the root uses one of them (the composition truncates).
@@ -473,7 +515,7 @@ impl Analysis<'_> {
         if !gives.is_empty() {
             out.push_str(&format!(", gives {gives}"));
         }
-        out.push_str(&self.status_mark(node));
+        out.push_str(&self.status_mark(i, node, refused));
         out
     }
 
@@ -503,12 +545,25 @@ impl Analysis<'_> {
             if !out.is_empty() {
                 out.push_str("; ");
             }
-            out.push_str(&format!("refuses {}", refused.join(", ")));
+            // One line of the tree: a few names, then a count.
+            const SHOWN: usize = 8;
+            out.push_str(&format!(
+                "refuses {}",
+                refused[..refused.len().min(SHOWN)].join(", ")
+            ));
+            if refused.len() > SHOWN {
+                out.push_str(&format!(" and {} more", refused.len() - SHOWN));
+            }
         }
         out
     }
 
-    fn thread_note(&self, node: &NodeReport) -> String {
+    fn thread_note(
+        &self,
+        i: usize,
+        node: &NodeReport,
+        refused: &HashSet<(usize, usize)>,
+    ) -> String {
         let got = node.received.first().and_then(|r| r.guarantee);
         let mut out = match got {
             Some(g) => format!("gets {g}"),
@@ -524,12 +579,17 @@ impl Analysis<'_> {
                 }
             }
         }
-        out.push_str(&self.status_mark(node));
+        out.push_str(&self.status_mark(i, node, refused));
         out
     }
 
-    /// ` ✗` for a node that fails; for one not checked, why not.
-    fn status_mark(&self, node: &NodeReport) -> String {
+    /// ` ✗` for node `i` when it fails; for one not checked, why not.
+    fn status_mark(
+        &self,
+        i: usize,
+        node: &NodeReport,
+        refused: &HashSet<(usize, usize)>,
+    ) -> String {
         match node.status {
             Status::Ok => String::new(),
             Status::Failed => " ✗".into(),
@@ -538,13 +598,7 @@ impl Analysis<'_> {
                 let refused = node.received.iter().find_map(|r| match r.from {
                     Source::Node(p) => {
                         let parent = self.composition.nodes.get(p)?;
-                        parent
-                            .provided
-                            .iter()
-                            .any(|(c, res)| {
-                                res.is_err() && std::ptr::eq(&self.composition.nodes[*c], node)
-                            })
-                            .then(|| parent.name.clone())
+                        refused.contains(&(p, i)).then(|| parent.name.clone())
                     }
                     Source::Top { .. } => None,
                 });

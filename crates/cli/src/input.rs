@@ -37,11 +37,16 @@ pub fn default_example() -> anyhow::Result<Hierarchy> {
 /// The file cannot be read, is invalid, or a task cannot be placed.
 pub fn attach_workload(h: &mut Hierarchy, path: &Path) -> anyhow::Result<()> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = hsched_config::read_text(path, hsched_config::MAX_FILE_BYTES)
         .map_err(|e| input_error(format!("error: cannot read the rt-app file `{name}`: {e}")))?;
     let w = hsched_config::parse_rtapp(&text, &name).map_err(rendered)?;
     hsched_config::attach_rtapp(h, w).map_err(rendered)
 }
+
+/// The longest trace `hsched import` reads: 1 GiB of text, some 7 million
+/// events, far more than `record`'s default buffers hold (reading one
+/// takes about twice its size in memory).
+const MAX_TRACE_BYTES: u64 = 1 << 30;
 
 /// Reads a Linux scheduler trace (`hsched import`).
 ///
@@ -49,7 +54,7 @@ pub fn attach_workload(h: &mut Hierarchy, path: &Path) -> anyhow::Result<()> {
 /// The file cannot be read, or an event line in it cannot.
 pub fn load_trace(path: &Path) -> anyhow::Result<hsched_config::SchedTrace> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = hsched_config::read_text(path, MAX_TRACE_BYTES)
         .map_err(|e| input_error(format!("error: cannot read `{name}`: {e}")))?;
     hsched_config::parse_sched_trace(&text, &name).map_err(rendered)
 }

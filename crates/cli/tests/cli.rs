@@ -553,6 +553,135 @@ fn bad_command_lines_are_usage_errors() {
 }
 
 #[test]
+fn a_gantt_window_outside_the_run_is_refused_before_it() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let svg = dir.join("outside.svg");
+    let _ = std::fs::remove_file(&svg);
+    // overview.toml runs 10 s by default: a window at 20 s drew an empty
+    // chart after the whole run.
+    for extra in [
+        &["--window", "20s..21s"][..],
+        &["--duration", "1s", "--window", "1s..2s"],
+    ] {
+        let mut args = vec![
+            "sim",
+            "examples/overview.toml",
+            "--gantt",
+            svg.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("but the run ends at"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?} ran: {}", stdout(&o));
+        assert!(!svg.exists(), "{args:?} left {}", svg.display());
+    }
+    let o = run(&["sim", "examples/overview.toml", "--duration", "0s"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no time at all"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_failed_run_leaves_no_cut_off_outputs() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("zero-loops.toml");
+    // Zero-length steps looped a finite number of times: the run stops at
+    // t = 0 with an error, after the trace was started.
+    std::fs::write(
+        &file,
+        "[[scheduler]]\nname = \"fp\"\npolicy = \"fp\"\n\n[[thread]]\nname = \"t\"\nscheduler = \"fp\"\nworkload = { kind = \"program\", steps = [{ run = \"0ms\" }], loops = 9223372036854775807 }\n",
+    )
+    .unwrap();
+    let trace = dir.join("cut-off.json");
+    let svg = dir.join("cut-off.svg");
+    let o = run(&[
+        "sim",
+        file.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--gantt",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_no_crash(&o);
+    let err = stderr(&o);
+    assert!(err.contains("without letting time pass"), "{err}");
+    assert!(err.contains("removed the incomplete trace"), "{err}");
+    assert!(!trace.exists() && !svg.exists(), "{err}");
+}
+
+#[test]
+fn a_tie_among_many_threads_is_checked_in_linear_time() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("many-tied.toml");
+    // 100 000 threads (the documented limit) at one priority: every thread
+    // gets a problem. Each once listed all the others (N² output, tens of
+    // gigabytes) and the problems were located by linear searches.
+    std::fs::write(
+        &file,
+        "[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\n\n[[thread]]\nname = \"t\"\nscheduler = \"root\"\ncount = 100000\nparams = { priority = 1 }\nworkload = { kind = \"cpu-bound\" }\n",
+    )
+    .unwrap();
+    for verb in ["check", "tree", "analyze"] {
+        let o = run(&[verb, file.to_str().unwrap()]);
+        assert_no_crash(&o);
+        let out = stdout(&o);
+        assert!(
+            out.len() < 100 * 1024 * 1024,
+            "{verb}: {} bytes of output",
+            out.len()
+        );
+        let capped = if verb == "tree" {
+            "refuses t.0, t.1, t.2, t.3, t.4, t.5, t.6, t.7 and 99992 more"
+        } else {
+            "'t.8' and 99991 more"
+        };
+        assert!(
+            out.contains(capped),
+            "{verb}: {}",
+            &out[..out.len().min(2000)]
+        );
+    }
+}
+
+#[test]
+fn analyze_bounds_the_search_for_large_applications() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("large-rm.toml");
+    // 201 periodic threads under a reservation: the ghost-task search
+    // (thousands of response-time analyses) grew with the cube of the
+    // threads; 2 000 ran for a quarter of an hour.
+    let mut text = String::from(
+        "[[scheduler]]\nname = \"fp\"\npolicy = \"fp\"\n\n[[scheduler]]\nname = \"rez\"\npolicy = \"rez\"\nparent = \"fp\"\ncap = 1\n\n[[scheduler]]\nname = \"rm\"\npolicy = \"fp\"\nparent = \"rez\"\nparams = { amount = \"5ms\", period = \"10ms\" }\n",
+    );
+    for i in 0..201 {
+        text.push_str(&format!(
+            "\n[[thread]]\nname = \"t{i}\"\nscheduler = \"rm\"\nparams = {{ priority = {} }}\nworkload = {{ kind = \"periodic\", period = \"{}ms\", exec = \"10us\" }}\n",
+            201 - i,
+            10 + i
+        ));
+    }
+    std::fs::write(&file, text).unwrap();
+    let o = run(&["analyze", file.to_str().unwrap()]);
+    assert_no_crash(&o);
+    let out = stdout(&o);
+    assert!(
+        out.contains("no reservation searched (§6.1.2): 201 threads, more than the 200"),
+        "{out}"
+    );
+    let svg = dir.join("large-rm.svg");
+    let o = run(&[
+        "analyze",
+        file.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("more than the 200"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
 fn a_closed_stdout_is_not_a_crash() {
     let mut child = hsched()
         .current_dir(root())

@@ -33,9 +33,17 @@ pub(crate) fn check_kind(
         return None;
     }
     if k.starts_with("duration") || k == "time" {
-        return duration_of(key, v)
-            .err()
-            .map(|p| (p.message, p.expected, p.hint));
+        return match duration_of(key, v) {
+            Err(p) => Some((p.message, p.expected, p.hint)),
+            // Policies turn their durations into timers, quanta and
+            // budgets: a nanosecond quantum would make a run of hours.
+            Ok(d) if d > Duration::ZERO && d < MIN_INTERVAL => Some((
+                format!("`{key}` = {d} is shorter than {MIN_INTERVAL}, the shortest interval hsched models"),
+                format!("0 or at least {MIN_INTERVAL}"),
+                None,
+            )),
+            Ok(_) => None,
+        };
     }
     let bad = |what: &str| {
         Some((
@@ -88,7 +96,7 @@ pub(crate) fn check_kind(
     }
     if k.starts_with("number") || k.starts_with("float") || k.starts_with("fraction") {
         return match v {
-            ParamValue::Int(_) | ParamValue::Float(_) => None,
+            ParamValue::Int(_) | ParamValue::Float(_) => number_range(key, v, &k),
             ParamValue::Str(s) => Some((
                 format!("`{key}` must be a number, found the string \"{s}\""),
                 "a number such as `0.25`".into(),
@@ -101,6 +109,32 @@ pub(crate) fn check_kind(
         };
     }
     None
+}
+
+/// `number A..=B`: a number out of its declared range, checked with the
+/// file rather than when a thread is created mid-run.
+fn number_range(key: &str, v: &ParamValue, kind: &str) -> Option<(String, String, Option<String>)> {
+    let x = match v {
+        ParamValue::Int(n) => *n as f64,
+        ParamValue::Float(x) => *x,
+        _ => return None,
+    };
+    let (lo, hi) = kind.split_whitespace().nth(1)?.split_once("..=")?;
+    let (l, h) = (lo.parse::<f64>().ok()?, hi.parse::<f64>().ok()?);
+    if (l..=h).contains(&x) {
+        return None;
+    }
+    // 1e-300, not three hundred zeros.
+    let shown = if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        v.to_string()
+    };
+    Some((
+        format!("`{key}` = {shown} is out of range"),
+        format!("a number from {lo} to {hi}"),
+        None,
+    ))
 }
 
 /// Checks `amount`/`period` pairs wherever they appear: a zero period, or
@@ -228,6 +262,21 @@ pub(crate) fn check_child_params(
         whose,
         &owner,
     );
+    // A reservation of nothing: the parent refuses it when the child is
+    // created, which in a run may be long after the file was read.
+    let amount = params
+        .get("amount")
+        .and_then(|v| duration_of("amount", v).ok());
+    if amount == Some(Duration::ZERO) {
+        let e = d
+            .make(
+                &format!("{path}.amount="),
+                fallback,
+                format!("{whose} has a zero `amount`"),
+            )
+            .expected("an amount longer than zero");
+        d.push(e);
+    }
 }
 
 /// Scheduler graph checks over the schedulers of a file. `paths[i]` is the

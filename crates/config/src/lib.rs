@@ -93,6 +93,32 @@ pub fn load_with_policies(
     r.map(|()| h)
 }
 
+/// The largest hierarchy or rt-app file [`load`] reads: 256 MiB, far more
+/// than the 100 000 threads a file may make, and a bound on the memory a
+/// path such as `/dev/zero` could otherwise take.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads the text file at `path`, refusing one longer than `max_bytes`
+/// (with an error of kind `InvalidData` that says so) instead of reading
+/// a device or a runaway file until memory runs out.
+///
+/// # Errors
+/// The file cannot be opened or read, is not UTF-8, or is too long.
+pub fn read_text(path: &Path, max_bytes: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(max_bytes.saturating_add(1))
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > max_bytes {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("the file is longer than {} MiB", max_bytes >> 20),
+        ));
+    }
+    Ok(text)
+}
+
 /// Reads a file; a failure is reported against `file` (and, for a file
 /// named inside another, at the line that names it).
 fn read_file(
@@ -100,7 +126,7 @@ fn read_file(
     file: &str,
     named_at: Option<(Span, &str)>,
 ) -> Result<String, ConfigErrors> {
-    std::fs::read_to_string(path).map_err(|e| {
+    read_text(path, MAX_FILE_BYTES).map_err(|e| {
         let mut err = match named_at {
             Some((span, _)) => ConfigError::at_span(
                 file,

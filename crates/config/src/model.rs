@@ -4,6 +4,14 @@
 
 use hsched_core::{Duration, Params};
 
+/// The shortest interval a file may ask something to recur at: a
+/// scheduler's quantum or period, a workload's period or loop, a slice of
+/// stolen time. Durations that set how often the model does something are
+/// zero (where that means "off") or at least this long, so that a run
+/// takes at most about a million events per simulated second for each of
+/// them instead of running for hours on a 1 ns period.
+pub const MIN_INTERVAL: Duration = Duration::from_micros(1);
+
 /// A whole hierarchy file, validated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hierarchy {

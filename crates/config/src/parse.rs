@@ -460,9 +460,13 @@ fn read_stolen(r: &mut Reader<'_>, t: &Tab<'_, '_>, cpus: usize) -> Option<Stole
         let amount = dur(r, "amount", None);
         let start = dur(r, "start", Some(Duration::ZERO));
         let (every, amount, start) = (every?, amount?, start?);
-        if every == Duration::ZERO || amount > every {
+        if let Some(v) = t.get("every") {
+            check_interval(r, v.span(), "stolen `every`", every);
+        }
+        // Stealing all of every period would leave the processor nothing.
+        if every == Duration::ZERO || amount >= every {
             let at = t.get("amount").map(|v| v.span()).unwrap_or(t.span.clone());
-            let e = r.err(at, format!("stolen `amount` ({amount}) must be at most `every` ({every}), which must be longer than zero")).expected("0 < amount <= every");
+            let e = r.err(at, format!("stolen `amount` ({amount}) must be shorter than `every` ({every}), which must be longer than zero")).expected("amount < every");
             r.push(e);
             return None;
         }
@@ -493,6 +497,9 @@ fn read_stolen(r: &mut Reader<'_>, t: &Tab<'_, '_>, cpus: usize) -> Option<Stole
             },
         };
         let (start, length, slice, fraction) = (start?, length?, slice?, fraction?);
+        if let Some(v) = t.get("slice") {
+            check_interval(r, v.span(), "`slice`", slice);
+        }
         if slice == Duration::ZERO {
             let at = t.get("slice").map(|v| v.span()).unwrap_or(t.span.clone());
             let e = r
@@ -1294,6 +1301,12 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>, queues: &BTreeSet<String>) -> Op
             }
         }
     };
+    // A duration that sets how often the workload acts.
+    let interval = |r: &mut Reader<'_>, key: &str, d: Duration| {
+        if let Some(v) = tab.get(key) {
+            check_interval(r, v.span(), &format!("`{key}`"), d);
+        }
+    };
     let w = match kind.as_str() {
         "cpu-bound" => WorkloadSpec::CpuBound,
         "periodic" => {
@@ -1305,6 +1318,7 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>, queues: &BTreeSet<String>) -> Op
             positive(r, "period", period);
             positive(r, "exec", exec);
             positive(r, "deadline", deadline);
+            interval(r, "period", period);
             WorkloadSpec::Periodic {
                 period,
                 exec,
@@ -1320,6 +1334,7 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>, queues: &BTreeSet<String>) -> Op
             let deadline = dur(r, "deadline", Some(min), "");
             positive(r, "min_interarrival", min);
             positive(r, "exec", exec);
+            interval(r, "min_interarrival", min);
             positive(r, "deadline", deadline);
             if max < min {
                 if let Some(v) = tab.get("max_interarrival") {
@@ -1338,6 +1353,12 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>, queues: &BTreeSet<String>) -> Op
             let think = dur(r, "think", None, "\"500ms\"");
             let burst = dur(r, "burst", None, "\"5ms\"");
             positive(r, "burst", burst);
+            check_interval(
+                r,
+                tab.span.clone(),
+                "`think` + `burst`",
+                think.saturating_add(burst),
+            );
             WorkloadSpec::Interactive { think, burst }
         }
         "io" => {
@@ -1353,6 +1374,12 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>, queues: &BTreeSet<String>) -> Op
                     .expected("at least one of them longer than zero");
                 r.push(e);
             }
+            check_interval(
+                r,
+                tab.span.clone(),
+                "`compute` + `io`",
+                compute.saturating_add(io),
+            );
             WorkloadSpec::BlockingIo { compute, io }
         }
         "video" => read_video(r, &tab, &what)?,
@@ -1361,6 +1388,7 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>, queues: &BTreeSet<String>) -> Op
             let miss_gap = dur(r, "miss_gap", Some(Duration::from_millis(33)), "");
             positive(r, "work", work);
             positive(r, "miss_gap", miss_gap);
+            interval(r, "work", work);
             WorkloadSpec::FrameRenderer { work, miss_gap }
         }
         "stage" => read_stage(r, &tab, &what, queues)?,
@@ -1368,6 +1396,21 @@ fn read_workload(r: &mut Reader<'_>, v: &V<'_>, queues: &BTreeSet<String>) -> Op
         _ => WorkloadSpec::Program(read_program(r, &tab, &what)?),
     };
     (r.errs.len() == before).then_some(w)
+}
+
+/// Reports `what` = `d`, a duration that sets how often something recurs,
+/// when it is shorter than [`MIN_INTERVAL`] but not zero (zero is each
+/// caller's own case: an error, or "off").
+fn check_interval(r: &mut Reader<'_>, at: std::ops::Range<usize>, what: &str, d: Duration) {
+    if d > Duration::ZERO && d < MIN_INTERVAL {
+        let e = r
+            .err(
+                at,
+                format!("{what} ({d}) is shorter than {MIN_INTERVAL}, the shortest interval hsched models"),
+            )
+            .expected(format!("at least {MIN_INTERVAL}"));
+        r.push(e);
+    }
 }
 
 /// A `stage` workload (docs/hierarchy-format.md, "Pipelines").
@@ -1439,6 +1482,7 @@ fn read_stage(
                 r.push(e);
                 return None;
             }
+            check_interval(r, v.span(), "`cost`", c);
             c
         }
     };
@@ -1513,6 +1557,7 @@ fn read_stage(
         None => Some(Duration::from_millis(10)),
         Some(v) => {
             let d = r.duration(v, "report")?;
+            check_interval(r, v.span(), "`report`", d);
             (d > Duration::ZERO).then_some(d)
         }
     };
@@ -1559,6 +1604,9 @@ fn read_player(r: &mut Reader<'_>, tab: &Tab<'_, '_>) -> Option<WorkloadSpec> {
     };
     let decode = d(r, "decode", Duration::from_micros(5_500));
     let event = d(r, "event", Duration::from_millis(1));
+    if let (Some(e), Some(v)) = (event, tab.get("event")) {
+        check_interval(r, v.span(), "`event`", e);
+    }
     let display = d(r, "display", Duration::from_micros(50));
     let spread = match tab.get("spread") {
         None => Some(0.4),
@@ -1634,6 +1682,9 @@ fn read_video(r: &mut Reader<'_>, tab: &Tab<'_, '_>, what: &str) -> Option<Workl
             .expected("a frame period longer than zero");
         r.push(e);
         return None;
+    }
+    if let (Some(p), Some(v)) = (period, tab.get("period")) {
+        check_interval(r, v.span(), "`period`", p);
     }
     let mpeg = ["i", "p", "b", "gop"].iter().any(|k| tab.get(k).is_some());
     let mode = match (tab.get("exec"), mpeg) {
@@ -1776,6 +1827,9 @@ fn read_program(r: &mut Reader<'_>, tab: &Tab<'_, '_>, what: &str) -> Option<Pro
                     r.push(e);
                     ok = false;
                 }
+                let before = r.errs.len();
+                check_interval(r, v.span(), "a `timer` period", d);
+                ok &= r.errs.len() == before;
                 let absolute = match st.get("absolute") {
                     Some(av) => r.boolean(av, "absolute").unwrap_or(false),
                     None => false,
@@ -1815,6 +1869,17 @@ fn read_program(r: &mut Reader<'_>, tab: &Tab<'_, '_>, what: &str) -> Option<Pro
             r.push(e);
             ok = false;
         }
+    }
+    if ok && p.loops != Some(1) {
+        // Each repetition is at least one event: it must take some time.
+        let before = r.errs.len();
+        check_interval(
+            r,
+            sv.span(),
+            "one pass over the steps",
+            crate::rtapp::pass_time(&p),
+        );
+        ok = r.errs.len() == before;
     }
     ok.then_some(p)
 }

@@ -343,6 +343,18 @@ impl<'s> Reader<'s> {
             self.push(e);
             return None;
         }
+        // A newline or NUL in a name garbles every table and trace it is
+        // printed in.
+        if let Some(c) = s.chars().find(|c| c.is_control()) {
+            let e = self
+                .err(
+                    v.span(),
+                    format!("`{key}` contains the control character {c:?}"),
+                )
+                .expected("a name of printable characters");
+            self.push(e);
+            return None;
+        }
         Some(s)
     }
 

@@ -108,6 +108,15 @@ pub(crate) fn program_problem(p: &Program) -> Option<String> {
     (!takes_time).then(|| "this program loops forever over steps that take no time".to_string())
 }
 
+/// How long one pass over a program's steps takes at least: its CPU
+/// time, sleeps and timer periods (a timer waits up to one period).
+pub(crate) fn pass_time(p: &Program) -> Duration {
+    p.steps.iter().fold(Duration::ZERO, |t, s| match s {
+        Step::Run(d) | Step::Runtime(d) | Step::Sleep(d) => t.saturating_add(*d),
+        Step::Timer { period, .. } => t.saturating_add(*period),
+    })
+}
+
 /// A duration as text in the largest unit that keeps it exact (`"33333us"`,
 /// `"11ms"`), so parameters round-trip without rounding.
 fn exact(d: Duration) -> String {
@@ -548,6 +557,18 @@ fn read_task(
 ) {
     let name = key.name.clone();
     let before = rd.errs.len();
+    // Task names become thread names, printed in tables and traces.
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        set(
+            rd.err(
+                key.span.clone(),
+                format!("task name {name:?} contains the control character {c:?}"),
+            ),
+            Some("a name of printable characters"),
+            None,
+        );
+        return;
+    }
     let Some(m) = rd.obj(v, &format!("task `{name}`")) else {
         return;
     };

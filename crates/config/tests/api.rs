@@ -552,3 +552,15 @@ scheduler = "low"
     // A file without rules has none.
     assert!(parse(GOOD).unwrap().rules.is_empty());
 }
+
+#[test]
+fn files_are_read_up_to_a_limit() {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("read-limit.toml");
+    std::fs::write(&path, "# twelve ch\n").unwrap();
+    assert_eq!(read_text(&path, 12).unwrap(), "# twelve ch\n");
+    let e = read_text(&path, 11).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    // An endless device ends with an error, not with memory exhausted.
+    let e = load(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(e.to_string().contains("longer than 256 MiB"), "{e}");
+}

@@ -297,29 +297,56 @@ impl Mapping for FixedPriority {
         let k = received.len().min(n);
         let mut out: Vec<Result<Provision, String>> =
             vec![Ok(Provision::one(Guarantee::Null, RULE)); n];
-        for (rank, &i) in order.iter().enumerate() {
-            let prio = children[i].params.priority.unwrap_or(0);
-            let tied: Vec<&str> = order
+        // Equal priorities are adjacent in `order` (a stable sort): one pass
+        // over each run of them keeps this linear in the children, which a
+        // file may have 100 000 of.
+        let prio_of = |i: usize| children[i].params.priority.unwrap_or(0);
+        let mut first_rank = 0;
+        while first_rank < n {
+            let prio = prio_of(order[first_rank]);
+            let end = order[first_rank..]
                 .iter()
-                .filter(|&&j| j != i && children[j].params.priority.unwrap_or(0) == prio)
-                .map(|&j| children[j].name)
-                .collect();
+                .position(|&j| prio_of(j) != prio)
+                .map_or(n, |len| first_rank + len);
+            let run = &order[first_rank..end];
             // A tie matters when it straddles or falls inside the guaranteed ranks.
-            let first_rank = order
-                .iter()
-                .position(|&j| children[j].params.priority.unwrap_or(0) == prio)
-                .unwrap_or(rank);
-            if !tied.is_empty() && first_rank < k && !received[first_rank].eq(&Guarantee::Null) {
-                out[i] = Err(format!(
-                    "priority {prio} is shared with '{}'; fp admits one VP per priority, so neither can be given the guarantee (§5.3.1.1)",
-                    tied.join("', '")
-                ));
-            } else if rank < k {
-                out[i] = Ok(Provision::one(received[rank], RULE));
+            let tie = run.len() > 1 && first_rank < k && !received[first_rank].eq(&Guarantee::Null);
+            for (rank, &i) in (first_rank..end).zip(run) {
+                if tie {
+                    let tied = tied_names(run, i, |j| children[j].name);
+                    out[i] = Err(format!(
+                        "priority {prio} is shared with {tied}; fp admits one VP per priority, so neither can be given the guarantee (§5.3.1.1)"
+                    ));
+                } else if rank < k {
+                    out[i] = Ok(Provision::one(received[rank], RULE));
+                }
             }
+            first_rank = end;
         }
         out
     }
+}
+
+/// The most siblings a priority tie names; the rest are counted, so that a
+/// tie among thousands of children does not make a message per child that
+/// lists them all.
+const MAX_TIED_NAMES: usize = 8;
+
+/// `'b', 'c'`: the children of `run` (which holds `me` once) other than
+/// `me`, the first [`MAX_TIED_NAMES`] by name and the rest as `and N more`.
+fn tied_names<'a>(run: &[usize], me: usize, name: impl Fn(usize) -> &'a str) -> String {
+    let shown: Vec<&str> = run
+        .iter()
+        .filter(|&&j| j != me)
+        .take(MAX_TIED_NAMES)
+        .map(|&j| name(j))
+        .collect();
+    let mut s = format!("'{}'", shown.join("', '"));
+    let more = run.len().saturating_sub(1 + shown.len());
+    if more > 0 {
+        s.push_str(&format!(" and {more} more"));
+    }
+    s
 }
 
 /// A scheduler that makes no guarantee (time sharing, §5.3.1.6, and later
@@ -1381,6 +1408,38 @@ mod tests {
         // A single child needs no priority.
         let out = FixedPriority.child_guarantees(&[Guarantee::All], &[child("a", &none)]);
         assert_eq!(out[0].as_ref().unwrap().first(), Guarantee::All);
+    }
+
+    #[test]
+    fn fp_tie_among_many_children_names_a_few_and_counts_the_rest() {
+        // 100 000 children at one priority (a `count` at its limit) once made
+        // a message per child naming every other: gigabytes of output.
+        let none = edge();
+        let names: Vec<String> = (0..100_000).map(|i| format!("t.{i}")).collect();
+        let kids: Vec<ChildRequest<'_>> = names.iter().map(|n| child(n, &none)).collect();
+        let out = FixedPriority.child_guarantees(&[Guarantee::All], &kids);
+        let e = out[0].as_ref().unwrap_err();
+        assert!(
+            e.starts_with(
+                "priority 0 is shared with 't.1', 't.2', 't.3', 't.4', 't.5', 't.6', 't.7', 't.8' and 99991 more;"
+            ),
+            "{e}"
+        );
+        let e = out[5].as_ref().unwrap_err();
+        assert!(
+            e.contains("'t.4', 't.6', 't.7', 't.8' and 99991 more"),
+            "{e}"
+        );
+        // A tie below the guaranteed ranks still costs nothing.
+        let hi = EdgeParams {
+            priority: Some(1),
+            ..edge()
+        };
+        let mut kids = kids;
+        kids.insert(0, child("top", &hi));
+        let out = FixedPriority.child_guarantees(&[Guarantee::All], &kids);
+        assert_eq!(out[0].as_ref().unwrap().first(), Guarantee::All);
+        assert_eq!(out[100_000].as_ref().unwrap().first(), Guarantee::Null);
     }
 
     #[test]

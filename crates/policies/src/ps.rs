@@ -108,7 +108,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     child_params: &[
         ParamSpec {
             key: "share",
-            kind: "number",
+            kind: "number 0.001..=1e6",
             default: "1",
             doc: "relative share of the CPU, positive",
         },

@@ -109,9 +109,10 @@ impl StealGen {
                     ));
                 }
                 let slice = slice.as_nanos();
-                if slice == 0 {
+                // Each slice steals at least 1 ns and leaves at least 1 ns.
+                if slice < 2 {
                     return Err(format!(
-                        "stolen time on cpu {}: `slice` must be positive",
+                        "stolen time on cpu {}: `slice` must be at least 2 ns, found {slice} ns",
                         spec.cpu
                     ));
                 }
@@ -279,6 +280,21 @@ mod tests {
             },
         };
         assert!(StealGen::new(&bad, 1).is_err());
+        // A 1 ns slice has no room for both stealing and running (it once
+        // panicked in `clamp`).
+        for slice in [0, 1] {
+            let bad = StolenSpec {
+                cpu: 0,
+                pattern: StolenPattern::Burst {
+                    start: D(0),
+                    length: D(100),
+                    fraction: 0.5,
+                    slice: D(slice),
+                },
+            };
+            let e = StealGen::new(&bad, 1).unwrap_err();
+            assert!(e.contains("`slice` must be at least 2 ns"), "{e}");
+        }
         let bad = StolenSpec {
             cpu: 0,
             pattern: StolenPattern::Trace {

@@ -112,6 +112,15 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             "error: {file} has no rate-monotonic application under a reservation to map\n  = expected: an `fp` instance whose children are all threads with a periodic workload, below something other than the whole processor"
         )));
     }
+    if args.svg.is_some() || args.csv.is_some() {
+        if let Some(g) = mapped.iter().find(|g| g.tasks().len() > MAX_SEARCH_THREADS) {
+            return Err(input_error(format!(
+                "error: the parameter space of '{}' has {} threads to analyze at each point, more than the {MAX_SEARCH_THREADS} it is drawn for\n  = hint: leave out --svg and --csv",
+                g.scheduler,
+                g.tasks().len()
+            )));
+        }
+    }
     let mut text = String::new();
     let ok = a.is_ok();
     let _ = writeln!(
@@ -425,6 +434,14 @@ fn group(g: &RmGroup, tolerance: f64, out: &mut String) -> GroupReport {
         let _ = writeln!(out, "  cannot be analyzed: {e}{who}");
         return report;
     }
+    if tasks.len() > MAX_RTA_THREADS {
+        let _ = writeln!(
+            out,
+            "  cannot be analyzed: {} threads, more than the {MAX_RTA_THREADS} the response-time analysis takes",
+            tasks.len()
+        );
+        return report;
+    }
     let supply = g
         .received
         .map(|r| Supply::of(&r))
@@ -467,11 +484,16 @@ fn group(g: &RmGroup, tolerance: f64, out: &mut String) -> GroupReport {
     } else {
         "priorities are NOT rate-monotonic (analyzed in the file's order)".to_string()
     };
-    for (a, b, p) in g.ties() {
+    // The first few ties, then a count: one line, however many threads.
+    let ties = g.ties();
+    for (a, b, p) in ties.iter().take(3) {
         let _ = write!(
             order,
             "; {a} and {b} share priority {p} (fp runs them first come, first served; analyzed shorter period first)"
         );
+    }
+    if ties.len() > 3 {
+        let _ = write!(order, "; and {} more ties", ties.len() - 3);
     }
     let _ = writeln!(
         out,
@@ -511,6 +533,14 @@ fn group(g: &RmGroup, tolerance: f64, out: &mut String) -> GroupReport {
     if g.received == Some(Guarantee::All) {
         return report;
     }
+    if tasks.len() > MAX_SEARCH_THREADS {
+        let _ = writeln!(
+            out,
+            "  no reservation searched (§6.1.2): {} threads, more than the {MAX_SEARCH_THREADS} the search takes",
+            tasks.len()
+        );
+        return report;
+    }
     let config = SearchConfig {
         tolerance,
         ..SearchConfig::for_tasks(&tasks)
@@ -544,6 +574,17 @@ fn group(g: &RmGroup, tolerance: f64, out: &mut String) -> GroupReport {
     }
     report
 }
+
+/// The most threads of one application whose response times are
+/// computed: the analysis grows with the square of the threads (10 000
+/// take about a second; the 100 000 a file may have, minutes).
+const MAX_RTA_THREADS: usize = 10_000;
+
+/// The most threads of one application the ghost-task search and the
+/// parameter space take: each tries thousands of reservations with a
+/// response-time analysis that grows with the square of the threads (200
+/// take about a second, 2 000 would take a quarter of an hour).
+const MAX_SEARCH_THREADS: usize = 200;
 
 /// Which analysis the response times come from.
 fn how_analyzed(g: &Guarantee) -> String {

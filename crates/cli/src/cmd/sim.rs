@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, value_name = "RTAPP.json")]
     pub workload: Option<PathBuf>,
     /// Simulated time to run (e.g. 10s); overrides the file's [sim] duration
-    #[arg(long, value_name = "D", value_parser = parse_duration_arg)]
+    #[arg(long, value_name = "D", value_parser = parse_run_duration)]
     pub duration: Option<Duration>,
     /// Random seed; overrides the file's [sim] seed
     #[arg(long, value_name = "N")]
@@ -90,6 +90,20 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         input::attach_workload(&mut h, w)?;
     }
     input::check_simulatable(&h)?;
+    // What `hsched_sim::run` will run, to check the window against it
+    // before a long run rather than draw an empty chart after it.
+    let duration = args
+        .duration
+        .or(h.sim.duration)
+        .or(h.rtapp.as_ref().and_then(|w| w.duration))
+        .unwrap_or(hsched_sim::DEFAULT_DURATION);
+    if let (Some((from, _)), Some(_)) = (args.window, &args.gantt) {
+        if from >= duration {
+            return Err(input_error(format!(
+                "error: the Gantt window starts at {from}, but the run ends at {duration}\n  = hint: give a window inside the run, or a longer --duration"
+            )));
+        }
+    }
 
     let mut opts = SimOptions {
         duration: args.duration,
@@ -115,7 +129,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 
     let result = hsched_sim::run(&h, opts);
     progress.borrow_mut().finish();
-    let report = result.map_err(sim_error)?;
+    let report = match result {
+        Ok(report) => report,
+        Err(e) => return Err(remove_outputs(sim_error(e), &args)),
+    };
 
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -139,6 +156,28 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// After a failed run, removes the trace and chart it was writing (cut
+/// off mid-way, they are not valid files) and says so in the error.
+fn remove_outputs(e: anyhow::Error, args: &Args) -> anyhow::Error {
+    let removed: Vec<String> = [(&args.trace, "trace"), (&args.gantt, "Gantt chart")]
+        .into_iter()
+        .filter_map(|(p, what)| {
+            let p = p.as_ref()?;
+            std::fs::remove_file(p)
+                .is_ok()
+                .then(|| format!("{what} `{}`", p.display()))
+        })
+        .collect();
+    if removed.is_empty() {
+        return e;
+    }
+    let note = format!("note: removed the incomplete {}", removed.join(" and "));
+    match e.downcast::<crate::outcome::InputError>() {
+        Ok(input) => input_error(format!("{}\n  = {note}", input.0.trim_end())),
+        Err(e) => anyhow::anyhow!("{e:#}\n  = {note}"),
+    }
+}
+
 /// Creates an output file; failing to is an input error (a bad path on
 /// the command line).
 fn create(path: &Path) -> anyhow::Result<BufWriter<File>> {
@@ -158,6 +197,17 @@ fn sim_error(e: SimError) -> anyhow::Error {
 
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
     parse_duration(s, None).map_err(|e| e.message)
+}
+
+/// A run's length: longer than zero, like the file's `[sim] duration`.
+fn parse_run_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration_arg(s)?;
+    if d == Duration::ZERO {
+        return Err(format!(
+            "`{s}` is no time at all; give a duration longer than zero, e.g. 10s"
+        ));
+    }
+    Ok(d)
 }
 
 /// `A..B` with units on both ends, A before B.
@@ -185,6 +235,16 @@ mod tests {
         assert!(parse_window("2s..1s").is_err());
         assert!(parse_window("1s-2s").is_err());
         assert!(parse_window("1..2").unwrap_err().contains("unit"));
+    }
+
+    #[test]
+    fn a_run_takes_some_time() {
+        assert_eq!(parse_run_duration("2s").unwrap(), Duration::from_secs(2));
+        // `0.1ns` rounds to nothing: a run of 0 ns reported nothing.
+        for zero in ["0s", "0ms", "0.1ns"] {
+            let e = parse_run_duration(zero).unwrap_err();
+            assert!(e.contains("no time at all"), "{e}");
+        }
     }
 
     #[test]
