@@ -92,6 +92,9 @@ const DEFAULT_RT_PRIORITY: i64 = 10;
 const MAX_STEPS: usize = 100_000;
 /// Most threads one file may create through `instance`.
 const MAX_THREADS: usize = 100_000;
+/// Longest `global.duration`, s (about 136 years; hsched's times are u64
+/// nanoseconds, which reach 584 years).
+const MAX_DURATION_S: i64 = 1 << 32;
 /// Most program steps one file may expand to, over all its threads.
 pub(crate) const MAX_TOTAL_STEPS: usize = 10_000_000;
 
@@ -299,9 +302,21 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
                     match gk.name.as_str() {
                         "duration" => {
                             // rt-app: a duration of 0 or less means "until the tasks end".
-                            if let Some(s) = rd.int(gv, "`duration` (seconds)") {
-                                duration =
-                                    (s > 0).then(|| Duration::from_secs(s.min(1 << 32) as u64));
+                            match rd.int(gv, "`duration` (seconds)") {
+                                Some(s) if s > MAX_DURATION_S => set(
+                                    rd.err(
+                                        gv.span.clone(),
+                                        format!("`duration` of {s} s is longer than hsched runs"),
+                                    ),
+                                    Some(&format!(
+                                        "at most {MAX_DURATION_S} s, or 0 or less for \"until the tasks end\""
+                                    )),
+                                    None,
+                                ),
+                                Some(s) => {
+                                    duration = (s > 0).then(|| Duration::from_secs(s as u64));
+                                }
+                                None => {}
                             }
                         }
                         "default_policy" => {
@@ -1151,6 +1166,21 @@ pub fn attach_rtapp_with_policies(
             exec: None,
             span: task.span,
         });
+    }
+    // Each file is held to the limit on its own; together they are too.
+    if g.threads.len() > MAX_THREADS {
+        let first = w.tasks.first().map_or(Span::default(), |t| t.span);
+        let e = jdiag
+            .make(
+                "",
+                first,
+                format!(
+                    "the hierarchy file and `{json_file}` make {} threads together",
+                    g.threads.len()
+                ),
+            )
+            .expected(format!("at most {MAX_THREADS} threads in all"));
+        jdiag.push(e);
     }
     if tdiag.errs.is_empty() && jdiag.errs.is_empty() {
         let sites = TimelineSites {

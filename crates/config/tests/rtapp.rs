@@ -324,3 +324,33 @@ fn attaching_another_workload_replaces_placed_threads() {
     );
     assert_eq!(h, before);
 }
+
+#[test]
+fn a_global_duration_beyond_what_hsched_runs_is_refused() {
+    let text =
+        r#"{"global": {"duration": 4294967297}, "tasks": {"t": {"run": 1000, "sleep": 1000}}}"#;
+    let e = parse_rtapp(text, "d.json").unwrap_err().to_string();
+    assert!(e.contains("longer than hsched runs"), "{e}");
+    let w = parse_rtapp(&text.replace("4294967297", "4294967296"), "d.json").unwrap();
+    assert_eq!(w.duration, Some(Duration::from_secs(1 << 32)));
+}
+
+#[test]
+fn a_hierarchy_and_its_workload_make_at_most_100_000_threads_together() {
+    let toml = |count: u32| {
+        format!(
+            "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n[[thread]]\nname = \"w\"\ncount = {count}\nworkload = {{ kind = \"cpu-bound\" }}\n"
+        )
+    };
+    let json = r#"{"tasks": {"t": {"instance": 50000, "run": 1000, "sleep": 1000}}}"#;
+    let attach = |count: u32| {
+        let mut h = parse_str(&toml(count), "h.toml").unwrap();
+        attach_rtapp(&mut h, parse_rtapp(json, "w.json").unwrap()).map(|()| h.threads.len())
+    };
+    assert_eq!(attach(50_000).unwrap(), 100_000);
+    let e = attach(50_001).unwrap_err().to_string();
+    assert!(
+        e.contains("make 100001 threads together") && e.contains("at most 100000 threads in all"),
+        "{e}"
+    );
+}
