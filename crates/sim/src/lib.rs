@@ -91,6 +91,16 @@ use hsched_policies::PolicyInfo;
 /// Simulated time when neither the options nor the file say.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
+/// How long [`run`] simulates `h`: `asked` (the command line's), else the
+/// file's `[sim] duration`, else its rt-app workload's, else
+/// [`DEFAULT_DURATION`].
+pub fn run_duration(h: &Hierarchy, asked: Option<Duration>) -> Duration {
+    asked
+        .or(h.sim.duration)
+        .or(h.rtapp.as_ref().and_then(|w| w.duration))
+        .unwrap_or(DEFAULT_DURATION)
+}
+
 /// How to run. Every field is optional; `SimOptions::default()` runs the
 /// file's duration and seed with no outputs but the report.
 #[derive(Default)]
@@ -167,12 +177,7 @@ pub fn run_with_policies(
             message: other.to_string(),
         },
     })?;
-    let end = opts
-        .duration
-        .or(h.sim.duration)
-        .or(h.rtapp.as_ref().and_then(|w| w.duration))
-        .unwrap_or(DEFAULT_DURATION)
-        .as_nanos();
+    let end = run_duration(h, opts.duration).as_nanos();
     let seed = opts.seed.or(h.sim.seed).unwrap_or(0);
     let setup = engine::Setup {
         end,

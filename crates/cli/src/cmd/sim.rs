@@ -92,11 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     input::check_simulatable(&h)?;
     // What `hsched_sim::run` will run, to check the window against it
     // before a long run rather than draw an empty chart after it.
-    let duration = args
-        .duration
-        .or(h.sim.duration)
-        .or(h.rtapp.as_ref().and_then(|w| w.duration))
-        .unwrap_or(hsched_sim::DEFAULT_DURATION);
+    let duration = hsched_sim::run_duration(&h, args.duration);
     if let (Some((from, _)), Some(_)) = (args.window, &args.gantt) {
         if from >= duration {
             return Err(input_error(format!(
