@@ -188,70 +188,37 @@ pub fn parse_str_with_policies(
         None => scheds.clone(),
     };
 
-    // Mapping rules: their scheduler must exist from the start.
+    // Mapping rules and thread rules: their scheduler must exist from the
+    // start, and the parameters they give must suit it.
     for (i, rule) in workload.rules.iter().enumerate() {
-        let path = format!("workload.map.{i}");
-        match scheds.iter().find(|s| s.name == rule.scheduler) {
-            None => {
-                let names: Vec<&str> = scheds.iter().map(|s| s.name.as_str()).collect();
-                let e = d
-                    .make(
-                        &format!("{path}.scheduler="),
-                        rule.span,
-                        format!(
-                            "the rule for tasks `{}` names scheduler `{}`, which is not declared",
-                            rule.task, rule.scheduler
-                        ),
-                    )
-                    .expected(one_of_these(&names))
-                    .maybe_hint(did_you_mean(&rule.scheduler, names.iter().copied()));
-                d.push(e);
-            }
-            Some(s) => {
-                if let (Some(info), Some(params)) = (find_policy(policies, &s.policy), &rule.params)
-                {
-                    check_child_params(
-                        &mut d,
-                        info,
-                        &s.name,
-                        params,
-                        &format!("{path}.params"),
-                        rule.span,
-                        &format!("tasks matching `{}`", rule.task),
-                    );
-                }
-            }
-        }
+        let target = RuleTarget {
+            path: format!("workload.map.{i}"),
+            span: rule.span,
+            who: format!("the rule for tasks `{}`", rule.task),
+            whose: format!("tasks matching `{}`", rule.task),
+        };
+        target.check(
+            &mut d,
+            &scheds,
+            policies,
+            &rule.scheduler,
+            rule.params.as_ref(),
+        );
     }
-
-    // Thread rules: likewise, and their parameters must suit it.
     for (rule, i) in &rules {
-        let path = format!("rule.{i}");
-        let whose = format!("rule #{}", i + 1);
-        match scheds.iter().find(|s| s.name == rule.scheduler) {
-            None => {
-                let names: Vec<&str> = scheds.iter().map(|s| s.name.as_str()).collect();
-                let e = d
-                    .make(
-                        &format!("{path}.scheduler="),
-                        rule.span,
-                        format!(
-                            "rule #{} names scheduler `{}`, which is not declared",
-                            i + 1,
-                            rule.scheduler
-                        ),
-                    )
-                    .expected(one_of_these(&names))
-                    .maybe_hint(did_you_mean(&rule.scheduler, names.iter().copied()));
-                d.push(e);
-            }
-            Some(s) => {
-                if let Some(info) = find_policy(policies, &s.policy) {
-                    let at = format!("{path}.params");
-                    check_child_params(&mut d, info, &s.name, &rule.params, &at, rule.span, &whose);
-                }
-            }
-        }
+        let target = RuleTarget {
+            path: format!("rule.{i}"),
+            span: rule.span,
+            who: format!("rule #{}", i + 1),
+            whose: format!("rule #{}", i + 1),
+        };
+        target.check(
+            &mut d,
+            &scheds,
+            policies,
+            &rule.scheduler,
+            Some(&rule.params),
+        );
     }
 
     let mut h = Hierarchy {
@@ -1907,16 +1874,7 @@ fn read_workload_section(r: &mut Reader<'_>, v: Option<&V<'_>>) -> WorkloadConfi
                     None
                 }
             };
-            let scheduler = match t.get("scheduler") {
-                Some(v) => {
-                    r.sites.put(format!("{path}.scheduler="), v.span());
-                    r.name(v, "scheduler")
-                }
-                None => {
-                    r.missing(&t, "[[workload.map]]", "scheduler", "\"rez\"");
-                    None
-                }
-            };
+            let scheduler = rule_scheduler(r, &t, &path, "[[workload.map]]");
             let params = match t.get("params") {
                 None => Some(None),
                 Some(v) => r.params(v, "params", &format!("{path}.params")).map(Some),
@@ -1932,6 +1890,68 @@ fn read_workload_section(r: &mut Reader<'_>, v: Option<&V<'_>>) -> WorkloadConfi
         }
     }
     w
+}
+
+/// A rule that sends threads to a scheduler (`[[workload.map]]`,
+/// `[[rule]]`), for the checks both kinds share.
+struct RuleTarget {
+    /// Site prefix of the rule.
+    path: String,
+    span: Span,
+    /// The rule in messages (`rule #2`).
+    who: String,
+    /// The threads it places, in parameter messages.
+    whose: String,
+}
+
+impl RuleTarget {
+    /// `scheduler` must be declared, and `params` (when given) must suit it.
+    fn check(
+        &self,
+        d: &mut Diag<'_>,
+        scheds: &[SchedulerSpec],
+        policies: &[PolicyInfo],
+        scheduler: &str,
+        params: Option<&Params>,
+    ) {
+        match scheds.iter().find(|s| s.name == scheduler) {
+            None => {
+                let names: Vec<&str> = scheds.iter().map(|s| s.name.as_str()).collect();
+                let e = d
+                    .make(
+                        &format!("{}.scheduler=", self.path),
+                        self.span,
+                        format!(
+                            "{} names scheduler `{scheduler}`, which is not declared",
+                            self.who
+                        ),
+                    )
+                    .expected(one_of_these(&names))
+                    .maybe_hint(did_you_mean(scheduler, names.iter().copied()));
+                d.push(e);
+            }
+            Some(s) => {
+                if let (Some(info), Some(params)) = (find_policy(policies, &s.policy), params) {
+                    let at = format!("{}.params", self.path);
+                    check_child_params(d, info, &s.name, params, &at, self.span, &self.whose);
+                }
+            }
+        }
+    }
+}
+
+/// The `scheduler` of a `what` table (`[[rule]]`) at site `path`.
+fn rule_scheduler(r: &mut Reader<'_>, t: &Tab<'_, '_>, path: &str, what: &str) -> Option<String> {
+    match t.get("scheduler") {
+        Some(v) => {
+            r.sites.put(format!("{path}.scheduler="), v.span());
+            r.name(v, "scheduler")
+        }
+        None => {
+            r.missing(t, what, "scheduler", "\"rez\"");
+            None
+        }
+    }
 }
 
 /// Reads `[[rule]]` tables (live mode's placement of new threads).
@@ -1981,16 +2001,7 @@ fn read_thread_rules(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<(ThreadRule, 
             r.push(e);
             ok = false;
         }
-        let scheduler = match t.get("scheduler") {
-            Some(v) => {
-                r.sites.put(format!("{path}.scheduler="), v.span());
-                r.name(v, "scheduler")
-            }
-            None => {
-                r.missing(&t, "[[rule]]", "scheduler", "\"rez\"");
-                None
-            }
-        };
+        let scheduler = rule_scheduler(r, &t, &path, "[[rule]]");
         let params = match t.get("params") {
             None => Some(Params::default()),
             Some(v) => r.params(v, "params", &format!("{path}.params")),
