@@ -1249,7 +1249,7 @@ impl Daemon {
         let Some(m) = self.threads.get(&tid).filter(|m| m.by_rules) else {
             return;
         };
-        let (t, tgid, name) = (m.hsi, m.orig.tgid, m.name.clone());
+        let (t, tgid) = (m.hsi, m.orig.tgid);
         let Some((to, params)) = self.rule_for(tid, tgid) else {
             return;
         };
@@ -1259,10 +1259,11 @@ impl Daemon {
         let at = self.inst(time);
         match self.hsi.move_thread(at, t, to, params) {
             Ok(()) => self.stats.rule_moves += 1,
-            Err(e) => self.warn(
-                &format!("rule-move-{tid}"),
-                format!("thread `{name}` matches a [[rule]] but could not move: {e}"),
-            ),
+            Err(e) => {
+                let name = self.threads.get(&tid).map_or("", |m| m.name.as_str());
+                let msg = format!("thread `{name}` matches a [[rule]] but could not move: {e}");
+                self.warn(&format!("rule-move-{tid}"), msg);
+            }
         }
     }
 
