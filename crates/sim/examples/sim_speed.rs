@@ -5,9 +5,14 @@
 //!   ps → ts), 100 threads, 2 processors, the registry's policies;
 //! - `sim_speed [MINUTES] flat`: `benches/flat_fifo.toml`, one instance of
 //!   the core's minimal `fifo` policy over 100 threads, to see the
-//!   simulator's and the HSI's own cost without a policy's data structures.
+//!   simulator's and the HSI's own cost without a policy's data structures;
+//! - `sim_speed [MINUTES] wide`: `benches/wide.toml`, the 4-level hierarchy
+//!   on 64 processors with 2 890 threads, to see how the cost of an input
+//!   grows with the machine.
 //!
 //! - `--trace FILE` also streams the Perfetto trace to FILE.
+//!
+//! MINUTES may be a fraction (`0.05` is 3 s).
 //!
 //! Measure peak memory with `/usr/bin/time -v`:
 //!
@@ -23,6 +28,7 @@ use hsched_sim::SimOptions;
 
 const FOUR_LEVEL: &str = include_str!("../benches/four_level.toml");
 const FLAT: &str = include_str!("../benches/flat_fifo.toml");
+const WIDE: &str = include_str!("../benches/wide.toml");
 
 fn fifo(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
     Ok(Box::new(Fifo::default()))
@@ -55,16 +61,17 @@ fn cpu_time() -> Option<f64> {
 
 fn main() {
     let usage = || -> ! {
-        eprintln!("usage: sim_speed [MINUTES] [flat] [--trace FILE]");
+        eprintln!("usage: sim_speed [MINUTES] [flat|wide] [--trace FILE]");
         std::process::exit(2)
     };
-    let mut minutes = 10u64;
+    let mut minutes = 10f64;
     let (mut text, mut name) = (FOUR_LEVEL, "four_level.toml");
     let mut trace: Option<Box<dyn std::io::Write>> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "flat" => (text, name) = (FLAT, "flat_fifo.toml"),
+            "wide" => (text, name) = (WIDE, "wide.toml"),
             "--trace" => {
                 let path = args.next().unwrap_or_else(|| usage());
                 match std::fs::File::create(&path) {
@@ -75,7 +82,10 @@ fn main() {
                     }
                 }
             }
-            m => minutes = m.parse().unwrap_or_else(|_| usage()),
+            m => match m.parse::<f64>() {
+                Ok(x) if x > 0.0 && x <= 1e6 => minutes = x,
+                _ => usage(),
+            },
         }
     }
     let policies = policies();
@@ -87,7 +97,7 @@ fn main() {
         }
     };
     let opts = SimOptions {
-        duration: Some(Duration::from_secs(60 * minutes)),
+        duration: Some(Duration((60e9 * minutes) as u64)),
         seed: Some(1),
         trace,
         ..Default::default()
