@@ -417,6 +417,21 @@ fn analyze_without_an_application_to_map_is_an_input_error() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
+    // A figure written before an output that fails is removed, not left
+    // behind as half of the pair.
+    let svg = tmp("written-first.svg");
+    let _ = std::fs::remove_file(&svg);
+    let o = run(&[
+        "analyze",
+        "examples/media-player.toml",
+        "--svg",
+        svg.to_str().unwrap(),
+        "--csv",
+        "no/such/dir/x.csv",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("removed"), "{}", stderr(&o));
+    assert!(!svg.exists(), "{} was left behind", svg.display());
     let o = run(&["analyze", "crates/cli/tests/broken/cycle.toml"]);
     assert_eq!(o.status.code(), Some(2));
 }

@@ -194,10 +194,22 @@ pub const SWITCH_FILTER: &str = "prev_state > 0 && prev_state < 256";
 /// # Errors
 /// Not found and could not be mounted.
 pub fn tracefs() -> io::Result<PathBuf> {
+    let mut denied = None;
     for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        if Path::new(p).join("events/sched/sched_switch/id").exists() {
-            return Ok(p.into());
+        match std::fs::metadata(Path::new(p).join("events/sched/sched_switch/id")) {
+            Ok(_) => return Ok(p.into()),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                denied.get_or_insert(p);
+            }
+            Err(_) => {}
         }
+    }
+    if let Some(p) = denied {
+        // Mounting would fail the same way: say what is missing.
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{p} cannot be read without root (permission denied)"),
+        ));
     }
     let ok = std::process::Command::new("mount")
         .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])

@@ -158,9 +158,9 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             } else {
                 space.to_csv()
             };
-            std::fs::write(&out, body).map_err(|e| {
-                input_error(format!("error: cannot write `{}`: {e}", out.display()))
-            })?;
+            if let Err(e) = std::fs::write(&out, body) {
+                return Err(write_failed(&out, &e, &written));
+            }
             written.push((g.scheduler.clone(), out));
         }
     }
@@ -203,6 +203,32 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Problems
     })
+}
+
+/// The error for an output that could not be written. The files this run
+/// wrote before it are removed, so a failed run leaves no partial set of
+/// figures behind.
+fn write_failed(out: &Path, e: &std::io::Error, written: &[(String, PathBuf)]) -> anyhow::Error {
+    let mut msg = format!("error: cannot write `{}`: {e}", out.display());
+    for (_, path) in written {
+        match std::fs::remove_file(path) {
+            Ok(()) => {
+                let _ = write!(
+                    msg,
+                    "\n  = note: removed `{}`, written before it",
+                    path.display()
+                );
+            }
+            Err(e) => {
+                let _ = write!(
+                    msg,
+                    "\n  = note: `{}` was written before it and could not be removed: {e}",
+                    path.display()
+                );
+            }
+        }
+    }
+    input_error(msg)
 }
 
 /// `fig.svg` with `app` → `fig-app.svg`.
