@@ -248,17 +248,60 @@ impl<'a> Ctx<'a> {
         self.match_parent_demand(want);
     }
 
+    /// How many parent VPs will be asking for or holding a processor once
+    /// this hook's actions are applied: those not waiting now (counted by
+    /// the HSI), plus the waiting ones this hook requested, less those this
+    /// hook released, each VP counted once. Only the hook's own actions are
+    /// looked at, not every parent VP.
+    fn parent_demand(&self) -> usize {
+        let me = Node::Instance(self.me);
+        let work = &self.st.work[self.base..];
+        let mut active = self.st.insts[self.me.index()].asking as usize;
+        for (k, s) in work.iter().enumerate() {
+            let (vp, release) = match s.action {
+                Some(Action::Request { vp }) => (vp, false),
+                Some(Action::Release { vp }) => (vp, true),
+                _ => continue,
+            };
+            let slot = &self.st.vps[vp.index()];
+            // Only this instance's parent VPs count, and a VP once.
+            let seen = work[..k].iter().any(|e| match e.action {
+                Some(Action::Request { vp: v }) => !release && v == vp,
+                Some(Action::Release { vp: v }) => release && v == vp,
+                _ => false,
+            });
+            if slot.child != me || !slot.live || seen {
+                continue;
+            }
+            match (slot.state, release) {
+                (VpState::Waiting, false) => active += 1,
+                (VpState::Waiting, true) | (_, false) => {}
+                (_, true) => active -= 1,
+            }
+        }
+        active
+    }
+
     /// [`Ctx::set_parent_demand`] past its shortcut.
     #[inline(never)]
     fn match_parent_demand(&mut self, want: usize) {
         let n = self.parent_vps().len();
-        let mut active = 0;
-        for k in 0..n {
-            let vp = self.parent_vps()[k];
-            active += match self.vp_state(vp) {
-                VpState::Waiting => self.queued(vp, false) as usize,
-                _ => !self.queued(vp, true) as usize,
-            };
+        let active = self.parent_demand();
+        #[cfg(debug_assertions)]
+        {
+            let mut slow = 0;
+            for k in 0..n {
+                let vp = self.parent_vps()[k];
+                slow += match self.vp_state(vp) {
+                    VpState::Waiting => self.queued(vp, false) as usize,
+                    _ => !self.queued(vp, true) as usize,
+                };
+            }
+            assert_eq!(active, slow, "parent demand count");
+        }
+        let mut active = active;
+        if active == want.min(n) {
+            return;
         }
         let mut k = 0;
         while active < want && k < n {

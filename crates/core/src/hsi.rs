@@ -200,6 +200,7 @@ impl Hsi {
             parents: Vec::new(),
             children: Vec::new(),
             live: true,
+            asking: 0,
         });
         self.policies.push(Some(policy));
         self.st.hooks.push(HookState::default());
@@ -1327,6 +1328,9 @@ impl Hsi {
             return None;
         }
         self.st.vps[vp.index()].state = VpState::Ready;
+        if let Node::Instance(i) = actor {
+            self.st.insts[i.index()].asking += 1;
+        }
         self.trace(|| TraceKind::Request {
             vp,
             parent,
@@ -1373,6 +1377,9 @@ impl Hsi {
                 }
             }
             VpState::Ready => self.st.vps[vp.index()].state = VpState::Waiting,
+        }
+        if let Node::Instance(i) = actor {
+            self.st.insts[i.index()].asking -= 1;
         }
         self.trace(|| TraceKind::Release {
             vp,

@@ -153,6 +153,9 @@ pub(crate) struct InstSlot {
     pub parents: Vec<VpId>,
     pub children: Vec<VpId>,
     pub live: bool,
+    /// How many of `parents` are not `Waiting` (asking for or holding a
+    /// processor), so that `Ctx::set_parent_demand` need not look at each.
+    pub asking: u32,
 }
 
 #[derive(Debug)]

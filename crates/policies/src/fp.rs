@@ -49,7 +49,12 @@
 //! the child planned on each processor, so a decision is a look at the
 //! queue's top and at the processors rather than a pass over every child
 //! (docs/performance.md, "Indexed priority sets" and "The time-sharing
-//! leaf, cut further"). One child under one
+//! leaf, cut further"). An instance with more than eight parent VPs (one
+//! under a many-processor parent) also keeps its parent VPs by state as bit
+//! sets, finds a parent VP's entry through the VP's tag, and keeps its
+//! running children by rank, so that the usual hook costs about the same
+//! on 64 processors as on 2 (docs/performance.md, "Independent of the
+//! processor count"). One child under one
 //! parent VP, the commonest shape in a deep hierarchy, takes a shortcut for
 //! the grant and the revocation that carry a context switch through it
 //! (docs/performance.md, "Context switch through the hierarchy").
@@ -141,7 +146,7 @@ impl Policy for Fp {
     }
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
-        self.set.parents.ensure(ctx);
+        self.set.parents.init(ctx);
     }
 
     fn register_vp(
@@ -306,6 +311,13 @@ impl Run {
 /// The eager view of this instance's parent VPs, indexed by their position
 /// in [`Ctx::parent_vps`] (declaration order), with counts of the asking
 /// and held ones so that hooks skip the passes that have nothing to do.
+///
+/// A wide view (more than [`SMALL_SET`] parent VPs, as an instance under a
+/// many-processor parent has) also keeps its entries by state as bit sets,
+/// so that the passes that request, release or look for free processors
+/// visit only the entries concerned, in the same (ascending or descending)
+/// order as a pass over the view, and finds a parent VP's entry through the
+/// VP's tag rather than a search.
 #[derive(Debug, Default)]
 pub(crate) struct Parents {
     view: Vec<Run>,
@@ -313,6 +325,62 @@ pub(crate) struct Parents {
     asking: usize,
     /// Entries of `view` that are `Running`.
     held: usize,
+    /// Whether the bit sets below are kept (the view is wide).
+    bits: bool,
+    /// Entries of `view` that are `Ready`.
+    asking_bits: Bits,
+    /// Entries of `view` that are `Running`.
+    held_bits: Bits,
+    /// Entries of `view` that are `Running(c)` with `c` not `occupied`:
+    /// held processors without a child planned on them.
+    free_bits: Bits,
+    /// Processors (by index) with a child planned on them, as the owner
+    /// reports through [`Parents::occupy`] (only an indexed `PrioSet`).
+    occupied: Bits,
+    /// The entry of `view` that is `Running` on each processor (by
+    /// index), [`NO_PARENT`] for none.
+    cpu_parent: Vec<u32>,
+}
+
+/// `Parents::cpu_parent` of a processor no parent VP holds.
+const NO_PARENT: u32 = u32::MAX;
+
+/// A set of small indices as a bit set; reads past its end are empty.
+#[derive(Debug, Default, Clone)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    #[inline(always)]
+    fn put(&mut self, i: usize, on: bool) {
+        let w = i >> 6;
+        if w >= self.0.len() {
+            if !on {
+                return;
+            }
+            self.0.resize(w + 1, 0);
+        }
+        let b = 1u64 << (i & 63);
+        if on {
+            self.0[w] |= b;
+        } else {
+            self.0[w] &= !b;
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> bool {
+        self.0.get(i >> 6).is_some_and(|w| w >> (i & 63) & 1 != 0)
+    }
+
+    /// Word `w`, empty past the end.
+    #[inline(always)]
+    fn word(&self, w: usize) -> u64 {
+        self.0.get(w).copied().unwrap_or(0)
+    }
+
+    fn clear(&mut self) {
+        self.0.iter_mut().for_each(|w| *w = 0);
+    }
 }
 
 impl Parents {
@@ -325,6 +393,18 @@ impl Parents {
         }
     }
 
+    /// [`Parents::ensure`] at `init`: also stores each parent VP's index in
+    /// its tag, so that a wide view finds it without a search. (The parent
+    /// VPs of an instance do not change after `init` while it runs; a tag
+    /// is checked before use all the same, and a search is the fallback.)
+    pub(crate) fn init(&mut self, ctx: &mut Ctx<'_>) {
+        self.ensure(ctx);
+        for i in 0..ctx.parent_vps().len() {
+            let vp = ctx.parent_vps()[i];
+            ctx.set_parent_tag(vp, i as u32);
+        }
+    }
+
     fn rebuild(&mut self, ctx: &Ctx<'_>) {
         self.view = ctx
             .parent_vps()
@@ -333,6 +413,16 @@ impl Parents {
             .collect();
         self.asking = self.view.iter().filter(|r| **r == Run::Ready).count();
         self.held = self.view.iter().filter(|r| r.cpu().is_some()).count();
+        self.bits = self.view.len() > SMALL_SET;
+        self.asking_bits.clear();
+        self.held_bits.clear();
+        self.free_bits.clear();
+        self.cpu_parent.iter_mut().for_each(|p| *p = NO_PARENT);
+        if self.bits {
+            for i in 0..self.view.len() {
+                self.set_bits(i, Run::Waiting, self.view[i]);
+            }
+        }
     }
 
     /// Changes `view[i]`, keeping the counts.
@@ -341,6 +431,62 @@ impl Parents {
         let old = std::mem::replace(&mut self.view[i], r);
         self.asking = self.asking - (old == Run::Ready) as usize + (r == Run::Ready) as usize;
         self.held = self.held - old.cpu().is_some() as usize + r.cpu().is_some() as usize;
+        if self.bits {
+            self.set_bits(i, old, r);
+        }
+    }
+
+    /// `set`'s update of the bit sets: entry `i` went from `old` to `r`.
+    /// Out of line, so that `set` stays small for narrow views.
+    #[inline(never)]
+    fn set_bits(&mut self, i: usize, old: Run, r: Run) {
+        self.asking_bits.put(i, r == Run::Ready);
+        self.held_bits.put(i, r.cpu().is_some());
+        if let Run::Running(c) = old {
+            if let Some(p) = self.cpu_parent.get_mut(c.index()) {
+                if *p == i as u32 {
+                    *p = NO_PARENT;
+                }
+            }
+        }
+        match r {
+            Run::Running(c) => {
+                if self.cpu_parent.len() <= c.index() {
+                    self.cpu_parent.resize(c.index() + 1, NO_PARENT);
+                }
+                debug_assert_eq!(
+                    self.cpu_parent[c.index()],
+                    NO_PARENT,
+                    "two parent VPs hold {c}"
+                );
+                self.cpu_parent[c.index()] = i as u32;
+                self.free_bits.put(i, !self.occupied.get(c.index()));
+            }
+            _ => self.free_bits.put(i, false),
+        }
+    }
+
+    /// Records whether a child is planned on processor `c` (a wide
+    /// `PrioSet` reports every change), which decides whether the entry
+    /// holding `c` is free.
+    #[inline(always)]
+    fn occupy(&mut self, c: CpuId, on: bool) {
+        self.occupied.put(c.index(), on);
+        if let Some(&p) = self.cpu_parent.get(c.index()) {
+            if p != NO_PARENT {
+                self.free_bits.put(p as usize, !on);
+            }
+        }
+    }
+
+    /// Forgets every processor's occupation (before reporting them anew).
+    fn clear_occupied(&mut self) {
+        self.occupied.clear();
+        for i in 0..self.view.len() {
+            if self.bits && self.view[i].cpu().is_some() {
+                self.free_bits.put(i, true);
+            }
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -348,7 +494,16 @@ impl Parents {
     }
 
     #[inline]
-    fn index(ctx: &Ctx<'_>, vp: VpId) -> Option<usize> {
+    fn index(&self, ctx: &Ctx<'_>, vp: VpId) -> Option<usize> {
+        if self.bits {
+            // A tag that names `vp`'s own entry is right (parent VPs are
+            // distinct); any other falls back to the search.
+            let i = ctx.parent_tag(vp) as usize;
+            if ctx.parent_vps().get(i) == Some(&vp) {
+                debug_assert_eq!(Some(i), ctx.parent_vps().iter().position(|&p| p == vp));
+                return Some(i);
+            }
+        }
         ctx.parent_vps().iter().position(|&p| p == vp)
     }
 
@@ -367,7 +522,7 @@ impl Parents {
     #[inline]
     pub(crate) fn on_grant(&mut self, ctx: &Ctx<'_>, vp: VpId, cpu: CpuId) -> Option<usize> {
         self.ensure(ctx);
-        let i = Self::index(ctx, vp)?;
+        let i = self.index(ctx, vp)?;
         if ctx.vp_state(vp) != VpState::Running(cpu) {
             return None;
         }
@@ -385,7 +540,7 @@ impl Parents {
     #[inline]
     pub(crate) fn on_revoke(&mut self, ctx: &Ctx<'_>, vp: VpId) -> Option<(usize, CpuId)> {
         self.ensure(ctx);
-        let i = Self::index(ctx, vp)?;
+        let i = self.index(ctx, vp)?;
         match self.view[i] {
             Run::Running(c) => {
                 self.set(i, Run::Ready);
@@ -460,6 +615,21 @@ impl Parents {
 
     fn release_asking(&mut self, ctx: &mut Ctx<'_>, want: usize) {
         let mut asking = self.asking;
+        if self.bits {
+            // The asking entries from the back, as the pass below visits
+            // them; releasing one changes only its own bit.
+            let mut w = self.view.len().div_ceil(64);
+            while asking > want && w > 0 {
+                w -= 1;
+                let mut m = self.asking_bits.word(w);
+                while m != 0 && asking > want {
+                    let b = 63 - m.leading_zeros() as usize;
+                    m &= !(1u64 << b);
+                    asking -= self.release(ctx, w * 64 + b) as usize;
+                }
+            }
+            return;
+        }
         let mut i = self.view.len();
         while asking > want && i > 0 {
             i -= 1;
@@ -481,6 +651,29 @@ impl Parents {
 
     fn request_waiting(&mut self, ctx: &mut Ctx<'_>, want: usize) {
         let mut asking = self.asking;
+        if self.bits {
+            // The waiting entries in order, as the pass below visits them
+            // (`request` acts on no other); requesting one changes only its
+            // own bits.
+            let n = self.view.len();
+            for w in 0..n.div_ceil(64) {
+                let valid = if (w + 1) * 64 <= n {
+                    u64::MAX
+                } else {
+                    (1u64 << (n - w * 64)) - 1
+                };
+                let mut m = !(self.asking_bits.word(w) | self.held_bits.word(w)) & valid;
+                while m != 0 && asking < want {
+                    let b = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    asking += self.request(ctx, w * 64 + b) as usize;
+                }
+                if asking >= want {
+                    break;
+                }
+            }
+            return;
+        }
         let mut i = 0;
         while asking < want && i < self.view.len() {
             asking += self.request(ctx, i) as usize;
@@ -499,6 +692,21 @@ impl Parents {
     fn release_unused(&mut self, ctx: &mut Ctx<'_>, used: impl Fn(CpuId) -> bool) {
         // Releasing parent `i` changes only `view[i]`, so one pass in
         // parent order sees the same held set as a list taken first.
+        if self.bits {
+            for w in 0..self.view.len().div_ceil(64) {
+                let mut m = self.held_bits.word(w);
+                while m != 0 {
+                    let i = w * 64 + m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if let Run::Running(c) = self.view[i] {
+                        if !used(c) {
+                            self.release(ctx, i);
+                        }
+                    }
+                }
+            }
+            return;
+        }
         for i in 0..self.view.len() {
             if let Run::Running(c) = self.view[i] {
                 if !used(c) {
@@ -506,6 +714,39 @@ impl Parents {
                 }
             }
         }
+    }
+
+    /// Releases every held processor that no child is planned on, as
+    /// `release_idle` with that test would, from the free entries (only
+    /// for a wide view whose owner reports every processor's occupation).
+    #[inline]
+    fn release_free(&mut self, ctx: &mut Ctx<'_>) {
+        debug_assert!(self.bits);
+        for w in 0..self.view.len().div_ceil(64) {
+            let mut m = self.free_bits.word(w);
+            while m != 0 {
+                let i = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                self.release(ctx, i);
+            }
+        }
+    }
+
+    /// The bit sets match the view (wide views only).
+    fn check_bits(&self) -> Result<(), String> {
+        for (i, &r) in self.view.iter().enumerate() {
+            let want = (r == Run::Ready, r.cpu().is_some());
+            if (self.asking_bits.get(i), self.held_bits.get(i)) != want {
+                return Err(format!("the bit sets of parent {i} are out of step"));
+            }
+            let free = r.cpu().is_some_and(|c| {
+                self.cpu_parent.get(c.index()) == Some(&(i as u32)) && !self.occupied.get(c.index())
+            });
+            if self.free_bits.get(i) != free {
+                return Err(format!("the free bit of parent {i} is out of step"));
+            }
+        }
+        Ok(())
     }
 
     /// Every parent VP is settled (true after each input).
@@ -534,6 +775,9 @@ impl Parents {
                 "counts {} asking and {} held parent VPs but the view has {asking} and {held}",
                 self.asking, self.held
             ));
+        }
+        if self.bits {
+            self.check_bits()?;
         }
         Ok(())
     }
@@ -600,6 +844,22 @@ pub(crate) struct PrioSet<E> {
     /// more than [`SMALL_SET`] children on. Below that a pass over the
     /// children costs less than keeping them.
     indexed: bool,
+    /// Whether the instance is wide (indexed, with more than [`SMALL_SET`]
+    /// parent VPs when the index was built, so that `parents` keeps its
+    /// bit sets): then `running_by_rank` is kept and finds the least
+    /// running child instead of a pass over `on`, and the parents' free
+    /// entries the processors without a child.
+    wide: bool,
+    /// The running children by rank, one FIFO per priority by queue
+    /// position (as `queue` holds the ready ones), only while `wide`: the
+    /// least running child is the back of the lowest priority. Kept by
+    /// `set_run`, `set_prio`, `set_seq` and `remove`.
+    running_by_rank: ReadyQueue,
+    /// Whether `started` is kept (see [`PrioSet::track_started`]).
+    track_started: bool,
+    /// Children that started running since [`PrioSet::take_started`]
+    /// (while `wide` and `track_started`).
+    started: Vec<VpId>,
 }
 
 /// The ready children of an indexed [`PrioSet`] in rank order: one FIFO per
@@ -773,6 +1033,24 @@ impl ReadyQueue {
         self.levels[k].fifo.front().map(|&(_, i)| i)
     }
 
+    /// The least child: the back of the lowest non-empty priority.
+    #[inline]
+    fn least(&self) -> Option<u32> {
+        let k = if self.levels.len() > MAX_LEVELS {
+            self.levels.iter().position(|l| !l.fifo.is_empty())?
+        } else if self.nonempty == 0 {
+            return None;
+        } else {
+            self.nonempty.trailing_zeros() as usize
+        };
+        debug_assert_eq!(
+            Some(k),
+            self.levels.iter().position(|l| !l.fifo.is_empty()),
+            "non-empty levels out of step"
+        );
+        self.levels[k].fifo.back().map(|&(_, i)| i)
+    }
+
     /// Takes the best child off the queue and returns it.
     #[inline]
     fn pop_best(&mut self) -> Option<u32> {
@@ -828,7 +1106,39 @@ impl<E> PrioSet<E> {
             since_floor: Instant::NEVER,
             left_since: Instant(0),
             indexed: false,
+            wide: false,
+            running_by_rank: ReadyQueue::default(),
+            track_started: false,
+            started: Vec::new(),
         }
+    }
+
+    /// Asks the set to remember the children that start running, for
+    /// [`PrioSet::take_started`] (a policy that keeps its own index of the
+    /// running children, and drains the list in every hook).
+    pub(crate) fn track_started(&mut self) {
+        self.track_started = true;
+    }
+
+    /// Whether the set keeps `running_by_rank` and, with
+    /// [`PrioSet::track_started`], the children that started running.
+    #[inline]
+    pub(crate) fn wide(&self) -> bool {
+        self.wide
+    }
+
+    /// Children planned to run.
+    #[inline]
+    pub(crate) fn running(&self) -> usize {
+        self.running
+    }
+
+    /// Moves the children that started running since the last call (VPs,
+    /// oldest first; only while `wide` and tracking) into `out`.
+    #[inline]
+    pub(crate) fn take_started(&mut self, out: &mut Vec<VpId>) {
+        std::mem::swap(&mut self.started, out);
+        self.started.clear();
     }
 
     /// No later than the `since` of any ready child; only when `indexed`.
@@ -862,9 +1172,13 @@ impl<E> PrioSet<E> {
     /// Builds `queue` and `on` from the children and keeps them from now on.
     fn build_index(&mut self) {
         self.indexed = true;
+        self.wide = self.parents.bits;
+        self.running_by_rank.clear();
+        self.started.clear();
         self.left_since = Instant(0);
         self.queue.clear();
         self.on.clear();
+        self.parents.clear_occupied();
         self.since_floor = Instant::NEVER;
         for i in 0..self.kids.len() {
             let e = self.kids.at(i).1;
@@ -878,10 +1192,61 @@ impl<E> PrioSet<E> {
                         self.on.resize(c.index() + 1, None);
                     }
                     self.on[c.index()] = Some(i as u32);
+                    self.ran(i, c);
                 }
                 Run::Waiting => {}
             }
         }
+    }
+
+    /// Records that child `i` runs on `c` (see `running_by_rank`), that it
+    /// started running, and that `c` is occupied (see
+    /// `Parents::free_bits`).
+    #[inline(always)]
+    fn ran(&mut self, i: usize, c: CpuId) {
+        if self.wide {
+            self.ran_wide(i, c);
+        }
+    }
+
+    #[inline(never)]
+    fn ran_wide(&mut self, i: usize, c: CpuId) {
+        self.parents.occupy(c, true);
+        let (vp, e) = self.kids.at(i);
+        self.running_by_rank.push(e.prio, e.seq, i as u32);
+        if self.track_started {
+            self.started.push(vp);
+        }
+    }
+
+    /// Child `i`, with rank `k`, stops running on `c`; `mine`: `c` was
+    /// recorded as its processor and is free now.
+    #[inline(never)]
+    fn stopped_wide(&mut self, c: CpuId, mine: bool, k: Key, i: usize) {
+        if mine {
+            self.parents.occupy(c, false);
+        }
+        self.running_by_rank.remove(k.0, k.1 .0, i as u32);
+    }
+
+    /// Child `i`'s rank changed from `old`: moves it in `running_by_rank`
+    /// if it runs.
+    #[inline]
+    fn reranked(&mut self, i: usize, old: Key) {
+        let e = self.kids.at(i).1;
+        if self.wide && matches!(e.run, Run::Running(_)) {
+            let (prio, seq) = (e.prio, e.seq);
+            self.running_by_rank.remove(old.0, old.1 .0, i as u32);
+            self.running_by_rank.push(prio, seq, i as u32);
+        }
+    }
+
+    /// The least running child (lowest priority, then latest queued) and
+    /// its rank, from `running_by_rank`.
+    #[inline]
+    fn least_running_by_rank(&self) -> Option<(usize, Key)> {
+        let i = self.running_by_rank.least()? as usize;
+        Some((i, Self::key(self.kids.at(i).1)))
     }
 
     #[inline(always)]
@@ -925,6 +1290,8 @@ impl<E> PrioSet<E> {
         if self.indexed && e.run == Run::Ready {
             self.dequeue(old, i);
             self.enqueue(new, i);
+        } else {
+            self.reranked(i, old);
         }
     }
 
@@ -938,6 +1305,8 @@ impl<E> PrioSet<E> {
         if self.indexed && e.run == Run::Ready {
             self.dequeue(old, i);
             self.enqueue(new, i);
+        } else {
+            self.reranked(i, old);
         }
     }
 
@@ -949,8 +1318,10 @@ impl<E> PrioSet<E> {
         if old == r {
             return vp;
         }
-        self.ready = self.ready - (old == Run::Ready) as usize + (r == Run::Ready) as usize;
-        self.running = self.running - old.cpu().is_some() as usize + r.cpu().is_some() as usize;
+        self.ready =
+            self.ready - matches!(old, Run::Ready) as usize + matches!(r, Run::Ready) as usize;
+        self.running = self.running - matches!(old, Run::Running(_)) as usize
+            + matches!(r, Run::Running(_)) as usize;
         if self.indexed {
             self.reindex(i, old, r);
         }
@@ -975,10 +1346,15 @@ impl<E> PrioSet<E> {
                 self.dequeue(k, i);
             }
             Run::Running(c) => {
+                let mut mine = false;
                 if let Some(slot) = self.on.get_mut(c.index()) {
                     if *slot == Some(i as u32) {
                         *slot = None;
+                        mine = true;
                     }
+                }
+                if self.wide {
+                    self.stopped_wide(c, mine, k, i);
                 }
             }
             Run::Waiting => {}
@@ -998,6 +1374,7 @@ impl<E> PrioSet<E> {
         }
         debug_assert!(self.on[c.index()].is_none(), "two children planned on {c}");
         self.on[c.index()] = Some(i as u32);
+        self.ran(i, c);
     }
 
     /// A queue position behind every earlier one.
@@ -1047,6 +1424,11 @@ impl<E> PrioSet<E> {
                 Run::Running(c) => {
                     if let Some(slot) = self.on.get_mut(c.index()) {
                         *slot = Some(i as u32);
+                    }
+                    if self.wide {
+                        let (prio, seq) = (e.prio, e.seq);
+                        self.running_by_rank
+                            .renumber(prio, seq, last as u32, i as u32);
                     }
                 }
                 Run::Waiting => {}
@@ -1221,7 +1603,8 @@ impl<E> PrioSet<E> {
         let before = self.kids.at(i).1.run;
         let seq = self.take_seq();
         let now = ctx.now();
-        if before == Run::Ready {
+        if before != Run::Waiting {
+            // Ready or running: move it in its queue.
             self.set_seq(i, seq);
         } else {
             // Not in the queue: nothing to move.
@@ -1502,7 +1885,11 @@ impl<E> PrioSet<E> {
         if self.kids.len() == 1 && self.parents.view.len() == 1 {
             self.settle_single(ctx);
         } else if self.indexed && self.busy == 0 {
-            self.settle_quiet(ctx);
+            if self.wide {
+                self.settle_quiet_wide(ctx);
+            } else {
+                self.settle_quiet::<false>(ctx);
+            }
         } else {
             self.rebalance(ctx);
             self.finish(ctx);
@@ -1584,15 +1971,25 @@ impl<E> PrioSet<E> {
     /// `extremes`, without its general filtering), and the pass that gives
     /// free held processors away also tells whether one stays unused, so
     /// `finish` looks for processors to release only then.
+    ///
+    /// `WIDE` (the set is `wide`) takes the free processors from the
+    /// parents' free entries, the least running child from
+    /// `running_by_rank`, and releases unused processors from the free
+    /// entries; a narrow set keeps the passes, which cost less for a few
+    /// processors.
     #[inline(always)]
-    fn settle_quiet(&mut self, ctx: &mut Ctx<'_>) {
-        let idle = self.rebalance_quiet(ctx);
+    fn settle_quiet<const WIDE: bool>(&mut self, ctx: &mut Ctx<'_>) {
+        let idle = self.rebalance_quiet::<WIDE>(ctx);
         let unserved = self.ready;
         self.parents.ask_at_most(ctx, unserved);
         if idle {
-            let on = &self.on;
-            self.parents
-                .release_idle(ctx, |c| on.get(c.index()).is_some_and(Option::is_some));
+            if WIDE {
+                self.parents.release_free(ctx);
+            } else {
+                let on = &self.on;
+                self.parents
+                    .release_idle(ctx, |c| on.get(c.index()).is_some_and(Option::is_some));
+            }
         }
         for &(vp, cpu) in &self.grants {
             ctx.grant(vp, cpu);
@@ -1601,11 +1998,23 @@ impl<E> PrioSet<E> {
         self.parents.ask_at_least(ctx, unserved);
     }
 
+    /// `settle_quiet` for a wide set, out of line.
+    #[inline(never)]
+    fn settle_quiet_wide(&mut self, ctx: &mut Ctx<'_>) {
+        // The parents' free entries are kept while their view is wide,
+        // which it stays unless the parent VPs change.
+        if self.parents.bits {
+            self.settle_quiet::<true>(ctx);
+        } else {
+            self.settle_quiet::<false>(ctx);
+        }
+    }
+
     /// `rebalance` for `settle_quiet`; returns whether a held processor
     /// may have been left without a child (preempting moves a processor
     /// from one child to another, so only the first pass can leave one).
     #[inline(always)]
-    fn rebalance_quiet(&mut self, ctx: &mut Ctx<'_>) -> bool {
+    fn rebalance_quiet<const WIDE: bool>(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let mut idle = false;
         // Running children sit on distinct held processors (`check`), so
         // with as many of them as held processors none is free.
@@ -1615,13 +2024,44 @@ impl<E> PrioSet<E> {
             "a held processor is free although as many children run"
         );
         if self.parents.held > self.running {
-            for k in 0..self.parents.view.len() {
-                let Run::Running(cpu) = self.parents.view[k] else {
-                    continue;
-                };
-                if self.on.get(cpu.index()).copied().flatten().is_none() && !self.grant_best(cpu) {
-                    idle = true;
-                    break;
+            if WIDE {
+                // The free held processors in parent order, as the pass
+                // below finds them; granting one frees no other.
+                'words: for w in 0..self.parents.view.len().div_ceil(64) {
+                    let mut m = self.parents.free_bits.word(w);
+                    while m != 0 {
+                        let k = w * 64 + m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        let Run::Running(cpu) = self.parents.view[k] else {
+                            continue;
+                        };
+                        debug_assert!(self.on.get(cpu.index()).copied().flatten().is_none());
+                        if !self.grant_best(cpu) {
+                            idle = true;
+                            break 'words;
+                        }
+                    }
+                }
+            } else {
+                for k in 0..self.parents.view.len() {
+                    let Run::Running(cpu) = self.parents.view[k] else {
+                        continue;
+                    };
+                    if self.on.get(cpu.index()).copied().flatten().is_none() {
+                        if !self.grant_best(cpu) {
+                            idle = true;
+                            break;
+                        }
+                        // As many children as held processors: none is
+                        // free any more (see above).
+                        if self.parents.held == self.running {
+                            debug_assert!(self
+                                .parents
+                                .held()
+                                .all(|(_, c)| self.on_cpu(c).is_some()));
+                            break;
+                        }
+                    }
                 }
             }
         }
@@ -1630,7 +2070,11 @@ impl<E> PrioSet<E> {
         }
         while let Some(b) = self.queue.best() {
             let b = b as usize;
-            let worst = self.least_running(|_| true);
+            let worst = if WIDE {
+                self.least_running_by_rank()
+            } else {
+                self.least_running(|_| true)
+            };
             #[cfg(debug_assertions)]
             assert_eq!(
                 (Some(b), worst.map(|(i, _)| i)),
@@ -1652,6 +2096,19 @@ impl<E> PrioSet<E> {
         idle
     }
 
+    /// Releases every held processor no child is planned on (an indexed
+    /// set): from the parents' free entries when the view keeps them.
+    #[inline(always)]
+    fn release_unoccupied(&mut self, ctx: &mut Ctx<'_>) {
+        if self.wide && self.parents.bits {
+            self.parents.release_free(ctx);
+        } else {
+            let on = &self.on;
+            self.parents
+                .release_idle(ctx, |c| on.get(c.index()).is_some_and(Option::is_some));
+        }
+    }
+
     /// Queues the rest of the planned actions (parent releases, grants,
     /// parent requests) with one asking parent VP per ready child without a
     /// processor, and every unused held processor released.
@@ -1660,9 +2117,7 @@ impl<E> PrioSet<E> {
         let unserved = self.ready;
         self.parents.ask_at_most(ctx, unserved);
         if self.indexed {
-            let on = &self.on;
-            self.parents
-                .release_idle(ctx, |c| on.get(c.index()).is_some_and(Option::is_some));
+            self.release_unoccupied(ctx);
         } else {
             let kids = &self.kids;
             self.parents
@@ -1761,6 +2216,28 @@ impl<E> PrioSet<E> {
         }
         if self.on.iter().flatten().count() != self.running {
             return Err("the per-processor index has stale entries".into());
+        }
+        if self.wide && self.parents.bits {
+            for (k, r) in self.parents.view.iter().enumerate() {
+                let free = r
+                    .cpu()
+                    .is_some_and(|c| self.on.get(c.index()).copied().flatten().is_none());
+                if self.parents.free_bits.get(k) != free {
+                    return Err(format!("parent {k}'s free bit is out of step"));
+                }
+            }
+        }
+        if self.wide {
+            let mut want: Vec<(Key, u32)> = self
+                .on
+                .iter()
+                .flatten()
+                .map(|&i| (Self::key(self.kids.at(i as usize).1), i))
+                .collect();
+            want.sort_unstable();
+            if !want.iter().copied().eq(self.running_by_rank.iter_keys()) {
+                return Err("the running children by rank are out of step".into());
+            }
         }
         Ok(())
     }

@@ -207,7 +207,7 @@ impl Policy for Join {
     }
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
-        self.parents.ensure(ctx);
+        self.parents.init(ctx);
     }
 
     fn register_vp(

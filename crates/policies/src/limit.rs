@@ -266,7 +266,7 @@ impl Policy for Limit {
     }
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
-        self.parents.ensure(ctx);
+        self.parents.init(ctx);
         self.period_end = ctx.now() + self.period;
         self.budget = self.amount;
     }

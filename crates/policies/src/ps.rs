@@ -20,7 +20,8 @@
 //!   queuing a child is a short search and shift (the dissertation's
 //!   implementation scanned a list; an instance usually has few children,
 //!   one VP per processor for each child instance, where a B-tree costs
-//!   more; past 16 the queue is a B-tree, so a decision is O(log n)).
+//!   more; past 16 entries the queue is a double-ended queue searched by
+//!   bisection, past 512 a B-tree, so a decision is O(log n)).
 //! - A running child keeps its processor for at most `quantum` while other
 //!   children are ready: then it is charged, re-queued behind equal keys,
 //!   and the smallest key runs (the same child when it is still the
@@ -92,7 +93,7 @@ use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, Node, ParamError, ParamSpec, Params, Policy, PolicyError,
     RevokeReason, Side, VpId, VpState, VpTable,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -213,8 +214,6 @@ impl ShareParams {
 /// Per-child state.
 #[derive(Clone, Debug)]
 struct Child {
-    /// Registration order: tie-break in `active`.
-    order: u64,
     params: ShareParams,
     /// `share` in thousandths.
     weight: u64,
@@ -226,8 +225,6 @@ struct Child {
     rem: u128,
     /// Key in `ready`, while queued.
     ready_key: Option<(i128, u64)>,
-    /// Key in `active`, while ready or running.
-    active_key: Option<(u128, u64)>,
 }
 
 impl Child {
@@ -242,13 +239,17 @@ impl Child {
     }
 }
 
-/// Entries up to which a [`SortedMap`] is a vector; past that it becomes
-/// a `BTreeMap`, and back again at half as many.
+/// Entries up to which a [`SortedMap`] is a vector searched linearly; past
+/// that it is a double-ended queue searched by bisection, and back again at
+/// half as many.
 const SMALL_MAX: usize = 16;
+/// Entries up to which a [`SortedMap`] is a double-ended queue; past that
+/// it becomes a `BTreeMap`, and back again at half as many.
+const MEDIUM_MAX: usize = 512;
 
-/// A map from unique keys to children: `ps`'s ready queue and its set of
-/// active children. Iteration is in key order either way, so the schedule
-/// does not depend on the representation.
+/// A map from unique keys to children: `ps`'s ready queue. Iteration is in
+/// key order whatever the representation, so the schedule does not depend
+/// on it.
 ///
 /// An instance usually has a handful of children (one VP per processor for
 /// each child instance), and then a vector sorted by key costs far less
@@ -257,12 +258,19 @@ const SMALL_MAX: usize = 16;
 /// linear, as the shift that follows is anyway: an entry is found by its
 /// child (each child is in a map at most once, under the key the child
 /// remembers), and a new key's place from the back, where keys that grow
-/// (virtual times, queue sequences) usually land. With hundreds of threads
-/// under one instance (Table 10.4) those shifts would dominate, so a large
-/// map is a `BTreeMap`: O(log n) per decision.
+/// (virtual times, queue sequences) usually land. On a large machine (a
+/// child instance per processor, up to a few hundred entries) a sorted
+/// double-ended queue is searched by bisection, takes the front in O(1),
+/// and shifts the shorter side on an insertion (a memory move of at most
+/// half the entries); above all it is walked in order as a slice, several times cheaper
+/// per entry than a B-tree, which matters when the front entries belong to
+/// an instance being revoked (see [`Ps::take_ready`]). With thousands of
+/// threads under one instance (Table 10.4) those shifts would dominate, so
+/// a large map is a `BTreeMap`: O(log n) per decision.
 #[derive(Debug)]
 enum SortedMap<K> {
     Small(Vec<(K, VpId)>),
+    Medium(VecDeque<(K, VpId)>),
     Large(BTreeMap<K, VpId>),
 }
 
@@ -276,6 +284,7 @@ impl<K: Ord + Copy> SortedMap<K> {
     fn len(&self) -> usize {
         match self {
             SortedMap::Small(v) => v.len(),
+            SortedMap::Medium(v) => v.len(),
             SortedMap::Large(m) => m.len(),
         }
     }
@@ -289,6 +298,7 @@ impl<K: Ord + Copy> SortedMap<K> {
     fn first(&self) -> Option<(K, VpId)> {
         match self {
             SortedMap::Small(v) => v.first().copied(),
+            SortedMap::Medium(v) => v.front().copied(),
             SortedMap::Large(m) => m.first_key_value().map(|(&k, &vp)| (k, vp)),
         }
     }
@@ -300,6 +310,10 @@ impl<K: Ord + Copy> SortedMap<K> {
                 if !v.is_empty() {
                     v.remove(0);
                 }
+            }
+            SortedMap::Medium(v) => {
+                v.pop_front();
+                self.shrink();
             }
             SortedMap::Large(m) => {
                 m.pop_first();
@@ -323,6 +337,17 @@ impl<K: Ord + Copy> SortedMap<K> {
                 v.insert(at, (k, vp));
             }
             SortedMap::Small(v) => {
+                let mut d: VecDeque<(K, VpId)> = v.drain(..).collect();
+                let at = d.partition_point(|e| e.0 < k);
+                d.insert(at, (k, vp));
+                *self = SortedMap::Medium(d);
+            }
+            SortedMap::Medium(v) if v.len() < MEDIUM_MAX => {
+                let at = v.partition_point(|e| e.0 < k);
+                debug_assert!(v.get(at).is_none_or(|e| e.0 != k), "duplicate key");
+                v.insert(at, (k, vp));
+            }
+            SortedMap::Medium(v) => {
                 let mut m: BTreeMap<K, VpId> = v.drain(..).collect();
                 m.insert(k, vp);
                 *self = SortedMap::Large(m);
@@ -351,6 +376,14 @@ impl<K: Ord + Copy> SortedMap<K> {
                     v.remove(at);
                 }
             }
+            SortedMap::Medium(v) => {
+                let at = v.partition_point(|e| e.0 < k);
+                if v.get(at).is_some_and(|e| e.0 == k) {
+                    debug_assert_eq!(v[at].1, vp);
+                    v.remove(at);
+                }
+                self.shrink();
+            }
             SortedMap::Large(m) => {
                 let had = m.remove(&k);
                 debug_assert_eq!(had, Some(vp));
@@ -359,54 +392,63 @@ impl<K: Ord + Copy> SortedMap<K> {
         }
     }
 
-    /// Moves `vp`'s entry from key `old` to `new`, no smaller: it only moves
-    /// towards the back.
+    /// A map that has become small again takes the next smaller form.
+    fn shrink(&mut self) {
+        match self {
+            SortedMap::Medium(v) if v.len() <= SMALL_MAX / 2 => {
+                *self = SortedMap::Small(std::mem::take(v).into_iter().collect());
+            }
+            SortedMap::Large(m) if m.len() <= MEDIUM_MAX / 2 => {
+                *self = SortedMap::Medium(std::mem::take(m).into_iter().collect());
+            }
+            _ => {}
+        }
+    }
+
+    /// Calls `f` on the entries with keys up to `last`, in key order,
+    /// until it returns `true`.
     #[inline]
-    fn rekey_later(&mut self, old: K, new: K, vp: VpId) {
-        debug_assert!(new >= old);
+    fn find_up_to(&self, last: K, mut f: impl FnMut(K, VpId) -> bool) {
         match self {
             SortedMap::Small(v) => {
-                let Some(mut at) = Self::find(v, old, vp) else {
-                    return;
-                };
-                v[at].0 = new;
-                while at + 1 < v.len() && v[at + 1].0 < new {
-                    v.swap(at, at + 1);
-                    at += 1;
+                for &(k, vp) in v.iter() {
+                    if k > last || f(k, vp) {
+                        return;
+                    }
+                }
+            }
+            SortedMap::Medium(v) => {
+                let (a, b) = v.as_slices();
+                for &(k, vp) in a.iter().chain(b) {
+                    if k > last || f(k, vp) {
+                        return;
+                    }
                 }
             }
             SortedMap::Large(m) => {
-                if m.remove(&old).is_some() {
-                    m.insert(new, vp);
+                for (&k, &vp) in m.iter() {
+                    if k > last || f(k, vp) {
+                        return;
+                    }
                 }
             }
         }
     }
 
-    /// A large map that has become small again turns back into a vector.
-    fn shrink(&mut self) {
-        if let SortedMap::Large(m) = self {
-            if m.len() <= SMALL_MAX / 2 {
-                *self = SortedMap::Small(std::mem::take(m).into_iter().collect());
-            }
+    /// The entries in key order (for checks).
+    fn entries(&self) -> Vec<(K, VpId)> {
+        let mut all = Vec::with_capacity(self.len());
+        self.each(|k, vp| all.push((k, vp)));
+        all
+    }
+
+    /// Calls `f` on every entry, in key order.
+    fn each(&self, mut f: impl FnMut(K, VpId)) {
+        match self {
+            SortedMap::Small(v) => v.iter().for_each(|&(k, vp)| f(k, vp)),
+            SortedMap::Medium(v) => v.iter().for_each(|&(k, vp)| f(k, vp)),
+            SortedMap::Large(m) => m.iter().for_each(|(&k, &vp)| f(k, vp)),
         }
-    }
-
-    /// The entries in key order.
-    fn iter(&self) -> impl Iterator<Item = (K, VpId)> + '_ {
-        let (small, large) = match self {
-            SortedMap::Small(v) => (&v[..], None),
-            SortedMap::Large(m) => (&[][..], Some(m)),
-        };
-        let large = large
-            .into_iter()
-            .flat_map(|m| m.iter().map(|(&k, &vp)| (k, vp)));
-        small.iter().copied().chain(large)
-    }
-
-    /// The entries with keys up to `last`, in key order.
-    fn up_to(&self, last: K) -> impl Iterator<Item = (K, VpId)> + '_ {
-        self.iter().take_while(move |e| e.0 <= last)
     }
 }
 
@@ -417,8 +459,10 @@ pub struct Ps {
     children: VpTable<Child>,
     /// Ready children by (v − warp, queue sequence).
     ready: SortedMap<(i128, u64)>,
-    /// Ready and running children by (v, order): the minimum is `V`.
-    active: SortedMap<(u128, u64)>,
+    /// Children whose warp is not zero in virtual time. While there are
+    /// none, a ready child's key is its virtual time, so the front of
+    /// `ready` has the smallest one (see [`Ps::vsys`]).
+    warped: usize,
     /// Processors held; `run` is when the child was dispatched (its
     /// quantum runs from there).
     held: Vec<Held<Instant>>,
@@ -428,7 +472,6 @@ pub struct Ps {
     /// Reused buffer for the timer hook.
     scratch: Vec<VpId>,
     next_seq: u64,
-    next_order: u64,
     /// Largest virtual time reached: `V` when nothing is active.
     vmax: u128,
 }
@@ -440,12 +483,11 @@ impl Ps {
             cfg,
             children: VpTable::new(Side::Child),
             ready: SortedMap::default(),
-            active: SortedMap::default(),
+            warped: 0,
             held: Vec::new(),
             avoid: Vec::new(),
             scratch: Vec::new(),
             next_seq: 0,
-            next_order: 0,
             vmax: 0,
         }
     }
@@ -463,33 +505,74 @@ impl Ps {
         self.cfg
     }
 
-    /// The system virtual time `V`.
-    fn vsys(&self) -> u128 {
-        self.active.first().map_or(self.vmax, |(k, _)| k.0)
+    /// The system virtual time `V`: the smallest virtual time among the
+    /// ready and running children, running ones brought up to date, or the
+    /// largest reached when there are none.
+    ///
+    /// A ready child's virtual time does not change while it is queued, and
+    /// while no child has a warp its key in `ready` is that virtual time, so
+    /// the ready part is the front of `ready`; only with warps are the
+    /// queued children looked at one by one. A running child's virtual
+    /// time as last charged is a lower bound of its current one, so only
+    /// the running children whose bound is below the minimum so far are
+    /// charged: the others cannot lower it. Charging is exact (remainders
+    /// carried), so charging later gives the same virtual times; the hooks
+    /// that compare running children's keys charge them all first. (An
+    /// ordered set of every active child by virtual time, re-keyed on every
+    /// charge, cost far more than this pass on a large machine.)
+    fn vsys(&mut self, ctx: &Ctx<'_>) -> u128 {
+        let ready = if self.warped == 0 {
+            self.ready.first().map(|(k, _)| k.0 as u128)
+        } else {
+            self.ready_vt_min(ctx)
+        };
+        debug_assert_eq!(ready, self.ready_vt_min(ctx));
+        let mut v = ready.unwrap_or(u128::MAX);
+        for i in 0..self.held.len() {
+            let vp = self.held[i].vp;
+            if self.children.get(ctx, vp).is_some_and(|c| c.vt < v) {
+                self.charge(ctx, i);
+                if let Some(c) = self.children.get(ctx, vp) {
+                    v = v.min(c.vt);
+                }
+            }
+        }
+        let v = if ready.is_none() && self.held.is_empty() {
+            self.vmax
+        } else {
+            v
+        };
+        #[cfg(debug_assertions)]
+        {
+            // The long way: every running child up to date.
+            self.charge_all(ctx);
+            let exact = self
+                .held
+                .iter()
+                .filter_map(|h| self.children.get(ctx, h.vp).map(|c| c.vt))
+                .chain(ready)
+                .min()
+                .unwrap_or(self.vmax);
+            assert_eq!(v, exact, "system virtual time");
+        }
+        v
+    }
+
+    /// The smallest virtual time among the queued children, the long way.
+    fn ready_vt_min(&self, ctx: &Ctx<'_>) -> Option<u128> {
+        let mut min = None;
+        self.ready.each(|_, vp| {
+            if let Some(c) = self.children.get(ctx, vp) {
+                min = Some(min.map_or(c.vt, |m: u128| m.min(c.vt)));
+            }
+        });
+        min
     }
 
     fn dequeue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
         if let Some(c) = self.children.get_mut(ctx, vp) {
             if let Some(k) = c.ready_key.take() {
                 self.ready.remove(k, vp);
-            }
-        }
-    }
-
-    fn activate(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if c.active_key.is_none() {
-                let k = (c.vt, c.order);
-                c.active_key = Some(k);
-                self.active.insert(k, vp);
-            }
-        }
-    }
-
-    fn deactivate(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if let Some(k) = c.active_key.take() {
-                self.active.remove(k, vp);
             }
         }
     }
@@ -519,20 +602,23 @@ impl Ps {
         }
         let mut stale = Vec::new();
         let mut found = None;
-        for (k, vp) in self.ready.up_to((limit, u64::MAX)) {
+        let avoid = &self.avoid;
+        self.ready.find_up_to((limit, u64::MAX), |k, vp| {
             if ctx.vp_state(vp) != VpState::Ready {
                 stale.push((k, vp));
-            } else if !self.avoid.contains(&ctx.vp_child(vp)) {
+                false
+            } else if !avoid.contains(&ctx.vp_child(vp)) {
                 found = Some((k, vp));
-                break;
+                true
+            } else {
+                false
             }
-        }
+        });
         for (k, vp) in stale {
             self.ready.remove(k, vp);
             if let Some(c) = self.children.get_mut(ctx, vp) {
                 c.ready_key = None;
             }
-            self.deactivate(ctx, vp);
         }
         let (k, vp) = found?;
         self.ready.remove(k, vp);
@@ -560,6 +646,8 @@ impl Ps {
         if warp == 0 {
             return;
         }
+        // Keys of running children are compared: all up to date.
+        self.charge_all(ctx);
         let current =
             |h: &Held<Instant>| self.children.get(ctx, h.vp).map_or(i128::MIN, Child::key);
         // The largest current key (the last one on ties), never another VP
@@ -599,11 +687,12 @@ impl Ps {
         let at = if self.ready.is_empty() {
             Instant::NEVER
         } else {
+            // Adding the quantum (saturating) keeps the order: add it once.
             self.held
                 .iter()
-                .map(|h| h.run + self.cfg.quantum)
+                .map(|h| h.run)
                 .min()
-                .unwrap_or(Instant::NEVER)
+                .map_or(Instant::NEVER, |run| run + self.cfg.quantum)
         };
         arm_timer(ctx, at);
     }
@@ -651,11 +740,6 @@ impl Holder for Ps {
         c.vt += total / c.weight as u128;
         c.rem = total % c.weight as u128;
         self.vmax = self.vmax.max(c.vt);
-        if let Some(old) = c.active_key {
-            let k = (c.vt, old.1);
-            c.active_key = Some(k);
-            self.active.rekey_later(old, k, vp);
-        }
     }
 
     fn enqueue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
@@ -672,8 +756,8 @@ impl Holder for Ps {
         self.ready.insert(k, vp);
     }
 
-    fn stopped(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.deactivate(ctx, vp);
+    fn stopped(&mut self, _ctx: &mut Ctx<'_>, _vp: VpId) {
+        // Neither queued nor running: nothing to forget.
     }
 
     /// Gives `cpu` (held through `parent`) to the smallest-key ready child,
@@ -701,19 +785,16 @@ impl Policy for Ps {
         params: &Params,
     ) -> Result<(), PolicyError> {
         let p = ShareParams::from_params(params)?;
-        let order = self.next_order;
-        self.next_order += 1;
         let mut c = Child {
-            order,
             params: p,
             weight: 1,
             warp_vt: 0,
             vt: 0,
             rem: 0,
             ready_key: None,
-            active_key: None,
         };
         c.set_params(p);
+        self.warped += (c.warp_vt != 0) as usize;
         self.children.insert(ctx, vp, c);
         Ok(())
     }
@@ -722,24 +803,23 @@ impl Policy for Ps {
         // The VP is waiting; its release has been handled.
         self.held.retain(|h| h.vp != vp);
         self.dequeue(ctx, vp);
-        self.deactivate(ctx, vp);
-        self.children.remove(ctx, vp);
+        if let Some(c) = self.children.remove(ctx, vp) {
+            self.warped -= (c.warp_vt != 0) as usize;
+        }
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.begin(ctx);
+        self.begin_about(ctx, Some(vp));
         // Stale when the child has released again since.
         let queued = self
             .children
             .get(ctx, vp)
             .is_some_and(|c| c.ready_key.is_some());
         if ctx.vp_state(vp) == VpState::Ready && !queued {
-            self.charge_all(ctx);
-            let v = self.vsys();
+            let v = self.vsys(ctx);
             if let Some(c) = self.children.get_mut(ctx, vp) {
                 c.vt = c.vt.max(v);
             }
-            self.activate(ctx, vp);
             self.enqueue(ctx, vp);
             self.maybe_preempt(ctx, vp);
         }
@@ -748,10 +828,9 @@ impl Policy for Ps {
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
         // A running child that released is found by `sync`.
-        self.begin(ctx);
+        self.begin_about(ctx, Some(vp));
         if ctx.vp_state(vp) == VpState::Waiting {
             self.dequeue(ctx, vp);
-            self.deactivate(ctx, vp);
         }
         self.settle(ctx);
     }
@@ -778,11 +857,13 @@ impl Policy for Ps {
             )));
         }
         let (merged, p) = Self::parse_change(ctx, vp, change)?;
-        self.begin(ctx);
+        self.begin_about(ctx, None);
         self.charge_all(ctx);
         let queued = match self.children.get_mut(ctx, vp) {
             Some(c) => {
+                let was = (c.warp_vt != 0) as usize;
                 c.set_params(p);
+                self.warped = self.warped - was + (c.warp_vt != 0) as usize;
                 c.ready_key.is_some()
             }
             None => false,
@@ -797,16 +878,21 @@ impl Policy for Ps {
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
-        self.begin(ctx);
+        self.begin_about(ctx, None);
         let now = ctx.now();
         // Children that lose their processor are queued only once every
         // processor has been decided, so that no child is revoked and
         // granted in one batch of actions: its revocation may make it
         // release before the grant would be applied.
         let mut out = std::mem::take(&mut self.scratch);
+        let quantum = self.cfg.quantum;
         for i in 0..self.held.len() {
+            // Most processors are not due: one look at their dispatch time.
+            if self.held[i].run + quantum > now {
+                continue;
+            }
             let h = self.held[i];
-            if h.run + self.cfg.quantum > now || ctx.vp_cpu(h.vp) != Some(h.cpu) {
+            if ctx.vp_cpu(h.vp) != Some(h.cpu) {
                 continue;
             }
             self.charge(ctx, i);
@@ -837,7 +923,7 @@ impl Policy for Ps {
 
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         self.check_held(ctx)?;
-        for (k, vp) in self.ready.iter() {
+        for (k, vp) in self.ready.entries() {
             let c = self
                 .children
                 .get(ctx, vp)
@@ -849,12 +935,11 @@ impl Policy for Ps {
                 return Err(format!("queued {vp} is {:?}, not ready", ctx.vp_state(vp)));
             }
         }
-        if self.active.len() != self.ready.len() + self.held.len() {
+        let warped = self.children.iter().filter(|(_, c)| c.warp_vt != 0).count();
+        if warped != self.warped {
             return Err(format!(
-                "{} active children but {} queued and {} running",
-                self.active.len(),
-                self.ready.len(),
-                self.held.len()
+                "counts {} children with a warp but there are {warped}",
+                self.warped
             ));
         }
         Ok(())
@@ -871,13 +956,13 @@ impl Policy for Ps {
 
 #[cfg(test)]
 mod tests {
-    use super::{SortedMap, SMALL_MAX};
+    use super::{SortedMap, MEDIUM_MAX, SMALL_MAX};
     use hsched_core::VpId;
     use std::collections::BTreeMap;
 
-    /// Random insertions, removals, re-keyings and pops, on both sides of
-    /// `LINEAR_MAX`, keep the same entries in the same order as a
-    /// `BTreeMap`.
+    /// Random insertions, removals, re-keyings and pops, in every form
+    /// (around `SMALL_MAX` and `MEDIUM_MAX`), keep the same entries in the
+    /// same order as a `BTreeMap`.
     #[test]
     fn a_sorted_map_orders_as_a_btree_map_at_every_size() {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -887,7 +972,7 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        for target in [4u64, SMALL_MAX as u64 + 8, 200] {
+        for target in [4u64, SMALL_MAX as u64 + 8, 200, MEDIUM_MAX as u64 + 100] {
             let mut map = SortedMap::default();
             let mut reference = BTreeMap::new();
             let mut key_of = BTreeMap::new();
@@ -917,13 +1002,22 @@ mod tests {
                     Some(k) => {
                         seq += 1;
                         let new = (k.0 + next(500), seq);
-                        map.rekey_later(k, new, vp);
+                        map.remove(k, vp);
+                        map.insert(new, vp);
                         reference.remove(&k);
                         reference.insert(new, vp);
                         key_of.insert(vp, new);
                     }
                 }
-                assert!(map.iter().eq(reference.iter().map(|(&k, &v)| (k, v))));
+                assert!(map
+                    .entries()
+                    .into_iter()
+                    .eq(reference.iter().map(|(&k, &v)| (k, v))));
+                assert_eq!(
+                    map.first(),
+                    reference.first_key_value().map(|(&k, &v)| (k, v))
+                );
+                assert_eq!(map.len(), reference.len());
             }
         }
     }

@@ -72,6 +72,8 @@ use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
     RevokeReason, VpId,
 };
+use std::cmp::Reverse;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 /// Lowest child priority.
 pub const MIN_PRIORITY: i64 = 1;
@@ -141,6 +143,12 @@ pub struct Ts {
     /// The earliest boost due among the ready children, as `arm` last
     /// found it by a pass over them (indexed sets only).
     boost: BoostMemo,
+    /// Quantum ends of the running children, earliest first, as lower
+    /// bounds (see `Ts::earliest_quantum_end`); only while the set is
+    /// wide.
+    ends: BinaryHeap<Reverse<(Instant, VpId)>>,
+    /// Scratch list for `PrioSet::take_started`.
+    started: Vec<VpId>,
 }
 
 /// `arm`'s memory of the earliest starvation boost due, so that it need not
@@ -202,8 +210,12 @@ impl Ts {
             Some(Duration::ZERO) => None,
             Some(s) => Some(s),
         };
+        let mut set = PrioSet::new();
+        if mode == Mode::RoundRobin {
+            set.track_started();
+        }
         Ok(Ts {
-            set: PrioSet::new(),
+            set,
             mode,
             quantum,
             starvation,
@@ -212,6 +224,8 @@ impl Ts {
                 valid: false,
                 at: Instant::NEVER,
             },
+            ends: BinaryHeap::new(),
+            started: Vec::new(),
         })
     }
 
@@ -301,13 +315,15 @@ impl Ts {
             let rival = |e: &Entry<Kid>| !e.busy && e.seq < round && e.prio >= prio;
             let rivals = if self.set.indexed() {
                 // The ready children of priority `prio` or more are the
-                // back of the queue.
+                // back of the queue. Only whether there are more than
+                // `claimed` matters, so the count stops there.
                 self.set
                     .ready_kids()
                     .rev()
                     .map(|j| self.set.kids.at(j).1)
                     .take_while(|e| e.prio >= prio)
                     .filter(|e| rival(e))
+                    .take(claimed + 1)
                     .count()
             } else {
                 self.set
@@ -369,6 +385,81 @@ impl Ts {
         boost
     }
 
+    /// The quantum end of running child `i` (of VP `vp`) as seen now.
+    #[inline(always)]
+    fn quantum_end(&self, ctx: &Ctx<'_>, vp: VpId, i: usize) -> Instant {
+        let used = ctx.vp_received(vp) - self.set.kids.at(i).1.extra.mark;
+        ctx.now() + (self.quantum - used)
+    }
+
+    /// The earliest quantum end of the running children of a wide set,
+    /// from `ends` rather than a pass over them.
+    ///
+    /// A child's quantum end seen at time `t`, `t + (quantum - (received -
+    /// mark))` (saturating), never moves earlier as `t` grows: its received
+    /// time grows no faster than `t` (slower when time is stolen), and a
+    /// new quantum sets `mark` to the received time, which puts the end at
+    /// `t + quantum`, the latest it can be. So an end computed once stays
+    /// a lower bound for that child, running or not. `ends` holds such a
+    /// bound for every running child (pushed when it starts running) and
+    /// stale entries for children that stopped; the top is checked against
+    /// the child's current end and moved down until a top is exact, which
+    /// is then no later than any other child's end.
+    #[inline(never)]
+    fn earliest_quantum_end(&mut self, ctx: &Ctx<'_>) -> Instant {
+        let mut started = std::mem::take(&mut self.started);
+        self.set.take_started(&mut started);
+        for &vp in &started {
+            if let Some(i) = self.set.kids.index_of(ctx, vp) {
+                if matches!(self.set.kids.at(i).1.run, Run::Running(_)) {
+                    let at = self.quantum_end(ctx, vp, i);
+                    self.ends.push(Reverse((at, vp)));
+                }
+            }
+        }
+        started.clear();
+        self.started = started;
+        if self.ends.len() > 2 * self.set.running() + 64 {
+            self.ends.clear();
+            for i in self.set.running_kids() {
+                let vp = self.set.kids.at(i).0;
+                let at = self.quantum_end(ctx, vp, i);
+                self.ends.push(Reverse((at, vp)));
+            }
+        }
+        let mut next = Instant::NEVER;
+        let (set, quantum, now) = (&self.set, self.quantum, ctx.now());
+        while let Some(mut top) = self.ends.peek_mut() {
+            let Reverse((at, vp)) = *top;
+            match set.kids.index_of(ctx, vp) {
+                Some(i) if matches!(set.kids.at(i).1.run, Run::Running(_)) => {
+                    let used = ctx.vp_received(vp) - set.kids.at(i).1.extra.mark;
+                    let exact = now + (quantum - used);
+                    debug_assert!(exact >= at, "a quantum end moved earlier");
+                    if exact <= at {
+                        next = exact;
+                        break;
+                    }
+                    *top = Reverse((exact, vp));
+                }
+                _ => {
+                    PeekMut::pop(top);
+                }
+            }
+        }
+        #[cfg(debug_assertions)]
+        {
+            let scan = self
+                .set
+                .running_kids()
+                .map(|i| self.quantum_end(ctx, self.set.kids.at(i).0, i))
+                .min()
+                .unwrap_or(Instant::NEVER);
+            assert_eq!(next, scan, "quantum ends out of step");
+        }
+        next
+    }
+
     /// Arms the timer for the next quantum end or starvation boost.
     #[inline(always)]
     fn arm(&mut self, ctx: &mut Ctx<'_>) {
@@ -379,10 +470,14 @@ impl Ts {
         let mut next = Instant::NEVER;
         if self.set.indexed() {
             // As below, over the running and the ready children only.
-            for i in self.set.running_kids() {
-                let (vp, e) = self.set.kids.at(i);
-                let used = ctx.vp_received(vp) - e.extra.mark;
-                next = next.min(now + (self.quantum - used));
+            if self.set.wide() {
+                next = self.earliest_quantum_end(ctx);
+            } else {
+                for i in self.set.running_kids() {
+                    let (vp, e) = self.set.kids.at(i);
+                    let used = ctx.vp_received(vp) - e.extra.mark;
+                    next = next.min(now + (self.quantum - used));
+                }
             }
             if let Some(s) = self.starvation {
                 // Every ready child's boost is at or after the floor's, so
@@ -458,7 +553,7 @@ impl Policy for Ts {
     }
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
-        self.set.parents.ensure(ctx);
+        self.set.parents.init(ctx);
     }
 
     fn register_vp(
@@ -782,6 +877,84 @@ mod tests {
             .filter(|e| format!("{:?}", e.kind).contains("starvation boost"))
             .count();
         assert!(boosts > 20, "{boosts} boosts");
+    }
+
+    /// A wide round-robin instance (more parent VPs and children than
+    /// `fp::SMALL_SET`) under a fixed-priority root whose own threads take
+    /// processors from it now and then: the wide indexes (the parents' bit
+    /// sets and free entries, the running children by rank, the quantum
+    /// ends) are checked against passes at every input (the invariant
+    /// checks and debug assertions), and the run must reach the paths that
+    /// use them.
+    #[test]
+    fn wide_instance_indexes_match_the_passes() {
+        let cpus = 12u32;
+        let mut hsi = Hsi::new(cpus as usize);
+        hsi.set_checking(true);
+        hsi.set_tracing(true);
+        let top = vec![ParentLink {
+            parent: ParentRef::Top {
+                cpus: (0..cpus).map(CpuId).collect(),
+            },
+            params: Params::new(),
+        }];
+        let t0 = Instant(0);
+        let root = hsi.create_instance(t0, "root", policy("fp"), top).unwrap();
+        let ts = hsi
+            .create_instance(t0, "ts", policy("rr"), under(root))
+            .unwrap();
+        let prio = |p: i64| Params::new().with("priority", ParamValue::Int(p));
+        // Threads of the root outrank the whole TS instance.
+        let mut threads: Vec<ThreadId> = (0..3)
+            .map(|k| {
+                hsi.create_thread(t0, &format!("rt{k}"), root, prio(5))
+                    .unwrap()
+            })
+            .collect();
+        let prios = [8, 8, 10, 8, 12, 8, 8, 10, 20, 8];
+        for k in 0..36 {
+            let p = prio(prios[k % prios.len()]);
+            threads.push(hsi.create_thread(t0, &format!("t{k}"), ts, p).unwrap());
+        }
+        let mut awake: Vec<bool> = (0..threads.len()).map(|k| (3..30).contains(&k)).collect();
+        for (k, &t) in threads.iter().enumerate() {
+            if awake[k] {
+                hsi.wake(t0, t).unwrap();
+            }
+        }
+        let mut now = t0;
+        let mut step = 0usize;
+        while now < us(40_000) {
+            let tick = now + hsched_core::Duration::from_micros(90);
+            while let Some(at) = hsi.next_timer().filter(|&at| at <= tick) {
+                hsi.fire_timers(at).unwrap();
+            }
+            now = tick;
+            step += 1;
+            for k in [(step * 7) % threads.len(), (step * 11 + 3) % threads.len()] {
+                if awake[k] {
+                    hsi.block(now, threads[k]).unwrap();
+                } else {
+                    hsi.wake(now, threads[k]).unwrap();
+                }
+                awake[k] = !awake[k];
+            }
+        }
+        let mut trace: Vec<TraceEvent> = Vec::new();
+        hsi.drain_trace(&mut trace);
+        let count = |what: &str| {
+            trace
+                .iter()
+                .filter(|e| format!("{:?}", e.kind).contains(what))
+                .count()
+        };
+        assert!(count("Grant") > 700, "{} grants", count("Grant"));
+        assert!(count("Revoke") > 500, "{} revocations", count("Revoke"));
+        assert!(
+            count("starvation boost") > 400,
+            "{} boosts",
+            count("starvation boost")
+        );
     }
 
     #[test]

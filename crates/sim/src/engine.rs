@@ -230,9 +230,9 @@ pub(crate) struct Engine<'h> {
     queue: EventQueue,
     cpus: Vec<Cpu>,
     /// Per processor: when the work its thread asked for is done (`NEVER`
-    /// when idle, stealing or running forever); apart from `cpus` so that
-    /// the loop scans a dense array.
-    done_at: Vec<u64>,
+    /// when idle, stealing or running forever), with the earliest one kept
+    /// ready for the loop.
+    done_at: Completions,
     steals: Vec<StealGen>,
     next_steal: u64,
     /// Processors with an active stolen-time source.
@@ -378,7 +378,7 @@ impl<'h> Engine<'h> {
                     ..Default::default()
                 })
                 .collect(),
-            done_at: vec![NEVER; ncpu],
+            done_at: Completions::new(ncpu),
             next_steal: NEVER,
             stealing_cpus: 0,
             steals,
@@ -521,7 +521,7 @@ impl<'h> Engine<'h> {
 
     /// The earliest work completion, lowest processor first.
     fn next_completion(&self) -> (u64, usize) {
-        earliest(&self.done_at)
+        self.done_at.earliest()
     }
 
     /// Moves the clock to `t`. Processors that are stealing are charged
@@ -598,7 +598,8 @@ impl<'h> Engine<'h> {
     /// processor is charged up to now.
     #[inline(always)]
     fn set_done(&mut self, c: usize) {
-        self.done_at[c] = self.cpus[c].done_time(&self.threads, self.now);
+        let at = self.cpus[c].done_time(&self.threads, self.now);
+        self.done_at.set(c, at);
     }
 
     #[inline(never)]
@@ -911,7 +912,7 @@ impl<'h> Engine<'h> {
             if let Some(i) = new {
                 cpu.put_on(c, i, &mut threads[i], now, switch_cost);
             }
-            self.done_at[c] = cpu.done_time(threads, now);
+            self.done_at.set(c, cpu.done_time(threads, now));
             if let Some(i) = old {
                 self.draw_run(c, i as usize, since);
             }
@@ -968,7 +969,7 @@ impl<'h> Engine<'h> {
         match self.cpus[c].running {
             Some(i) => self.call_workload(i as usize, Callback::Done),
             None => {
-                self.done_at[c] = NEVER;
+                self.done_at.set(c, NEVER);
                 Ok(())
             }
         }
@@ -1425,6 +1426,116 @@ impl<'h> Engine<'h> {
     }
 }
 
+/// Processors up to which [`Completions`] scans its array rather than
+/// keeping a tree: a scan of a few words costs less than a tree's upkeep on
+/// every change.
+const SCAN_MAX: usize = 8;
+
+/// When each processor's work is done, and the earliest completion, lowest
+/// processor first on ties.
+///
+/// The loop asks for the earliest completion on every turn, while an input
+/// changes one or two processors, so on a large machine a scan of every
+/// processor per turn would dominate the engine's own work. Past
+/// [`SCAN_MAX`] processors a tournament tree keeps the earliest: a change
+/// replays the matches on the way from its leaf to the root (log₂ of the
+/// processor count), a query reads the root. Ties go to the left (lower)
+/// processor at every match, so the winner is exactly the first smallest
+/// entry that a scan finds.
+struct Completions {
+    /// Per processor; past [`SCAN_MAX`] processors, padded with `NEVER` to
+    /// `win.len()`, a power of two, so that a length above `SCAN_MAX` is
+    /// what says there is a tree (tested where the length is read anyway).
+    done: Vec<u64>,
+    /// Processors in use.
+    n: usize,
+    /// Node `i` (from 1) holds the processor that wins its subtree; its
+    /// children are nodes `2i` and `2i + 1`, and index `k ≥ win.len()` is
+    /// processor `k − win.len()`. Empty when scanning.
+    win: Vec<u32>,
+}
+
+impl Completions {
+    fn new(n: usize) -> Self {
+        if n <= SCAN_MAX {
+            return Completions {
+                done: vec![NEVER; n],
+                n,
+                win: Vec::new(),
+            };
+        }
+        let size = n.next_power_of_two();
+        // Every entry is `NEVER`: each match goes to its left side.
+        let mut win = vec![0u32; size];
+        for i in (1..size).rev() {
+            let l = 2 * i;
+            win[i] = if l >= size { (l - size) as u32 } else { win[l] };
+        }
+        Completions {
+            done: vec![NEVER; size],
+            n,
+            win,
+        }
+    }
+
+    /// The earliest completion and its processor; `(NEVER, 0)` when none.
+    #[inline(always)]
+    fn earliest(&self) -> (u64, usize) {
+        match *self.done {
+            // The common small machines first, as `earliest` has them.
+            [a] => (a, 0),
+            [a, b] => {
+                if b < a {
+                    (b, 1)
+                } else {
+                    (a, 0)
+                }
+            }
+            ref all if all.len() <= SCAN_MAX => earliest(all),
+            _ => {
+                let c = self.win[1] as usize;
+                (self.done[c], c)
+            }
+        }
+    }
+
+    /// Processor `c`'s work is done at `at`.
+    #[inline(always)]
+    fn set(&mut self, c: usize, at: u64) {
+        debug_assert!(c < self.n);
+        self.done[c] = at;
+        if self.done.len() > SCAN_MAX {
+            self.replay(c);
+        }
+    }
+
+    /// Replays the matches from processor `c`'s leaf to the root (out of
+    /// line: small machines never get here, and the loop stays compact).
+    #[inline(never)]
+    fn replay(&mut self, c: usize) {
+        let size = self.win.len();
+        let mut i = (c + size) >> 1;
+        while i >= 1 {
+            let (l, r) = (2 * i, 2 * i + 1);
+            let (l, r) = if l >= size {
+                (l - size, r - size)
+            } else {
+                (self.win[l] as usize, self.win[r] as usize)
+            };
+            // The left side wins ties: it holds the lower processors.
+            let w = if self.done[r] < self.done[l] { r } else { l } as u32;
+            let old = std::mem::replace(&mut self.win[i], w);
+            // The same winner, and not `c`, whose time changed: every match
+            // above sees the same sides as before.
+            if old == w && w as usize != c {
+                break;
+            }
+            i >>= 1;
+        }
+        debug_assert_eq!(self.earliest(), earliest(&self.done[..self.n]));
+    }
+}
+
 /// The smallest of `done` and its first index; `(NEVER, 0)` when all are
 /// `NEVER` or there are none.
 #[inline(always)]
@@ -1603,6 +1714,36 @@ workload = { kind = "cpu-bound" }
         assert_eq!(earliest(&[NEVER, NEVER]), (NEVER, 0));
         assert_eq!(earliest(&[5, 5]), (5, 0));
         assert_eq!(earliest(&[7, 5, 5]), (5, 1));
+    }
+
+    /// The tree finds the first smallest completion, as a scan does, after
+    /// every change, at sizes on both sides of the scan limit and not powers
+    /// of two.
+    #[test]
+    fn completions_find_the_first_smallest_at_every_size() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for n in [1, 2, 3, SCAN_MAX, SCAN_MAX + 1, 13, 64, 100] {
+            let mut c = Completions::new(n);
+            let mut plain = vec![NEVER; n];
+            assert_eq!(c.earliest(), (NEVER, 0));
+            for _ in 0..2_000 {
+                let k = next(n as u64) as usize;
+                // Few distinct values, so ties are common.
+                let at = match next(5) {
+                    0 => NEVER,
+                    v => v * 10,
+                };
+                c.set(k, at);
+                plain[k] = at;
+                assert_eq!(c.earliest(), earliest(&plain), "n {n}: {plain:?}");
+            }
+        }
     }
 
     #[test]
