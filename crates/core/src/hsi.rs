@@ -34,7 +34,9 @@ use crate::ctx::Ctx;
 use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
 use crate::params::Params;
 use crate::policy::{Msg, Policy, PolicyError, RevokeReason};
-use crate::state::{Action, HookState, InstSlot, Note, State, Step, ThreadSlot, VpState};
+use crate::state::{
+    Action, HookState, InstSlot, Note, State, Step, ThreadSlot, VpState, WIDE_PARENTS,
+};
 use crate::time::{Duration, Instant};
 use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
 use crate::violation::{HsiError, OpError, Rule, Violation};
@@ -201,6 +203,7 @@ impl Hsi {
             children: Vec::new(),
             live: true,
             asking: 0,
+            held: Vec::new(),
         });
         self.policies.push(Some(policy));
         self.st.hooks.push(HookState::default());
@@ -245,6 +248,10 @@ impl Hsi {
                     }
                 }
             }
+        }
+        if registered.len() > WIDE_PARENTS {
+            // No parent VP runs yet: the instance has not asked for one.
+            self.st.insts[me.index()].held = vec![0; self.st.cpus.len()];
         }
         self.st.insts[me.index()].parents = registered;
         self.names.insert(name.to_string(), me);
@@ -1148,19 +1155,38 @@ impl Hsi {
     }
 
     /// Whether `n` holds `cpu` (has a parent VP running there).
-    #[inline]
+    #[inline(always)]
     fn holds(&self, n: Node, cpu: CpuId) -> bool {
         match n {
             Node::Top => true,
             Node::Instance(i) => match self.st.insts[i.index()].parents[..] {
                 // The usual shape, without the loop.
                 [vp] => self.st.vps[vp.index()].state == VpState::Running(cpu),
-                ref vps => vps
+                ref vps if vps.len() <= WIDE_PARENTS => vps
                     .iter()
                     .any(|&vp| self.st.vps[vp.index()].state == VpState::Running(cpu)),
+                _ => self.holds_wide(i, cpu),
             },
             Node::Thread(_) => false,
         }
+    }
+
+    /// [`Hsi::holds`] for an instance with more than [`WIDE_PARENTS`]
+    /// parent VPs (one per processor of a large machine): their count on
+    /// `cpu` rather than a pass over them.
+    #[inline(never)]
+    fn holds_wide(&self, i: InstanceId, cpu: CpuId) -> bool {
+        let inst = &self.st.insts[i.index()];
+        let held = inst.held[cpu.index()] > 0;
+        debug_assert_eq!(
+            held,
+            inst.parents
+                .iter()
+                .any(|&vp| self.st.vps[vp.index()].state == VpState::Running(cpu)),
+            "held count of {} out of step",
+            inst.name
+        );
+        held
     }
 
     /// Reports an invalid action (see [`Hsi::refuse`]), building the detail
@@ -1275,7 +1301,10 @@ impl Hsi {
             cpu,
         });
         match child {
-            Node::Instance(c) => Some((c, Note::Grant(vp, cpu))),
+            Node::Instance(c) => {
+                self.st.count_held(c, cpu, true);
+                Some((c, Note::Grant(vp, cpu)))
+            }
             Node::Thread(t) => {
                 self.st.thread_started(cpu, t);
                 None
@@ -1308,7 +1337,10 @@ impl Hsi {
             reason,
         });
         match child {
-            Node::Instance(c) => Some((c, Note::Revoke(vp, cpu, reason))),
+            Node::Instance(c) => {
+                self.st.count_held(c, cpu, false);
+                Some((c, Note::Revoke(vp, cpu, reason)))
+            }
             Node::Thread(t) => {
                 self.st.thread_stopped(cpu, t);
                 None
@@ -1350,7 +1382,10 @@ impl Hsi {
                     cpu,
                 });
                 match actor {
-                    Node::Instance(c) => Some((c, Note::Grant(vp, cpu))),
+                    Node::Instance(c) => {
+                        self.st.count_held(c, cpu, true);
+                        Some((c, Note::Grant(vp, cpu)))
+                    }
                     _ => None,
                 }
             }
@@ -1372,8 +1407,10 @@ impl Hsi {
             }
             VpState::Running(cpu) => {
                 self.st.end_segment(vp, cpu, VpState::Waiting);
-                if let Node::Thread(t) = actor {
-                    self.st.thread_stopped(cpu, t);
+                match actor {
+                    Node::Thread(t) => self.st.thread_stopped(cpu, t),
+                    Node::Instance(i) => self.st.count_held(i, cpu, false),
+                    Node::Top => {}
                 }
             }
             VpState::Ready => self.st.vps[vp.index()].state = VpState::Waiting,

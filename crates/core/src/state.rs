@@ -138,6 +138,12 @@ pub(crate) struct VpSlot {
     pub live: bool,
 }
 
+/// Parent VPs above which an instance counts the processors it holds per
+/// processor, so that checking a grant of it is one look-up rather than a
+/// pass over its parent VPs (one per processor under a multiprocessor
+/// parent).
+pub(crate) const WIDE_PARENTS: usize = 8;
+
 impl VpSlot {
     /// Net CPU time of the running segment at `now`, with `stolen` the
     /// running total of stolen time on its processor.
@@ -156,6 +162,10 @@ pub(crate) struct InstSlot {
     /// How many of `parents` are not `Waiting` (asking for or holding a
     /// processor), so that `Ctx::set_parent_demand` need not look at each.
     pub asking: u32,
+    /// Per processor, how many of `parents` run there (one, or two for a
+    /// moment within an input while a policy grants before it revokes);
+    /// kept only with more than [`WIDE_PARENTS`] parents, empty otherwise.
+    pub held: Vec<u16>,
 }
 
 #[derive(Debug)]
@@ -313,6 +323,21 @@ impl State {
         s.granted_at = now;
         s.stolen_at_grant = stolen;
         s.last_cpu = Some(cpu);
+    }
+
+    /// Counts `cpu` as held (or no longer held) by instance `i` through
+    /// one of its parent VPs, if it keeps the count ([`InstSlot::held`]).
+    #[inline(always)]
+    pub fn count_held(&mut self, i: InstanceId, cpu: CpuId, on: bool) {
+        if !self.insts[i.index()].held.is_empty() {
+            self.count_held_wide(i, cpu, on);
+        }
+    }
+
+    #[inline(never)]
+    fn count_held_wide(&mut self, i: InstanceId, cpu: CpuId, on: bool) {
+        let n = &mut self.insts[i.index()].held[cpu.index()];
+        *n = if on { *n + 1 } else { *n - 1 };
     }
 
     /// Closes the running segment of `vp`, which runs on `cpu`, and puts

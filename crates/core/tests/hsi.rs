@@ -219,3 +219,80 @@ fn driver_runs_periodic_threads_under_fifo() {
         .all(|&(r, e)| e.saturating_since(r) == Duration::from_millis(3)));
     assert_eq!(d.hsi.thread_received(p), Duration::from_millis(30));
 }
+
+/// Under a parent that offers twelve processors, an instance registers
+/// twelve parent VPs, more than the HSI checks grants of by a pass over
+/// them (it counts the processors they hold instead). Granted one
+/// processor, this policy passes on the processor `offset` places further.
+#[derive(Debug)]
+struct PassOn {
+    offset: u32,
+    cpus: u32,
+    child: Option<VpId>,
+    /// The parent VP holding a processor.
+    held: Option<VpId>,
+}
+
+impl Policy for PassOn {
+    fn policy_name(&self) -> &'static str {
+        "pass-on"
+    }
+    fn register_vp(&mut self, _: &mut Ctx<'_>, vp: VpId, _: &Params) -> Result<(), PolicyError> {
+        self.child = Some(vp);
+        Ok(())
+    }
+    fn unregister_vp(&mut self, _: &mut Ctx<'_>, _: VpId) {}
+    fn request(&mut self, ctx: &mut Ctx<'_>, _: VpId) {
+        ctx.set_parent_demand(1);
+    }
+    fn release(&mut self, ctx: &mut Ctx<'_>, _: VpId) {
+        // Running parent VPs are the policy's to release.
+        if let Some(p) = self.held.take() {
+            ctx.release(p);
+        }
+    }
+    fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
+        self.held = Some(parent_vp);
+        if let Some(vp) = self.child {
+            ctx.grant(vp, CpuId((cpu.0 + self.offset) % self.cpus));
+        }
+    }
+    fn revoke(&mut self, _: &mut Ctx<'_>, _: VpId, _: RevokeReason) {}
+}
+
+#[test]
+fn a_wide_instance_grants_only_processors_it_holds() {
+    let cpus = 12u32;
+    for offset in [0, 1, 7] {
+        let mut hsi = Hsi::new(cpus as usize);
+        hsi.set_checking(true);
+        let all: Vec<u32> = (0..cpus).collect();
+        let root = hsi
+            .create_instance(ms(0), "root", Box::new(Fifo::default()), top(&all))
+            .unwrap();
+        let policy = PassOn {
+            offset,
+            cpus,
+            child: None,
+            held: None,
+        };
+        let mid = hsi
+            .create_instance(ms(0), "mid", Box::new(policy), under(root))
+            .unwrap();
+        assert_eq!(hsi.instance_parents(mid).len(), cpus as usize);
+        let t = hsi.create_thread(ms(0), "t", mid, Params::new()).unwrap();
+        let r = hsi.wake(ms(1), t);
+        if offset == 0 {
+            r.unwrap();
+            assert!((0..cpus).any(|c| hsi.running(CpuId(c)) == Some(t)));
+            hsi.block(ms(2), t).unwrap();
+            assert!((0..cpus).all(|c| hsi.running(CpuId(c)).is_none()));
+        } else {
+            let Err(HsiError::Protocol(v)) = r else {
+                panic!("offset {offset}: expected a protocol violation, got {r:?}")
+            };
+            assert_eq!(v[0].rule, Rule::CpuNotHeld, "offset {offset}: {v:?}");
+            assert_eq!(v[0].culprit, "instance 'mid'");
+        }
+    }
+}
