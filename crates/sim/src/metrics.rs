@@ -1,8 +1,9 @@
 //! Per-thread statistics with bounded memory. Distributions are kept in a
 //! log-linear histogram (values below 64 ns exact, above that 32 buckets per
-//! power of two: relative error under 1/32), so percentiles cost a fixed
-//! 7.5 KiB per distribution however long the run. docs/metrics.md defines
-//! every figure.
+//! power of two: relative error under 1/32), so percentiles cost at most
+//! 7.5 KiB per distribution however long the run, and 128 bytes per power
+//! of two the samples span in practice. docs/metrics.md defines every
+//! figure.
 
 use serde::Serialize;
 
@@ -36,13 +37,103 @@ fn bucket_range(i: usize) -> (u64, u64) {
     }
 }
 
-/// A histogram of non-negative values; the bucket array is allocated on
-/// the first sample. Counts are 32-bit (a bucket saturates at 4.29e9
-/// samples) to keep the array, which is touched at random, small in the
-/// cache.
+/// Groups of [`SUB`] buckets: the exact values take the first two, each
+/// power of two above them one.
+const GROUPS: usize = BUCKETS / SUB as usize;
+
+/// Bucket counts, allocated one group of [`SUB`] buckets at a time, on
+/// the group's first sample. A distribution usually spans a few powers of
+/// two, so it keeps a few hundred bytes rather than every bucket: with
+/// tens of thousands of threads, each with several distributions, whole
+/// arrays took most of a run's memory. Counts are 32-bit (a bucket
+/// saturates at 4.29e9 samples) to keep the groups, which are touched at
+/// random, small in the cache.
+#[derive(Clone, Debug)]
+struct Buckets {
+    /// Per group, 1 + its position in `groups`; 0 while it has no sample.
+    slot: [u8; GROUPS],
+    groups: Vec<[u32; SUB as usize]>,
+}
+
+impl Default for Buckets {
+    fn default() -> Self {
+        Buckets {
+            slot: [0; GROUPS],
+            groups: Vec::new(),
+        }
+    }
+}
+
+impl Buckets {
+    /// Counts one sample in bucket `b`.
+    #[inline]
+    fn add(&mut self, b: usize) {
+        let g = b / SUB as usize;
+        let mut s = self.slot[g] as usize;
+        if s == 0 {
+            s = self.open(g);
+        }
+        let c = &mut self.groups[s - 1][b % SUB as usize];
+        *c = c.saturating_add(1);
+    }
+
+    /// Allocates group `g`; returns its slot.
+    #[cold]
+    fn open(&mut self, g: usize) -> usize {
+        self.groups.push([0; SUB as usize]);
+        let s = self.groups.len();
+        self.slot[g] = s as u8;
+        s
+    }
+
+    /// The counts of group `g`, if it has any.
+    fn group(&self, g: usize) -> Option<&[u32]> {
+        match self.slot[g] as usize {
+            0 => None,
+            s => Some(&self.groups[s - 1]),
+        }
+    }
+
+    /// The first bucket at which the running count, from the lowest
+    /// bucket up, reaches `rank` (at least 1), if any.
+    fn at_rank(&self, rank: u64) -> Option<usize> {
+        let mut seen = 0u64;
+        for g in 0..GROUPS {
+            let Some(counts) = self.group(g) else {
+                continue;
+            };
+            let sum: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+            if seen + sum < rank {
+                seen += sum;
+                continue;
+            }
+            return bucket_at_rank(counts, rank - seen).map(|k| g * SUB as usize + k);
+        }
+        None
+    }
+
+    /// [`Buckets::at_rank`] counting from the highest bucket down.
+    fn at_rank_from_top(&self, rank: u64) -> Option<usize> {
+        let mut seen = 0u64;
+        for g in (0..GROUPS).rev() {
+            let Some(counts) = self.group(g) else {
+                continue;
+            };
+            let sum: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+            if seen + sum < rank {
+                seen += sum;
+                continue;
+            }
+            return bucket_at_rank_from_top(counts, rank - seen).map(|k| g * SUB as usize + k);
+        }
+        None
+    }
+}
+
+/// A histogram of non-negative values (see [`Buckets`]).
 #[derive(Clone, Debug, Default)]
 pub struct Hist {
-    counts: Option<Box<[u32]>>,
+    counts: Buckets,
     n: u64,
     sum: u128,
     min: u64,
@@ -53,12 +144,7 @@ impl Hist {
     /// Adds one sample.
     #[inline]
     pub fn record(&mut self, v: u64) {
-        let counts = match &mut self.counts {
-            Some(c) => c,
-            None => self.counts.insert(Self::empty()),
-        };
-        let c = &mut counts[bucket_of(v)];
-        *c = c.saturating_add(1);
+        self.counts.add(bucket_of(v));
         if self.n == 0 || v < self.min {
             self.min = v;
         }
@@ -74,25 +160,17 @@ impl Hist {
     /// the buckets and counts of its halves (and the sum of `pos`).
     #[inline]
     fn tally(&mut self, v: u64) {
-        let counts = match &mut self.counts {
-            Some(c) => c,
-            None => self.counts.insert(Self::empty()),
-        };
-        let c = &mut counts[bucket_of(v)];
-        *c = c.saturating_add(1);
+        self.counts.add(bucket_of(v));
         self.n += 1;
-    }
-
-    #[cold]
-    fn empty() -> Box<[u32]> {
-        vec![0u32; BUCKETS].into_boxed_slice()
     }
 
     /// The value at rank `ceil(q·n)`: the upper end of its bucket, clamped
     /// to the observed range, so the figure never understates.
     pub fn quantile(&self, q: f64) -> u64 {
-        let Some(counts) = &self.counts else { return 0 };
-        match bucket_at_rank(counts, rank_of(q, self.n)) {
+        if self.n == 0 {
+            return 0;
+        }
+        match self.counts.at_rank(rank_of(q, self.n)) {
             Some(i) => bucket_range(i).1.clamp(self.min, self.max),
             None => self.max,
         }
@@ -218,11 +296,12 @@ impl SignedHist {
         let rank = rank_of(q, n);
         let v = if rank <= self.neg.n {
             // Negative side, most negative first: walk magnitudes downwards.
-            let counts = self.neg.counts.as_deref().unwrap_or(&[]);
-            bucket_at_rank_from_top(counts, rank).map_or(0, |i| -(bucket_range(i).0 as i64))
+            (self.neg.counts)
+                .at_rank_from_top(rank)
+                .map_or(0, |i| -(bucket_range(i).0 as i64))
         } else {
-            let counts = self.pos.counts.as_deref().unwrap_or(&[]);
-            bucket_at_rank(counts, rank - self.neg.n)
+            (self.pos.counts)
+                .at_rank(rank - self.neg.n)
                 .map_or(self.max, |i| bucket_range(i).1.min(i64::MAX as u64) as i64)
         };
         v.clamp(self.min, self.max)
@@ -400,6 +479,50 @@ mod tests {
                             plain_down(&counts, rank)
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// Groups allocated on demand find the bucket that a full array of
+    /// the same counts finds, from either end.
+    #[test]
+    fn sparse_groups_rank_as_a_full_array() {
+        let plain_up = |counts: &[u32], rank: u64| {
+            let mut seen = 0u64;
+            (0..counts.len()).find(|&i| {
+                seen += counts[i] as u64;
+                seen >= rank
+            })
+        };
+        let plain_down = |counts: &[u32], rank: u64| {
+            let mut seen = 0u64;
+            (0..counts.len()).rev().find(|&i| {
+                seen += counts[i] as u64;
+                seen >= rank
+            })
+        };
+        let mut rng = crate::rng::Rng::new(6, 9);
+        for samples in [0u64, 1, 2, 31, 500] {
+            for _ in 0..40 {
+                let mut b = Buckets::default();
+                let mut full = vec![0u32; BUCKETS];
+                for _ in 0..samples {
+                    // Values clustered at a few magnitudes, as latencies are.
+                    let magnitude = 1 << (4 * rng.below(16));
+                    let v = rng.below(magnitude) + rng.below(3);
+                    let i = bucket_of(v);
+                    b.add(i);
+                    full[i] += 1;
+                }
+                assert!(b.groups.len() <= GROUPS);
+                for rank in 1..=samples + 1 {
+                    assert_eq!(b.at_rank(rank), plain_up(&full, rank), "up {rank}");
+                    assert_eq!(
+                        b.at_rank_from_top(rank),
+                        plain_down(&full, rank),
+                        "down {rank}"
+                    );
                 }
             }
         }
