@@ -819,6 +819,40 @@ mod tests {
             .collect()
     }
 
+    /// Runs `hsi` from 0 to `end` in steps of `step_us`: the timers due
+    /// within a step fire, then each thread `flip(step)` names blocks if
+    /// `awake`, wakes if not. Returns the trace.
+    fn churn<const K: usize>(
+        hsi: &mut Hsi,
+        threads: &[ThreadId],
+        awake: &mut [bool],
+        step_us: u64,
+        end: Instant,
+        flip: impl Fn(usize) -> [usize; K],
+    ) -> Vec<TraceEvent> {
+        let mut now = Instant(0);
+        let mut step = 0usize;
+        while now < end {
+            let tick = now + hsched_core::Duration::from_micros(step_us);
+            while let Some(at) = hsi.next_timer().filter(|&at| at <= tick) {
+                hsi.fire_timers(at).unwrap();
+            }
+            now = tick;
+            step += 1;
+            for k in flip(step) {
+                if awake[k] {
+                    hsi.block(now, threads[k]).unwrap();
+                } else {
+                    hsi.wake(now, threads[k]).unwrap();
+                }
+                awake[k] = !awake[k];
+            }
+        }
+        let mut trace: Vec<TraceEvent> = Vec::new();
+        hsi.drain_trace(&mut trace);
+        trace
+    }
+
     /// A large (indexed) round-robin instance on two processors whose
     /// children block and wake often while others starve: `arm`'s boost
     /// memo is checked against a pass over the ready children at every use
@@ -853,25 +887,10 @@ mod tests {
         // Every 150 us one thread blocks and another wakes, in a fixed
         // rotation, between the timers' quantum ends and boosts.
         let mut awake: Vec<bool> = (0..threads.len()).map(|k| k < 10).collect();
-        let mut now = t0;
-        let mut step = 0usize;
-        while now < us(60_000) {
-            let tick = now + hsched_core::Duration::from_micros(150);
-            while let Some(at) = hsi.next_timer().filter(|&at| at <= tick) {
-                hsi.fire_timers(at).unwrap();
-            }
-            now = tick;
-            step += 1;
-            let k = (step * 7) % threads.len();
-            if awake[k] {
-                hsi.block(now, threads[k]).unwrap();
-            } else {
-                hsi.wake(now, threads[k]).unwrap();
-            }
-            awake[k] = !awake[k];
-        }
-        let mut trace: Vec<TraceEvent> = Vec::new();
-        hsi.drain_trace(&mut trace);
+        let n = threads.len();
+        let trace = churn(&mut hsi, &threads, &mut awake, 150, us(60_000), |step| {
+            [(step * 7) % n]
+        });
         let boosts = trace
             .iter()
             .filter(|e| format!("{:?}", e.kind).contains("starvation boost"))
@@ -922,26 +941,10 @@ mod tests {
                 hsi.wake(t0, t).unwrap();
             }
         }
-        let mut now = t0;
-        let mut step = 0usize;
-        while now < us(40_000) {
-            let tick = now + hsched_core::Duration::from_micros(90);
-            while let Some(at) = hsi.next_timer().filter(|&at| at <= tick) {
-                hsi.fire_timers(at).unwrap();
-            }
-            now = tick;
-            step += 1;
-            for k in [(step * 7) % threads.len(), (step * 11 + 3) % threads.len()] {
-                if awake[k] {
-                    hsi.block(now, threads[k]).unwrap();
-                } else {
-                    hsi.wake(now, threads[k]).unwrap();
-                }
-                awake[k] = !awake[k];
-            }
-        }
-        let mut trace: Vec<TraceEvent> = Vec::new();
-        hsi.drain_trace(&mut trace);
+        let n = threads.len();
+        let trace = churn(&mut hsi, &threads, &mut awake, 90, us(40_000), |step| {
+            [(step * 7) % n, (step * 11 + 3) % n]
+        });
         let count = |what: &str| {
             trace
                 .iter()

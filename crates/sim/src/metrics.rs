@@ -97,25 +97,25 @@ impl Buckets {
     /// The first bucket at which the running count, from the lowest
     /// bucket up, reaches `rank` (at least 1), if any.
     fn at_rank(&self, rank: u64) -> Option<usize> {
-        let mut seen = 0u64;
-        for g in 0..GROUPS {
-            let Some(counts) = self.group(g) else {
-                continue;
-            };
-            let sum: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-            if seen + sum < rank {
-                seen += sum;
-                continue;
-            }
-            return bucket_at_rank(counts, rank - seen).map(|k| g * SUB as usize + k);
-        }
-        None
+        self.at_rank_in(0..GROUPS, rank, bucket_at_rank)
     }
 
     /// [`Buckets::at_rank`] counting from the highest bucket down.
     fn at_rank_from_top(&self, rank: u64) -> Option<usize> {
+        self.at_rank_in((0..GROUPS).rev(), rank, bucket_at_rank_from_top)
+    }
+
+    /// The search of both: groups in `order` are passed whole while their
+    /// counts stay below `rank`; `within` finds the bucket in the group
+    /// that reaches it.
+    fn at_rank_in(
+        &self,
+        order: impl Iterator<Item = usize>,
+        rank: u64,
+        within: fn(&[u32], u64) -> Option<usize>,
+    ) -> Option<usize> {
         let mut seen = 0u64;
-        for g in (0..GROUPS).rev() {
+        for g in order {
             let Some(counts) = self.group(g) else {
                 continue;
             };
@@ -124,7 +124,7 @@ impl Buckets {
                 seen += sum;
                 continue;
             }
-            return bucket_at_rank_from_top(counts, rank - seen).map(|k| g * SUB as usize + k);
+            return within(counts, rank - seen).map(|k| g * SUB as usize + k);
         }
         None
     }
@@ -443,22 +443,27 @@ mod tests {
         assert_eq!(h.summary().unwrap().min, 1000);
     }
 
+    /// The first bucket, from the lowest up, at which the running count
+    /// reaches `rank`: the plain scan the faster searches must agree with.
+    fn plain_up(counts: &[u32], rank: u64) -> Option<usize> {
+        let mut seen = 0u64;
+        (0..counts.len()).find(|&i| {
+            seen += counts[i] as u64;
+            seen >= rank
+        })
+    }
+
+    /// [`plain_up`] from the highest bucket down.
+    fn plain_down(counts: &[u32], rank: u64) -> Option<usize> {
+        let mut seen = 0u64;
+        (0..counts.len()).rev().find(|&i| {
+            seen += counts[i] as u64;
+            seen >= rank
+        })
+    }
+
     #[test]
     fn block_scans_find_the_bucket_a_plain_scan_finds() {
-        let plain_up = |counts: &[u32], rank: u64| {
-            let mut seen = 0u64;
-            (0..counts.len()).find(|&i| {
-                seen += counts[i] as u64;
-                seen >= rank
-            })
-        };
-        let plain_down = |counts: &[u32], rank: u64| {
-            let mut seen = 0u64;
-            (0..counts.len()).rev().find(|&i| {
-                seen += counts[i] as u64;
-                seen >= rank
-            })
-        };
         let mut rng = crate::rng::Rng::new(5, 8);
         for len in [0, 1, 15, 16, 17, 40, BUCKETS] {
             for _ in 0..50 {
@@ -488,20 +493,6 @@ mod tests {
     /// the same counts finds, from either end.
     #[test]
     fn sparse_groups_rank_as_a_full_array() {
-        let plain_up = |counts: &[u32], rank: u64| {
-            let mut seen = 0u64;
-            (0..counts.len()).find(|&i| {
-                seen += counts[i] as u64;
-                seen >= rank
-            })
-        };
-        let plain_down = |counts: &[u32], rank: u64| {
-            let mut seen = 0u64;
-            (0..counts.len()).rev().find(|&i| {
-                seen += counts[i] as u64;
-                seen >= rank
-            })
-        };
         let mut rng = crate::rng::Rng::new(6, 9);
         for samples in [0u64, 1, 2, 31, 500] {
             for _ in 0..40 {
