@@ -320,7 +320,7 @@ fn read_machine(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Machine {
     };
     r.unknown_keys(&tab, "[machine]", MACHINE_KEYS);
     if let Some(v) = tab.get("cpus") {
-        match r.uint(v, "cpus", MAX_CPUS) {
+        match r.uint_from(v, "cpus", 1, MAX_CPUS) {
             Some(0) => {
                 let e = r
                     .err(v.span(), "`cpus` is 0")
@@ -574,7 +574,7 @@ fn read_queues(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<QueueSpec> {
                 r.missing(&tab, &format!("queue `{name}`"), "size", "64");
                 continue;
             }
-            Some(v) => match r.uint(v, "size", MAX_QUEUE) {
+            Some(v) => match r.uint_from(v, "size", 1, MAX_QUEUE) {
                 Some(0) => {
                     let e = r
                         .err(v.span(), format!("queue `{name}` has `size` 0"))
@@ -1035,7 +1035,7 @@ fn read_threads(
         });
         let count = match tab.get("count") {
             None => 1,
-            Some(v) => match r.uint(v, "count", MAX_COUNT) {
+            Some(v) => match r.uint_from(v, "count", 1, MAX_COUNT) {
                 Some(0) => {
                     let e = r
                         .err(v.span(), "`count` is 0")
@@ -1810,7 +1810,7 @@ fn read_program(r: &mut Reader<'_>, tab: &Tab<'_, '_>, what: &str) -> Option<Pro
     }
     let loops = match tab.get("loops") {
         None => None,
-        Some(v) => match r.uint(v, "loops", u64::MAX >> 1)? {
+        Some(v) => match r.uint_from(v, "loops", 1, u64::MAX >> 1)? {
             0 => {
                 let e = r.err(v.span(), "`loops` is 0").expected(
                     "a number of repetitions of at least 1, or no `loops` to repeat forever",

@@ -370,19 +370,26 @@ impl<'s> Reader<'s> {
 
     /// A non-negative integer no larger than `max`.
     pub fn uint(&mut self, v: &V<'_>, key: &str, max: u64) -> Option<u64> {
+        self.uint_from(v, key, 0, max)
+    }
+
+    /// [`uint`](Self::uint) for a key whose smallest valid value is `min`:
+    /// errors name the range from `min`. A non-negative value below `min`
+    /// is returned for the caller to explain.
+    pub fn uint_from(&mut self, v: &V<'_>, key: &str, min: u64, max: u64) -> Option<u64> {
         match int_of(v.get_ref()) {
             Some(n) if n >= 0 && (n as u64) <= max => Some(n as u64),
             Some(n) => {
                 let e = self
                     .err(v.span(), format!("`{key}` = {n} is out of range"))
-                    .expected(format!("an integer from 0 to {max}"));
+                    .expected(format!("an integer from {min} to {max}"));
                 self.push(e);
                 None
             }
             None if matches!(v.get_ref(), DeValue::Integer(_)) => {
                 let e = self
                     .err(v.span(), format!("`{key}` is too large"))
-                    .expected(format!("an integer from 0 to {max}"));
+                    .expected(format!("an integer from {min} to {max}"));
                 self.push(e);
                 None
             }
