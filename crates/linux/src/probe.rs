@@ -297,6 +297,11 @@ fn dur_flag(args: &[String], name: &str, default_ns: u64) -> Result<u64, String>
     }
 }
 
+/// The calling thread's cgroups as `/proc` lists them (empty if unreadable).
+fn own_cgroup() -> String {
+    std::fs::read_to_string("/proc/thread-self/cgroup").unwrap_or_default()
+}
+
 /// `hsched-live probe ...`: the test programs.
 ///
 /// - `hog [--duration D]`: a CPU-bound loop (default 10 s, always bounded);
@@ -305,7 +310,9 @@ fn dur_flag(args: &[String], name: &str, default_ns: u64) -> Result<u64, String>
 /// - `poll [--threads 10] [--duration D] [--cpu C] [--name NAME]`: threads
 ///   polling the clock, printing the switch gaps' median and p99; with
 ///   `--name`, the process takes that name before it starts them (so they
-///   are created with it) and thread `i` renames itself `NAME-i`.
+///   are created with it) and thread `i` renames itself `NAME-i` 100 ms
+///   after it left its creator's cgroup (placed by the daemon), or 1.1 s
+///   after it started when it stays there.
 pub fn probe_main(args: &[String]) -> i32 {
     let r = (|| -> Result<String, String> {
         let kind = args.first().map(String::as_str).unwrap_or("");
@@ -339,13 +346,24 @@ pub fn probe_main(args: &[String]) -> i32 {
                 if let Some(nm) = &name {
                     sys::set_thread_name(nm);
                 }
+                let creator = own_cgroup();
                 let handles: Vec<_> = (0..n)
                     .map(|i| {
                         let own = name.as_ref().map(|nm| format!("{nm}-{i}"));
+                        let creator = creator.clone();
                         std::thread::spawn(move || {
                             if let Some(own) = own {
-                                // Later than the daemon reads the creation,
-                                // so the rename is a separate event.
+                                // After the daemon has placed this thread
+                                // (it leaves its creator's freezer cgroup
+                                // then), so the rename is a separate event
+                                // however late the daemon reads the
+                                // creation (1 s at most: unmanaged, it
+                                // never leaves).
+                                let t0 = sys::now_ns();
+                                while own_cgroup() == creator && sys::now_ns() - t0 < 1_000_000_000
+                                {
+                                    std::thread::sleep(std::time::Duration::from_millis(2));
+                                }
                                 std::thread::sleep(std::time::Duration::from_millis(100));
                                 sys::set_thread_name(&own);
                             }

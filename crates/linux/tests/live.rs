@@ -85,7 +85,11 @@ fn run_json(file: &Path, args: &[&str]) -> Value {
 /// Hypervisor steal time on the test CPU so far, ns (`/proc/stat`, in
 /// 10 ms units; 0 on bare metal).
 fn steal_ns() -> u64 {
-    let cpu = test_cpu();
+    steal_ns_on(test_cpu())
+}
+
+/// The hypervisor steal time of CPU `cpu` so far, ns (0 where unknown).
+fn steal_ns_on(cpu: usize) -> u64 {
     hsched_linux::stolen::read_proc_stat()
         .ok()
         .and_then(|v| v.into_iter().find(|s| s.cpu == cpu))
@@ -136,7 +140,19 @@ fn run_json_env(file: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
 /// returns the JSON report (checked free of protocol errors) and the trace
 /// file.
 fn run_with_progress_trace(file: &Path, trace_name: &str, duration: &str) -> (Value, PathBuf) {
+    let (r, trace, _) = run_with_progress_trace_steal(file, trace_name, duration);
+    (r, trace)
+}
+
+/// [`run_with_progress_trace`], and the hypervisor steal time on the test
+/// CPU during the run, ns (see [`run_json_steal`]).
+fn run_with_progress_trace_steal(
+    file: &Path,
+    trace_name: &str,
+    duration: &str,
+) -> (Value, PathBuf, u64) {
     let trace = write_file(trace_name, "");
+    let s0 = steal_ns();
     let cpu = test_cpu().to_string();
     let child = Command::new(bin())
         .arg("run")
@@ -153,9 +169,10 @@ fn run_with_progress_trace(file: &Path, trace_name: &str, duration: &str) -> (Va
         "hsched-live run failed: {:?}",
         out.status
     );
+    let stolen = steal_ns().saturating_sub(s0);
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["live"]["protocol_errors"], 0);
-    (r, trace)
+    (r, trace, stolen)
 }
 
 fn wait_bounded(mut child: Child, limit: Duration) -> std::process::Output {
@@ -396,8 +413,8 @@ policy = "ts"
 fn rules_place_new_threads_by_name() {
     let Some(_g) = live() else { return };
     // The program names itself `pollme`, so its two pollers are created
-    // with that name (rule 2 places both under `mid`); 100 ms later they
-    // rename themselves `pollme-0` and `pollme-1`, and rule 1 moves the
+    // with that name (rule 2 places both under `mid`); 100 ms after that
+    // placement they rename themselves `pollme-0` and `pollme-1`, and rule 1 moves the
     // second under a 5 ms / 50 ms hard reservation. The program itself was
     // launched by the file, so no rule moves it.
     let f = write_file(
@@ -1061,8 +1078,10 @@ fn read_json(p: &Path) -> Value {
 /// never policed, although every cooperative sleep is a `FUTEX_WAIT` block
 /// the observer sees (the call must reach the policy before that block);
 /// a member that spins 300 ms without calling it is policed and comes back
-/// on its next call. `grace` is 20 ms so that noise on this shared VM
-/// cannot police the cooperating player for a late event.
+/// on its next call. `grace` is 100 ms so that noise on this shared VM
+/// does not police the cooperating player for a late event; a host that
+/// stole more than that from the CPU during the run may still have, and
+/// then one policing of the player is tolerated.
 #[test]
 fn live_coop_poll_gets_out_and_polices_a_spinning_member() {
     let Some(_g) = live() else { return };
@@ -1086,7 +1105,7 @@ cpus = 1
 [[scheduler]]
 name = "coop"
 policy = "coop"
-grace = "20ms"
+grace = "100ms"
 [[thread]]
 name = "player"
 scheduler = "coop"
@@ -1115,9 +1134,11 @@ workload = {{ kind = "cpu-bound" }}
         .args(["--cpus", "0", "--json", "--duration", "6s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    let s0 = steal_ns_on(0);
     let child = cmd.spawn().unwrap();
     let daemon = child.id();
     let out = wait_bounded(child, Duration::from_secs(60));
+    let stolen = steal_ns_on(0).saturating_sub(s0);
     assert!(
         out.status.success(),
         "hsched-live run failed: {:?}",
@@ -1130,15 +1151,20 @@ workload = {{ kind = "cpu-bound" }}
     );
     let (p, s) = (read_json(&pj), read_json(&sj));
     eprintln!(
-        "player {p}\nspinner {s}\nhog share {}",
-        program(&r, "hog")["share"]
+        "player {p}\nspinner {s}\nhog share {}\nthe host stole {} ms of CPU 0",
+        program(&r, "hog")["share"],
+        stolen / 1_000_000
     );
     let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
     assert_eq!(p["cooperative"], true, "{p}");
     assert!(n(&p, "polls") >= 50, "{p}");
     // OUT came back: every answer carried a yield-by deadline.
     assert_eq!(n(&p, "out_deadlines"), n(&p, "polls"), "{p}");
-    assert_eq!(n(&p, "policed"), 0, "a cooperating player was policed: {p}");
+    let tolerated = u64::from(stolen > 100_000_000);
+    assert!(
+        n(&p, "policed") <= tolerated,
+        "a cooperating player was policed: {p}"
+    );
     assert!(n(&p, "shown") >= 86, "{p}");
     assert_eq!(s["cooperative"], true, "{s}");
     assert!(n(&s, "policed") >= 1, "the spinner was not policed: {s}");
@@ -1376,7 +1402,7 @@ workload = {{ kind = "cpu-bound" }}
             prog.display()
         ),
     );
-    let (r, trace) = run_with_progress_trace(&file, "socket_progress.csv", "8s");
+    let (r, trace, stolen) = run_with_progress_trace_steal(&file, "socket_progress.csv", "8s");
     let text = std::fs::read_to_string(&trace).unwrap();
     // Socket queue samples (t, fill fraction) with their consumer and
     // producer; monitored threads by pid.
@@ -1427,12 +1453,20 @@ workload = {{ kind = "cpu-bound" }}
     };
     let (fb, fp) = (mean_fill(2.0, 3.8), mean_fill(4.5, 6.0));
     let hog = cpu_s(&r, "hog") / 8.0;
+    // Time the host steals from the test CPU is lost to both programs (see
+    // `run_json_steal`). Where in the run it fell is not known, so the
+    // pulse's floors are lowered as if all of it fell in the 1.5 s the
+    // pulse is measured over: one CI run under heavy steal measured 363
+    // KB/s in the pulse against a quiet host's 410.
+    let lost = (stolen as f64 / 1.5e9).min(0.5);
     eprintln!(
         "socket pipeline: producer {:.0} KB/s, consumer {:.0} KB/s base, {:.0} KB/s in the \
-         pulse; consumer CPU {cb:.3} -> {cp:.3}; fill {fb:.3} -> {fp:.3}; hog {hog:.3}",
+         pulse; consumer CPU {cb:.3} -> {cp:.3}; fill {fb:.3} -> {fp:.3}; hog {hog:.3}; \
+         the host stole {} ms",
         base_in / 1e3,
         base_out / 1e3,
-        pulse_out / 1e3
+        pulse_out / 1e3,
+        stolen / 1_000_000
     );
     assert!(
         base_out > 0.8 * 200e3,
@@ -1441,10 +1475,10 @@ workload = {{ kind = "cpu-bound" }}
     // With the monitor off the consumer is a miscellaneous job that falls
     // behind in the pulse (measured: 341 of 400 KB/s, docs/real-rate.md).
     assert!(
-        pulse_out > 1.85 * base_out,
+        pulse_out > 1.85 * (1.0 - lost) * base_out,
         "pulse {pulse_out} vs base {base_out}"
     );
-    assert!(cp > 1.7 * cb, "consumer CPU {cb} -> {cp}");
+    assert!(cp > 1.7 * (1.0 - lost) * cb, "consumer CPU {cb} -> {cp}");
     // The controller holds the queue off both ends.
     assert!(fb > 0.1 && fb < 0.9, "fill {fb}");
     assert!(hog > 0.2 && hog < 0.9, "hog {hog}");
