@@ -10,6 +10,7 @@ mod analysis;
 mod cmd;
 mod input;
 mod outcome;
+mod output;
 mod progress;
 
 use clap::{Parser, Subcommand};

@@ -6,6 +6,7 @@
 //! | 1 | the check or analysis found problems, or the run itself failed |
 //! | 2 | usage or input error: bad command line, unreadable or invalid file |
 //! | 3 | `run`: this machine cannot run live mode (not root, no freezer, ...) |
+//! | 130 | `sim`: stopped early by Ctrl-C (SIGINT) or SIGTERM; the report covers the time simulated |
 //! | 101 | hsched itself failed (a bug; the message says so) |
 
 use std::fmt;
@@ -17,6 +18,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_PROBLEMS: u8 = 1;
 /// Exit status: usage or input error.
 pub const EXIT_INPUT: u8 = 2;
+/// Exit status: `sim` stopped early by a signal (128 + SIGINT, as a shell
+/// reports a process Ctrl-C ended).
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Text appended to `hsched --help`.
 pub const EXIT_STATUS_HELP: &str = "\
@@ -26,6 +30,8 @@ Exit status:
     2  usage or input error: bad command line, unreadable or invalid file
     3  run, record, stolen: this machine cannot run live mode or trace the
        scheduler (not root, missing kernel feature)
+  130  sim: stopped early by Ctrl-C or SIGTERM; the report and the trace
+       cover the time simulated (a second Ctrl-C stops at once)
   101  hsched itself failed (a bug: please report it)";
 
 /// How a verb that did not fail ended.

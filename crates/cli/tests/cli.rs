@@ -431,6 +431,12 @@ fn trace_and_gantt_files_are_written() {
         .or_else(|| t.as_array())
         .expect("trace events");
     assert!(events.len() > 100, "only {} trace events", events.len());
+    // The window applies to the trace too: every event in 1.9–2.2 s.
+    for e in events.iter().filter(|e| e["ph"] != "M") {
+        let ts = e["ts"].as_f64().unwrap();
+        let end = ts + e["dur"].as_f64().unwrap_or(0.0);
+        assert!(ts >= 1.9e6 && end <= 2.2e6 + 1e-6, "{e}");
+    }
     let chart = std::fs::read_to_string(&svg).unwrap();
     assert!(chart.starts_with("<svg"), "not an SVG");
     for t in ["T1", "T2", "T3", "T4"] {
@@ -550,6 +556,8 @@ fn bad_command_lines_are_usage_errors() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot create"), "{}", stderr(&o));
+    let o = run(&["sim", "examples/overview.toml", "--window", "1s..2s"]);
+    assert!(stderr(&o).contains("neither was given"), "{}", stderr(&o));
 }
 
 #[test]
@@ -581,17 +589,22 @@ fn a_gantt_window_outside_the_run_is_refused_before_it() {
     assert!(stderr(&o).contains("no time at all"), "{}", stderr(&o));
 }
 
-#[test]
-fn a_failed_run_leaves_no_cut_off_outputs() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let file = dir.join("zero-loops.toml");
-    // Zero-length steps looped a finite number of times: the run stops at
-    // t = 0 with an error, after the trace was started.
+/// A hierarchy whose run fails at t = 0, after its outputs were started:
+/// zero-length steps looped a finite number of times.
+fn failing_run(name: &str) -> PathBuf {
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(
         &file,
         "[[scheduler]]\nname = \"fp\"\npolicy = \"fp\"\n\n[[thread]]\nname = \"t\"\nscheduler = \"fp\"\nworkload = { kind = \"program\", steps = [{ run = \"0ms\" }], loops = 9223372036854775807 }\n",
     )
     .unwrap();
+    file
+}
+
+#[test]
+fn a_failed_run_leaves_no_cut_off_outputs() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = failing_run("zero-loops.toml");
     let trace = dir.join("cut-off.json");
     let svg = dir.join("cut-off.svg");
     let o = run(&[
@@ -608,6 +621,79 @@ fn a_failed_run_leaves_no_cut_off_outputs() {
     assert!(err.contains("without letting time pass"), "{err}");
     assert!(err.contains("removed the incomplete trace"), "{err}");
     assert!(!trace.exists() && !svg.exists(), "{err}");
+}
+
+#[test]
+fn a_failed_run_removes_only_regular_files() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = failing_run("zero-loops-link.toml");
+    // A symbolic link named as the trace (as a device such as /dev/full
+    // would be) is the user's, not a file the run made: it stays.
+    let target = dir.join("link-target.json");
+    let link = dir.join("trace-link.json");
+    let _ = std::fs::remove_file(&link);
+    std::fs::write(&target, "").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = run(&[
+        "sim",
+        file.to_str().unwrap(),
+        "--trace",
+        link.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(!err.contains("removed"), "{err}");
+    assert!(
+        std::fs::symlink_metadata(&link).unwrap().is_symlink(),
+        "{err}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_a_run_with_its_report_and_a_whole_trace() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let trace = dir.join("interrupted.json");
+    let _ = std::fs::remove_file(&trace);
+    let mut child = hsched()
+        .current_dir(root())
+        .args(["sim", "crates/sim/benches/four_level.toml"])
+        .args(["--duration", "100min", "--json", "--trace"])
+        .arg(&trace)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The trace's first block reaches the file once the run is under way;
+    // the handler was installed before anything was written.
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&trace).map_or(0, |m| m.len()) == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "hsched ended early");
+        assert!(t0.elapsed().as_secs() < 60, "no trace after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on our own child's pid, which it has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("note: interrupted after"), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["interrupted"], true);
+    let d = r["duration_ns"].as_u64().unwrap();
+    assert!(d > 0 && d < 6_000_000_000_000, "{d}");
+    // The trace is whole: closed, and nothing in it after the end.
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trace).unwrap()).expect("a complete trace");
+    let last = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["ts"].as_f64())
+        .fold(0.0, f64::max);
+    assert!(
+        last * 1e3 <= d as f64,
+        "an event at {last} us, after {d} ns"
+    );
 }
 
 #[test]

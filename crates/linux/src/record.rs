@@ -130,8 +130,11 @@ pub fn record(opts: &RecordOptions) -> Result<Recorded, LiveError> {
     let inst = observe::tracefs()
         .and_then(|t| Instance::create(&t))
         .map_err(|e| {
-            // Nothing was recorded: leave no empty trace behind.
-            let _ = std::fs::remove_file(&opts.output);
+            // Nothing was recorded: leave no empty trace behind (but a
+            // device or pipe named as the output is not ours to remove).
+            if std::fs::symlink_metadata(&opts.output).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(&opts.output);
+            }
             LiveError::Unsupported(e.to_string())
         })?;
     run_recorded(opts, &exec, &inst, out).map_err(|e| LiveError::Io(e.to_string()))

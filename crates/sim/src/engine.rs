@@ -49,14 +49,17 @@ use crate::report::{
     ThreadReport, SCHEMA_VERSION,
 };
 use crate::rng::{stream_of, Rng};
-use crate::trace::{json_str, TraceWriter, PID_CPUS, PID_SCHEDULERS, PID_THREADS, STOLEN_TID};
+use crate::trace::{
+    json_str, push_u64, TraceWriter, PID_CPUS, PID_SCHEDULERS, PID_THREADS, STOLEN_TID,
+};
 use crate::workload::{Next, Shared, WCtx, Workload};
 use hsched_config::{BuildError, Hierarchy, OpSpec, ThreadSpec, TimedOp, TimerModel};
 use hsched_core::{
     CpuId, Hsi, HsiError, Instant, Node, PolicyEvent, RevokeReason, ThreadId, TraceEvent, TraceKind,
 };
 use hsched_policies::PolicyInfo;
-use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Work that never finishes (CPU-bound threads).
 const FOREVER: u64 = u64::MAX;
@@ -210,6 +213,7 @@ pub(crate) struct Setup {
     pub trace: Option<TraceWriter>,
     pub gantt: Option<Gantt>,
     pub progress: Option<Box<dyn FnMut(f64)>>,
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 pub(crate) struct Engine<'h> {
@@ -243,10 +247,16 @@ pub(crate) struct Engine<'h> {
     counts: EventCounts,
     trace: Option<TraceWriter>,
     tbuf: Vec<TraceEvent>,
-    targs: String,
+    targs: Vec<u8>,
     gantt: Option<Gantt>,
     progress: Option<Box<dyn FnMut(f64)>>,
     next_progress: u64,
+    /// Set from outside (Ctrl-C) to end the run early ([`SimOptions::stop`]).
+    ///
+    /// [`SimOptions::stop`]: crate::SimOptions::stop
+    stop: Option<Arc<AtomicBool>>,
+    /// The run was ended early by `stop`.
+    interrupted: bool,
     scheds: Vec<SchedRec>,
     timer_rounds: u32,
     timer_round_at: u64,
@@ -254,6 +264,14 @@ pub(crate) struct Engine<'h> {
     shared: Shared,
     /// Inside `run_pokes`.
     poking: bool,
+}
+
+/// Appends the `cpu` and `vp` arguments of a grant or revocation event.
+fn cpu_vp(args: &mut Vec<u8>, cpu: CpuId, vp: hsched_core::VpId) {
+    args.extend_from_slice(b",\"cpu\":");
+    push_u64(args, cpu.0.into());
+    args.extend_from_slice(b",\"vp\":");
+    push_u64(args, vp.0.into());
 }
 
 fn principal_index(list: &mut Vec<String>, name: &str) -> usize {
@@ -388,10 +406,12 @@ impl<'h> Engine<'h> {
             counts: EventCounts::default(),
             trace: setup.trace,
             tbuf: Vec::new(),
-            targs: String::new(),
+            targs: Vec::new(),
             gantt: setup.gantt,
             progress: setup.progress,
             next_progress: progress_step,
+            stop: setup.stop,
+            interrupted: false,
             scheds: Vec::new(),
             timer_rounds: 0,
             timer_round_at: 0,
@@ -501,7 +521,7 @@ impl<'h> Engine<'h> {
             };
             let t_ev = self.queue.next_at();
             let t = t_cpu.min(self.next_steal).min(t_timer).min(t_ev);
-            if t >= self.end {
+            if t >= self.end || self.stop_before(t) {
                 self.advance(self.end);
                 break;
             }
@@ -517,6 +537,22 @@ impl<'h> Engine<'h> {
             }
         }
         Ok(())
+    }
+
+    /// Whether the run was asked to stop and the next event, at `t`, is
+    /// the first of a new instant; if so the run now ends at `t`, as if
+    /// that were the end it was given, so every instant before it is
+    /// complete.
+    #[inline(always)]
+    fn stop_before(&mut self, t: u64) -> bool {
+        match &self.stop {
+            Some(flag) if t > self.now && flag.load(Ordering::Relaxed) => {
+                self.end = t;
+                self.interrupted = true;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The earliest work completion, lowest processor first.
@@ -626,7 +662,7 @@ impl<'h> Engine<'h> {
                     self.stealing_cpus -= 1;
                     let since = cpu.steal_since;
                     if let Some(tr) = self.trace.as_mut() {
-                        tr.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, t, "");
+                        tr.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, t, b"");
                     }
                     if let Some(g) = self.gantt.as_mut() {
                         g.stolen(c as u32, since, t);
@@ -956,7 +992,7 @@ impl<'h> Engine<'h> {
     fn draw_run(&mut self, c: usize, i: usize, since: u64) {
         let now = self.now;
         if let Some(t) = self.trace.as_mut() {
-            t.slice(PID_CPUS, c as u32, &self.threads[i].name, since, now, "");
+            t.slice(PID_CPUS, c as u32, &self.threads[i].name, since, now, b"");
         }
         if let Some(g) = self.gantt.as_mut() {
             g.run(i as u32, c as u32, since, now);
@@ -1115,7 +1151,8 @@ impl<'h> Engine<'h> {
         let now = self.now;
         if let Some(t) = self.trace.as_mut() {
             self.targs.clear();
-            let _ = write!(self.targs, "\"misses\":{n}");
+            self.targs.extend_from_slice(b"\"misses\":");
+            push_u64(&mut self.targs, n);
             t.instant(PID_THREADS, i as u32, "deadline miss", now, &self.targs);
         }
         if let Some(g) = self.gantt.as_mut() {
@@ -1150,6 +1187,9 @@ impl<'h> Engine<'h> {
         let mut args = std::mem::take(&mut self.targs);
         for ev in &events {
             let at = ev.at.0;
+            if !self.trace.as_ref().is_some_and(|t| t.covers(at)) {
+                continue;
+            }
             args.clear();
             let (tid, name): (u32, &str) = match &ev.kind {
                 TraceKind::Grant {
@@ -1158,9 +1198,9 @@ impl<'h> Engine<'h> {
                     child,
                     cpu,
                 } => {
-                    args.push_str("\"child\":");
+                    args.extend_from_slice(b"\"child\":");
                     json_str(&mut args, self.node_name(*child));
-                    let _ = write!(args, ",\"cpu\":{},\"vp\":{}", cpu.0, vp.0);
+                    cpu_vp(&mut args, *cpu, *vp);
                     (Self::node_tid(*parent), "grant")
                 }
                 TraceKind::Revoke {
@@ -1170,37 +1210,39 @@ impl<'h> Engine<'h> {
                     cpu,
                     reason,
                 } => {
-                    args.push_str("\"child\":");
+                    args.extend_from_slice(b"\"child\":");
                     json_str(&mut args, self.node_name(*child));
-                    let why = match reason {
-                        RevokeReason::Preempted => "preempted",
-                        RevokeReason::BudgetExhausted => "budget exhausted",
-                        RevokeReason::Infrastructure => "infrastructure",
+                    cpu_vp(&mut args, *cpu, *vp);
+                    let why: &[u8] = match reason {
+                        RevokeReason::Preempted => b",\"reason\":\"preempted\"",
+                        RevokeReason::BudgetExhausted => b",\"reason\":\"budget exhausted\"",
+                        RevokeReason::Infrastructure => b",\"reason\":\"infrastructure\"",
                     };
-                    let _ = write!(
-                        args,
-                        ",\"cpu\":{},\"vp\":{},\"reason\":\"{why}\"",
-                        cpu.0, vp.0
-                    );
+                    args.extend_from_slice(why);
                     (Self::node_tid(*parent), "revoke")
                 }
                 TraceKind::Policy { instance, event } => {
                     let tid = instance.0 + 1;
                     match event {
                         PolicyEvent::Replenish { vp, budget } => {
-                            let _ = write!(args, "\"vp\":{},\"budget_ns\":{}", vp.0, budget.0);
+                            args.extend_from_slice(b"\"vp\":");
+                            push_u64(&mut args, vp.0.into());
+                            args.extend_from_slice(b",\"budget_ns\":");
+                            push_u64(&mut args, budget.0);
                             (tid, "replenish")
                         }
                         PolicyEvent::BudgetExhausted { vp } => {
-                            let _ = write!(args, "\"vp\":{}", vp.0);
+                            args.extend_from_slice(b"\"vp\":");
+                            push_u64(&mut args, vp.0.into());
                             (tid, "budget exhausted")
                         }
                         PolicyEvent::DeadlineMiss { vp } => {
-                            let _ = write!(args, "\"vp\":{}", vp.0);
+                            args.extend_from_slice(b"\"vp\":");
+                            push_u64(&mut args, vp.0.into());
                             (tid, "deadline miss (policy)")
                         }
                         PolicyEvent::Note(text) => {
-                            args.push_str("\"text\":");
+                            args.extend_from_slice(b"\"text\":");
                             json_str(&mut args, text);
                             (tid, "note")
                         }
@@ -1234,7 +1276,7 @@ impl<'h> Engine<'h> {
                 let since = self.cpus[c].since;
                 let name = &self.threads[i as usize].name;
                 if let Some(t) = self.trace.as_mut() {
-                    t.slice(PID_CPUS, c as u32, name, since, end, "");
+                    t.slice(PID_CPUS, c as u32, name, since, end, b"");
                 }
                 if let Some(g) = self.gantt.as_mut() {
                     g.run(i, c as u32, since, end);
@@ -1243,7 +1285,7 @@ impl<'h> Engine<'h> {
             if self.cpus[c].stealing > 0 {
                 let since = self.cpus[c].steal_since;
                 if let Some(t) = self.trace.as_mut() {
-                    t.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, end, "");
+                    t.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, end, b"");
                 }
                 if let Some(g) = self.gantt.as_mut() {
                     g.stolen(c as u32, since, end);
@@ -1422,6 +1464,7 @@ impl<'h> Engine<'h> {
             principals,
             machine,
             queues,
+            interrupted: self.interrupted,
         }
     }
 }
@@ -1680,9 +1723,10 @@ workload = { kind = "cpu-bound" }
             seed: 4,
             check_protocol: true,
             source: None,
-            trace: Some(TraceWriter::new(Box::new(buf.clone()))),
+            trace: Some(TraceWriter::new(Box::new(buf.clone()), (0, u64::MAX))),
             gantt: None,
             progress: None,
+            stop: None,
         };
         let mut e = Engine::new(&h, policies, hsi, h.threads.clone(), setup).unwrap();
         if let Some(l) = limit {

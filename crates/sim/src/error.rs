@@ -134,11 +134,6 @@ impl fmt::Display for SimError {
     }
 }
 
-impl std::error::Error for SimError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SimError::Io { error, .. } => Some(error),
-            _ => None,
-        }
-    }
-}
+/// The I/O error of [`SimError::Io`] is part of its message, so it is not
+/// also given as the source (a chain printer would say it twice).
+impl std::error::Error for SimError {}

@@ -87,6 +87,8 @@ pub use report::{
 use hsched_config::{BuildError, Hierarchy};
 use hsched_core::{Duration, HsiError};
 use hsched_policies::PolicyInfo;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Simulated time when neither the options nor the file say.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -114,6 +116,9 @@ pub struct SimOptions {
     pub check_protocol: bool,
     /// Stream a Perfetto / Chrome trace-event JSON here.
     pub trace: Option<Box<dyn std::io::Write>>,
+    /// Keep only the trace events in `[from, to)`, clipping slices to it;
+    /// the whole run when `None`.
+    pub trace_window: Option<(Duration, Duration)>,
     /// Write an SVG Gantt chart of a window.
     pub gantt: Option<GanttRequest>,
     /// Called with the fraction of simulated time done (0..=1), about a
@@ -122,6 +127,11 @@ pub struct SimOptions {
     /// The hierarchy file's path, for the `repro:` line of protocol
     /// violations (the hierarchy's own `file` when not given).
     pub source: Option<String>,
+    /// Set to true (from a signal handler, another thread) to end the run
+    /// early: it stops before the next instant with events, finishes the
+    /// trace and the chart, and reports the time simulated so far with
+    /// [`Report::interrupted`] set.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for SimOptions {
@@ -131,9 +141,11 @@ impl std::fmt::Debug for SimOptions {
             .field("seed", &self.seed)
             .field("check_protocol", &self.check_protocol)
             .field("trace", &self.trace.is_some())
+            .field("trace_window", &self.trace_window)
             .field("gantt", &self.gantt)
             .field("progress", &self.progress.is_some())
             .field("source", &self.source)
+            .field("stop", &self.stop)
             .finish()
     }
 }
@@ -186,9 +198,15 @@ pub fn run_with_policies(
         source: opts
             .source
             .or_else(|| (!h.file.is_empty()).then(|| h.file.clone())),
-        trace: opts.trace.map(trace::TraceWriter::new),
+        trace: opts.trace.map(|out| {
+            let window = opts
+                .trace_window
+                .map_or((0, u64::MAX), |(a, b)| (a.as_nanos(), b.as_nanos()));
+            trace::TraceWriter::new(out, window)
+        }),
         gantt: opts.gantt.map(gantt::Gantt::new),
         progress: opts.progress,
+        stop: opts.stop,
     };
     engine::Engine::new(h, policies, hsi, h.threads.clone(), setup)?.run()
 }

@@ -34,6 +34,13 @@ pub struct Report {
     pub machine: MachineReport,
     /// Pipeline queues (`[[queue]]`), in file order.
     pub queues: Vec<QueueReport>,
+    /// The run was stopped early ([`SimOptions::stop`], Ctrl-C in `hsched
+    /// sim`): `duration_ns` is the time simulated, shorter than asked.
+    /// Written to the JSON only when true.
+    ///
+    /// [`SimOptions::stop`]: crate::SimOptions::stop
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// One pipeline queue over the run.
@@ -246,8 +253,13 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "simulated {} on {} cpu(s), seed {}, {} HSI inputs",
+            "simulated {}{} on {} cpu(s), seed {}, {} HSI inputs",
             fmt_ns(self.duration_ns),
+            if self.interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            },
             self.cpus,
             self.seed,
             self.events

@@ -608,3 +608,102 @@ workload = { kind = "periodic", period = "10ms", exec = "2ms", jitter = "3ms" }
         j.deadline_misses
     );
 }
+
+/// A run stopped from outside (Ctrl-C in `hsched sim`) ends before its
+/// next instant and reports exactly what a run given that length reports,
+/// with a complete trace; only `interrupted` tells them apart.
+#[test]
+fn a_stopped_run_reports_the_time_it_simulated() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let text = include_str!("../../../examples/home-computer.toml");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let trace = Buf::default();
+    let mut o = opts(10.0);
+    o.trace = Some(Box::new(trace.clone()));
+    // The progress callback stands in for the signal: it sets the flag a
+    // little past a third of the run.
+    o.progress = Some(Box::new(move |f| {
+        if f >= 0.37 {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }));
+    o.stop = Some(stop);
+    let stopped = sim_with(text, o);
+    assert!(stopped.interrupted);
+    let d = stopped.duration_ns;
+    assert!((3 * S..4 * S).contains(&d), "stopped at {d} ns");
+    assert!(stopped.to_json().contains("\"interrupted\": true"));
+    assert!(stopped.to_table().contains("(interrupted)"));
+
+    let whole = Buf::default();
+    let mut o = opts(d as f64 / 1e9);
+    o.duration = Some(hsched_core::Duration(d));
+    o.trace = Some(Box::new(whole.clone()));
+    let full = sim_with(text, o);
+    assert!(!full.interrupted);
+    assert!(!full.to_json().contains("interrupted"));
+    let mut a: serde_json::Value = serde_json::from_str(&stopped.to_json()).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&full.to_json()).unwrap();
+    assert_eq!(
+        a.as_object_mut().unwrap().remove("interrupted"),
+        Some(true.into())
+    );
+    assert_eq!(a, b);
+    assert_eq!(trace.text(), whole.text());
+    let v: serde_json::Value = serde_json::from_str(&trace.text()).unwrap();
+    assert!(v["traceEvents"].as_array().unwrap().len() > 100);
+}
+
+/// A trace window keeps the events of the whole run's trace that fall in
+/// it, slices clipped to it, and nothing else.
+#[test]
+fn a_trace_window_is_the_whole_trace_cut_to_it() {
+    use serde_json::Value;
+    let text = include_str!("../../../examples/home-computer.toml");
+    let (from, to) = (1_234_567_000u64, 1_500_000_000u64);
+    let traced = |window: Option<(u64, u64)>| {
+        let buf = Buf::default();
+        let mut o = opts(2.0);
+        o.trace = Some(Box::new(buf.clone()));
+        o.trace_window = window.map(|(a, b)| (hsched_core::Duration(a), hsched_core::Duration(b)));
+        sim_with(text, o);
+        let v: Value = serde_json::from_str(&buf.text()).unwrap();
+        v["traceEvents"].as_array().unwrap().clone()
+    };
+    let whole = traced(None);
+    let cut = traced(Some((from, to)));
+    // Nanoseconds from the text's microseconds with three decimals.
+    let ns = |v: &Value| (v.as_f64().unwrap() * 1e3).round() as u64;
+    let mut want = Vec::new();
+    for e in &whole {
+        if e["ph"] == "M" {
+            want.push(e.clone());
+            continue;
+        }
+        let start = ns(&e["ts"]);
+        if e["ph"] == "X" {
+            let end = start + ns(&e["dur"]);
+            if start >= to || (end <= from && start < from) {
+                continue;
+            }
+            let (s, t) = (start.max(from), end.min(to));
+            let mut c = e.clone();
+            c["ts"] = format!("{}.{:03}", s / 1000, s % 1000).parse().unwrap();
+            c["dur"] = format!("{}.{:03}", (t - s) / 1000, (t - s) % 1000)
+                .parse()
+                .unwrap();
+            want.push(c);
+        } else if (from..to).contains(&start) {
+            want.push(e.clone());
+        }
+    }
+    assert!(
+        cut.len() > 100 && cut.len() < whole.len() / 4,
+        "{} of {}",
+        cut.len(),
+        whole.len()
+    );
+    assert_eq!(cut, want);
+}

@@ -211,8 +211,9 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
 fn write_failed(out: &Path, e: &std::io::Error, written: &[(String, PathBuf)]) -> anyhow::Error {
     let mut msg = format!("error: cannot write `{}`: {e}", out.display());
     for (_, path) in written {
-        match std::fs::remove_file(path) {
-            Ok(()) => {
+        match crate::output::remove_unfinished(path) {
+            Ok(false) => {}
+            Ok(true) => {
                 let _ = write!(
                     msg,
                     "\n  = note: removed `{}`, written before it",

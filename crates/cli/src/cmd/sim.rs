@@ -1,7 +1,7 @@
 //! `hsched sim`: run a hierarchy on the simulator.
 
 use crate::input;
-use crate::outcome::{input_error, Outcome};
+use crate::outcome::{input_error, Outcome, EXIT_INTERRUPTED};
 use crate::progress::Progress;
 use hsched_core::time::parse_duration;
 use hsched_core::Duration;
@@ -11,6 +11,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Long help.
 pub const LONG_ABOUT: &str = "\
@@ -24,7 +26,9 @@ Without FILE, the built-in copy of examples/home-computer.toml runs.
 Durations take a unit: 500ms, 2s, 1.5s, 250us. The run's length and seed
 default to the file's [sim] section (else 10s and seed 0). A progress bar
 appears on stderr for runs longer than two seconds when stderr is a
-terminal.";
+terminal. Ctrl-C ends the run early with the report, trace and chart of
+the time simulated so far (exit status 130); a second Ctrl-C stops at
+once.";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
@@ -34,6 +38,7 @@ Examples:
   hsched sim examples/overview.toml --json > report.json
   hsched sim examples/walkthrough.toml --trace walkthrough.json   # open at ui.perfetto.dev
   hsched sim examples/hard-firm-soft.toml --gantt hfs.svg --window 1.9s..2.2s
+  hsched sim examples/walkthrough.toml --duration 10min --trace w.json --window 300s..301s
   hsched sim examples/rtapp-tasks.toml --workload examples/rtapp-tasks.json";
 
 /// Arguments of `hsched sim`.
@@ -61,8 +66,9 @@ pub struct Args {
     /// Write a Gantt chart of a window of the run as SVG
     #[arg(long, value_name = "OUT.svg")]
     pub gantt: Option<PathBuf>,
-    /// The window of the Gantt chart, START..END (default: the first second)
-    #[arg(long, value_name = "A..B", requires = "gantt", value_parser = parse_window)]
+    /// The window of the Gantt chart and of the trace, START..END (default:
+    /// the first second for the chart, the whole run for the trace)
+    #[arg(long, value_name = "A..B", value_parser = parse_window)]
     pub window: Option<(Duration, Duration)>,
     /// Check the HLS protocol after every event (slower); a violation stops
     /// the run with a replay command
@@ -79,6 +85,9 @@ const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
 /// An invalid file or workload, an output that cannot be created (input
 /// errors), or a failed run.
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    // Before anything is written, so that a Ctrl-C always finds the run
+    // able to end cleanly.
+    let stop = stop_on_signals()?;
     let (mut h, source) = match &args.file {
         Some(path) => (input::load(path)?, path.display().to_string()),
         None => (
@@ -93,10 +102,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     // What `hsched_sim::run` will run, to check the window against it
     // before a long run rather than draw an empty chart after it.
     let duration = hsched_sim::run_duration(&h, args.duration);
-    if let (Some((from, _)), Some(_)) = (args.window, &args.gantt) {
+    if let Some((from, _)) = args.window {
+        if args.gantt.is_none() && args.trace.is_none() {
+            return Err(input_error(
+                "error: --window chooses what --gantt and --trace show, and neither was given\n  = hint: add --gantt OUT.svg or --trace OUT.json".to_string(),
+            ));
+        }
         if from >= duration {
             return Err(input_error(format!(
-                "error: the Gantt window starts at {from}, but the run ends at {duration}\n  = hint: give a window inside the run, or a longer --duration"
+                "error: the window starts at {from}, but the run ends at {duration}\n  = hint: give a window inside the run, or a longer --duration"
             )));
         }
     }
@@ -106,10 +120,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         seed: args.seed,
         check_protocol: args.check_protocol,
         source: Some(source),
+        stop: Some(stop),
         ..SimOptions::default()
     };
     if let Some(path) = &args.trace {
         opts.trace = Some(Box::new(create(path)?));
+        opts.trace_window = args.window;
     }
     if let Some(path) = &args.gantt {
         let (from, to) = args.window.unwrap_or((Duration::ZERO, DEFAULT_WINDOW));
@@ -149,7 +165,34 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             writeln!(out, "{w}")?;
         }
     }
+    if report.interrupted {
+        out.flush()?;
+        let what = if args.trace.is_some() || args.gantt.is_some() {
+            "the report and the files written cover"
+        } else {
+            "the report covers"
+        };
+        eprintln!(
+            "note: interrupted after {} of {duration} simulated; {what} that time",
+            hsched_core::Duration(report.duration_ns),
+        );
+        return Ok(Outcome::Status(EXIT_INTERRUPTED.into()));
+    }
     Ok(Outcome::Ok)
+}
+
+/// A flag raised by the first Ctrl-C (SIGINT) or SIGTERM: the run then
+/// ends at its next instant, with its report and complete outputs. A
+/// second signal ends the process at once, as without hsched's handler.
+fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        // The default action first: it only acts once the flag is up.
+        signal_hook::flag::register_conditional_default(sig, Arc::clone(&stop))?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
 }
 
 /// After a failed run, removes the trace and chart it was writing (cut
@@ -159,8 +202,8 @@ fn remove_outputs(e: anyhow::Error, args: &Args) -> anyhow::Error {
         .into_iter()
         .filter_map(|(p, what)| {
             let p = p.as_ref()?;
-            std::fs::remove_file(p)
-                .is_ok()
+            crate::output::remove_unfinished(p)
+                .unwrap_or(false)
                 .then(|| format!("{what} `{}`", p.display()))
         })
         .collect();
