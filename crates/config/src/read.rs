@@ -131,8 +131,8 @@ pub(crate) struct DurationProblem {
 }
 
 pub(crate) const DURATION_EXPECTED: &str =
-    "a duration in quotes with a unit: ns, us, ms, s or min (e.g. \"10ms\", \"1.5ms\", \"2s\")";
-const UNITS: [&str; 6] = ["ns", "us", "ms", "s", "min", "m"];
+    "a duration in quotes with a unit: ns, us, ms, s, min or h (e.g. \"10ms\", \"1.5ms\", \"2s\")";
+const UNITS: [&str; 7] = ["ns", "us", "ms", "s", "min", "m", "h"];
 
 /// Explains why `text` is not a duration (given that it is not).
 pub(crate) fn explain_duration_text(key: &str, text: &str) -> DurationProblem {
@@ -171,6 +171,7 @@ pub(crate) fn explain_duration_text(key: &str, text: &str) -> DurationProblem {
             "usec" | "usecs" | "microsecond" | "microseconds" | "μs" => Some("us"),
             "nsec" | "nsecs" | "nanosecond" | "nanoseconds" => Some("ns"),
             "minute" | "minutes" | "mins" => Some("min"),
+            "hour" | "hours" | "hr" | "hrs" => Some("h"),
             _ => None,
         };
         let hint = alias
@@ -178,7 +179,7 @@ pub(crate) fn explain_duration_text(key: &str, text: &str) -> DurationProblem {
             .or_else(|| did_you_mean(unit, UNITS));
         return DurationProblem {
             message: format!("`{key}` = \"{t}\": unknown unit `{unit}`"),
-            expected: "one of the units ns, us, ms, s, min".into(),
+            expected: "one of the units ns, us, ms, s, min, h".into(),
             hint,
         };
     }

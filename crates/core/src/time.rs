@@ -202,7 +202,7 @@ impl fmt::Display for ParseDurationError {
 impl std::error::Error for ParseDurationError {}
 
 /// Parses a duration with a unit: `33ms`, `1.5ms`, `250us`, `2s`, `100ns`,
-/// `1m` (minutes). A bare number is taken in `bare_unit_ns` nanoseconds per
+/// `1m` (minutes), `1h`. A bare number is taken in `bare_unit_ns` nanoseconds per
 /// unit (milliseconds in guarantees, following the dissertation) or refused
 /// when `bare_unit_ns` is `None`.
 ///
@@ -241,17 +241,18 @@ pub fn parse_duration(
         "ms" => 1e6,
         "s" => 1e9,
         "m" | "min" => 60e9,
+        "h" => 3600e9,
         "" => match bare_unit_ns {
             Some(s) => s as f64,
             None => {
                 return Err(err(format!(
-                    "`{t}` has no unit; write it with one of ns, us, ms, s, min (e.g. `{t}ms`)"
+                    "`{t}` has no unit; write it with one of ns, us, ms, s, min, h (e.g. `{t}ms`)"
                 )))
             }
         },
         other => {
             return Err(err(format!(
-                "`{t}`: unknown unit `{other}`; expected one of ns, us, ms, s, min"
+                "`{t}`: unknown unit `{other}`; expected one of ns, us, ms, s, min, h"
             )))
         }
     };
@@ -277,6 +278,10 @@ mod tests {
             Duration::from_micros(1500)
         );
         assert_eq!(parse_duration("2s", None).unwrap(), Duration::from_secs(2));
+        assert_eq!(
+            parse_duration("1.5h", None).unwrap(),
+            Duration::from_secs(5400)
+        );
         assert_eq!(
             parse_duration("250us", None).unwrap(),
             Duration::from_micros(250)
