@@ -1315,7 +1315,8 @@ impl<'h> Engine<'h> {
                     error,
                 })?;
         }
-        if let Some(p) = self.progress.as_mut() {
+        // An interrupted run is not done: its bar stays where it stopped.
+        if let Some(p) = self.progress.as_mut().filter(|_| !self.interrupted) {
             p(1.0);
         }
         Ok(report)

@@ -624,7 +624,10 @@ fn a_stopped_run_reports_the_time_it_simulated() {
     o.trace = Some(Box::new(trace.clone()));
     // The progress callback stands in for the signal: it sets the flag a
     // little past a third of the run.
+    let reached = std::rc::Rc::new(std::cell::Cell::new(0.0));
+    let seen = std::rc::Rc::clone(&reached);
     o.progress = Some(Box::new(move |f| {
+        seen.set(f);
         if f >= 0.37 {
             flag.store(true, Ordering::Relaxed);
         }
@@ -632,6 +635,7 @@ fn a_stopped_run_reports_the_time_it_simulated() {
     o.stop = Some(stop);
     let stopped = sim_with(text, o);
     assert!(stopped.interrupted);
+    assert!(reached.get() < 0.5, "the bar went to {}", reached.get());
     let d = stopped.duration_ns;
     assert!((3 * S..4 * S).contains(&d), "stopped at {d} ns");
     assert!(stopped.to_json().contains("\"interrupted\": true"));
