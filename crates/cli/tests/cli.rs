@@ -496,6 +496,17 @@ fn broken_files_give_status_2_and_a_located_message() {
 }
 
 #[test]
+fn a_hierarchy_without_threads_runs_idle_and_says_so() {
+    let o = run(&["sim", "/dev/null", "--duration", "1s", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["threads"], serde_json::json!([]));
+    assert!(stderr(&o).contains("the machine idled"), "{}", stderr(&o));
+    let o = run(&["sim", "examples/overview.toml", "--duration", "1s"]);
+    assert!(!stderr(&o).contains("idled"), "{}", stderr(&o));
+}
+
+#[test]
 fn a_missing_file_is_an_input_error() {
     let o = run(&["check", "no/such/file.toml"]);
     assert_eq!(o.status.code(), Some(2));

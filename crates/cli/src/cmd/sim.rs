@@ -165,6 +165,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             writeln!(out, "{w}")?;
         }
     }
+    if report.threads.is_empty() {
+        out.flush()?;
+        eprintln!(
+            "note: the machine idled: the file has no [[thread]], and no workload or control operation created one"
+        );
+    }
     if report.interrupted {
         out.flush()?;
         let what = if args.trace.is_some() || args.gantt.is_some() {
