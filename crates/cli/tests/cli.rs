@@ -708,6 +708,64 @@ fn ctrl_c_ends_a_run_with_its_report_and_a_whole_trace() {
 }
 
 #[test]
+fn runs_summarize_the_reports_of_consecutive_seeds() {
+    let file = "examples/home-computer.toml";
+    let b = sim_json(file, &["--runs", "3", "--seed", "5", "--duration", "2s"]);
+    assert_eq!(b["hsched_batch"], 1);
+    assert_eq!(b["seeds"], serde_json::json!([5, 6, 7]));
+    for (k, seed) in ["5", "6", "7"].into_iter().enumerate() {
+        let alone = sim_json(file, &["--seed", seed, "--duration", "2s"]);
+        assert_eq!(b["reports"][k], alone, "seed {seed}");
+    }
+    let t8 = b["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "T8")
+        .unwrap();
+    let misses: u64 = (0..3).map(|k| misses(&b["reports"][k], "T8")).sum();
+    assert_eq!(t8["deadline_misses"]["total"], misses);
+    let o = run(&["sim", file, "--runs", "2", "--duration", "1s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("2 runs of 1.000s"), "{}", stdout(&o));
+    for bad in [
+        &["--runs", "0"][..],
+        &["--runs", "2", "--trace", "t.json"],
+        &["--runs", "2", "--gantt", "g.svg"],
+    ] {
+        let o = run(&[&["sim", file][..], bad].concat());
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        assert_no_crash(&o);
+    }
+}
+
+#[test]
+fn ctrl_c_ends_runs_and_says_none_completed() {
+    // 100 minutes of the benchmark take seconds: the run is under way
+    // when the signal comes, and an interrupted run is not summarized.
+    let mut child = hsched()
+        .current_dir(root())
+        .args(["sim", "crates/sim/benches/four_level.toml", "--runs", "1"])
+        .args(["--duration", "100min", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "hsched ended early");
+    // SAFETY: kill(2) on our own child's pid, which it has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted before any of the 1 runs"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
 fn a_tie_among_many_threads_is_checked_in_linear_time() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let file = dir.join("many-tied.toml");

@@ -18,6 +18,8 @@
 //! A run returns a [`Report`] (JSON and a table; docs/metrics.md defines
 //! every figure) and can stream a Perfetto trace and write an SVG Gantt
 //! chart. The same hierarchy and seed give byte-identical outputs.
+//! [`run_seeds`] runs a hierarchy with several seeds on worker threads and
+//! [`Batch`] summarizes their reports.
 //!
 //! # Time and event order
 //! A run covers `[0, duration)`. Time jumps to the earliest of: a processor
@@ -64,6 +66,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod batch;
 mod engine;
 mod error;
 mod events;
@@ -76,6 +79,10 @@ mod rng;
 mod trace;
 mod workload;
 
+pub use batch::{
+    run_seeds, Batch, MachineSummary, Misses, ShareSummary, Spread, ThreadSummary,
+    BATCH_SCHEMA_VERSION,
+};
 pub use error::SimError;
 pub use gantt::GanttRequest;
 pub use metrics::Dist;

@@ -396,7 +396,7 @@ impl Report {
     }
 }
 
-fn clip(s: &str, w: usize) -> String {
+pub(crate) fn clip(s: &str, w: usize) -> String {
     if s.chars().count() <= w {
         s.to_string()
     } else {
@@ -407,7 +407,7 @@ fn clip(s: &str, w: usize) -> String {
 }
 
 /// `12.345ms`-style, three significant decimals.
-fn fmt_ns(ns: u64) -> String {
+pub(crate) fn fmt_ns(ns: u64) -> String {
     match ns {
         0..=9_999 => format!("{ns}ns"),
         10_000..=9_999_999 => format!("{:.3}ms", ns as f64 / 1e6),
@@ -416,7 +416,7 @@ fn fmt_ns(ns: u64) -> String {
     }
 }
 
-fn fmt_signed(ns: i64) -> String {
+pub(crate) fn fmt_signed(ns: i64) -> String {
     if ns < 0 {
         format!("-{}", fmt_ns(ns.unsigned_abs()))
     } else {

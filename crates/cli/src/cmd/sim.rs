@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Long help.
@@ -28,7 +28,11 @@ default to the file's [sim] section (else 10s and seed 0). A progress bar
 appears on stderr for runs longer than two seconds when stderr is a
 terminal. Ctrl-C ends the run early with the report, trace and chart of
 the time simulated so far (exit status 130); a second Ctrl-C stops at
-once.";
+once.
+
+--runs N runs the file with N consecutive seeds on every processor and
+reports each thread's spread over them (docs/metrics.md, \"Several
+seeds\").";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
@@ -39,7 +43,8 @@ Examples:
   hsched sim examples/walkthrough.toml --trace walkthrough.json   # open at ui.perfetto.dev
   hsched sim examples/hard-firm-soft.toml --gantt hfs.svg --window 1.9s..2.2s
   hsched sim examples/walkthrough.toml --duration 10min --trace w.json --window 300s..301s
-  hsched sim examples/rtapp-tasks.toml --workload examples/rtapp-tasks.json";
+  hsched sim examples/rtapp-tasks.toml --workload examples/rtapp-tasks.json
+  hsched sim examples/home-computer.toml --runs 20 --json > seeds.json";
 
 /// Arguments of `hsched sim`.
 #[derive(clap::Args, Debug)]
@@ -74,7 +79,16 @@ pub struct Args {
     /// the run with a replay command
     #[arg(long)]
     pub check_protocol: bool,
+    /// Run N times with the seeds S, S+1, ... (S: --seed, else the file's)
+    /// on every processor, and report each figure's spread over the runs
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_RUNS as i64),
+          conflicts_with_all = ["trace", "gantt", "window"])]
+    pub runs: Option<u32>,
 }
+
+/// The most runs `--runs` takes (each keeps its report until the end).
+const MAX_RUNS: u32 = 10_000;
 
 /// The Gantt window when `--window` is not given.
 const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
@@ -113,6 +127,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 "error: the window starts at {from}, but the run ends at {duration}\n  = hint: give a window inside the run, or a longer --duration"
             )));
         }
+    }
+
+    if let Some(n) = args.runs {
+        return run_batch(&h, n, &args, source, stop, duration);
     }
 
     let mut opts = SimOptions {
@@ -167,9 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if report.threads.is_empty() {
         out.flush()?;
-        eprintln!(
-            "note: the machine idled: the file has no [[thread]], and no workload or control operation created one"
-        );
+        eprintln!("{IDLE_NOTE}");
     }
     if report.interrupted {
         out.flush()?;
@@ -185,6 +201,84 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Status(EXIT_INTERRUPTED.into()));
     }
     Ok(Outcome::Ok)
+}
+
+const IDLE_NOTE: &str =
+    "note: the machine idled: the file has no [[thread]], and no workload or control operation created one";
+
+/// `--runs N`: runs `h` with N consecutive seeds on every processor and
+/// prints their summary. After Ctrl-C the summary covers the runs that
+/// completed (status 130).
+fn run_batch(
+    h: &hsched_config::Hierarchy,
+    n: u32,
+    args: &Args,
+    source: String,
+    stop: Arc<AtomicBool>,
+    duration: Duration,
+) -> anyhow::Result<Outcome> {
+    let first = args.seed.or(h.sim.seed).unwrap_or(0);
+    let seeds: Vec<u64> = (0..u64::from(n)).map(|k| first.wrapping_add(k)).collect();
+    let workers = std::thread::available_parallelism().map_or(1, |p| p.get());
+    // Each run's progress, in millionths.
+    let done: Arc<Vec<AtomicU64>> = Arc::new(seeds.iter().map(|_| AtomicU64::new(0)).collect());
+    let opts = |i: usize| {
+        let done = Arc::clone(&done);
+        SimOptions {
+            duration: args.duration,
+            check_protocol: args.check_protocol,
+            source: Some(source.clone()),
+            stop: Some(Arc::clone(&stop)),
+            progress: Some(Box::new(move |f| {
+                done[i].store((f * 1e6) as u64, Ordering::Relaxed)
+            })),
+            ..SimOptions::default()
+        }
+    };
+    let mut bar = Progress::for_stderr();
+    let mut tick = || {
+        let sum: u64 = done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
+        bar.update(sum as f64 / 1e6 / f64::from(n));
+    };
+    let results = hsched_sim::run_seeds(
+        h,
+        &seeds,
+        workers,
+        &opts,
+        std::time::Duration::from_millis(100),
+        &mut tick,
+    );
+    bar.finish();
+    let mut reports = Vec::with_capacity(results.len());
+    for r in results {
+        reports.push(r.map_err(sim_error)?);
+    }
+    let asked = reports.len();
+    reports.retain(|r| !r.interrupted);
+    let mut out = std::io::stdout().lock();
+    if !reports.is_empty() {
+        let idle = reports[0].threads.is_empty();
+        let batch = hsched_sim::Batch::of(reports);
+        if args.json {
+            writeln!(out, "{}", batch.to_json().trim_end())?;
+        } else {
+            out.write_all(batch.to_table().as_bytes())?;
+        }
+        out.flush()?;
+        if idle {
+            eprintln!("{IDLE_NOTE}");
+        }
+        if batch.runs == asked {
+            return Ok(Outcome::Ok);
+        }
+        eprintln!(
+            "note: interrupted: {} of {asked} runs of {duration} completed; the summary covers those",
+            batch.runs
+        );
+    } else {
+        eprintln!("note: interrupted before any of the {asked} runs of {duration} completed");
+    }
+    Ok(Outcome::Status(EXIT_INTERRUPTED.into()))
 }
 
 /// A flag raised by the first Ctrl-C (SIGINT) or SIGTERM: the run then
