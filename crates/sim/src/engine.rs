@@ -246,11 +246,21 @@ pub(crate) struct Engine<'h> {
     changes: Vec<(CpuId, Option<ThreadId>)>,
     counts: EventCounts,
     trace: Option<TraceWriter>,
+    /// When the HSI's tracing next turns on (the trace window's start) or
+    /// off (its end): outside the window it records nothing the trace
+    /// keeps. [`NEVER`] when no trace is written or the window has passed.
+    hsi_trace_flip: u64,
     tbuf: Vec<TraceEvent>,
     targs: Vec<u8>,
     gantt: Option<Gantt>,
     progress: Option<Box<dyn FnMut(f64)>>,
     next_progress: u64,
+    /// The first of `next_progress` and `hsi_trace_flip`: the one check
+    /// a new instant makes for both.
+    next_mark: u64,
+    /// The end of the run asked for (`end` until a stop moves it), for
+    /// the fraction done.
+    asked_end: u64,
     /// Set from outside (Ctrl-C) to end the run early ([`SimOptions::stop`]).
     ///
     /// [`SimOptions::stop`]: crate::SimOptions::stop
@@ -307,7 +317,13 @@ impl<'h> Engine<'h> {
             });
         }
         hsi.set_checking(setup.check_protocol);
-        hsi.set_tracing(setup.trace.is_some());
+        let window = setup.trace.as_ref().map(TraceWriter::window);
+        hsi.set_tracing(window.is_some_and(|(from, to)| from == 0 && to > 0));
+        let hsi_trace_flip = match window {
+            Some((0, to)) => to,
+            Some((from, _)) => from,
+            None => NEVER,
+        };
         let mut steals = Vec::with_capacity(h.machine.stolen.len());
         for s in &h.machine.stolen {
             steals.push(StealGen::new(s, ncpu).map_err(|message| SimError::Machine { message })?);
@@ -405,11 +421,14 @@ impl<'h> Engine<'h> {
             changes: Vec::with_capacity(ncpu * 2),
             counts: EventCounts::default(),
             trace: setup.trace,
+            hsi_trace_flip,
             tbuf: Vec::new(),
             targs: Vec::new(),
             gantt: setup.gantt,
             progress: setup.progress,
             next_progress: progress_step,
+            next_mark: progress_step.min(hsi_trace_flip),
+            asked_end: setup.end,
             stop: setup.stop,
             interrupted: false,
             scheds: Vec::new(),
@@ -539,6 +558,18 @@ impl<'h> Engine<'h> {
         Ok(())
     }
 
+    /// The clock reached `hsi_trace_flip`: the HSI records trace events
+    /// while `t` is in the trace window and not outside it.
+    #[cold]
+    fn flip_hsi_trace(&mut self, t: u64) {
+        let (on, next) = match self.trace.as_ref().map(TraceWriter::window) {
+            Some((from, to)) if from <= t && t < to => (true, to),
+            _ => (false, NEVER),
+        };
+        self.hsi.set_tracing(on);
+        self.hsi_trace_flip = next;
+    }
+
     /// Whether the run was asked to stop and the next event, at `t`, is
     /// the first of a new instant; if so the run now ends at `t`, as if
     /// that were the end it was given, so every instant before it is
@@ -569,16 +600,30 @@ impl<'h> Engine<'h> {
             return;
         }
         self.now = t;
+        if t >= self.next_mark {
+            self.mark(t);
+        }
         if self.stealing_cpus > 0 {
             self.advance_stealing(t);
         }
+    }
+
+    /// The clock reached `next_mark`: reports progress, and turns the
+    /// HSI's tracing on or off at the trace window's ends (before any
+    /// input at `t`).
+    #[cold]
+    fn mark(&mut self, t: u64) {
         if t >= self.next_progress {
             if let Some(p) = self.progress.as_mut() {
-                p(t as f64 / self.end as f64);
+                p(t as f64 / self.asked_end as f64);
             }
-            let step = (self.end / 100).max(1);
+            let step = (self.asked_end / 100).max(1);
             self.next_progress = (t / step + 1) * step;
         }
+        if t >= self.hsi_trace_flip {
+            self.flip_hsi_trace(t);
+        }
+        self.next_mark = self.next_progress.min(self.hsi_trace_flip);
     }
 
     /// Charges the stealing processors up to `t` and reports the time

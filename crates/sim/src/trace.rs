@@ -221,6 +221,11 @@ impl TraceWriter {
         self.meta(pid, tid, "thread_sort_index", "sort_index", &v);
     }
 
+    /// The window `[from, to)`, ns.
+    pub fn window(&self) -> (u64, u64) {
+        (self.from, self.to)
+    }
+
     /// Whether an instant event at `at` is in the window (so that callers
     /// can skip building its arguments).
     #[inline(always)]
