@@ -635,6 +635,18 @@ fn a_failed_run_leaves_no_cut_off_outputs() {
 }
 
 #[test]
+fn a_failed_run_ends_runs_with_its_seed() {
+    let file = failing_run("zero-loops-runs.toml");
+    let o = run(&["sim", file.to_str().unwrap(), "--runs", "4", "--seed", "9"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_no_crash(&o);
+    let err = stderr(&o);
+    assert!(err.contains("the simulation with seed 9 failed"), "{err}");
+    assert!(err.contains("without letting time pass"), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
 fn a_failed_run_removes_only_regular_files() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let file = failing_run("zero-loops-link.toml");

@@ -13,7 +13,7 @@ use crate::{Report, SimError, SimOptions};
 use hsched_config::Hierarchy;
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -21,10 +21,14 @@ use std::time::Duration;
 pub const BATCH_SCHEMA_VERSION: u32 = 1;
 
 /// Runs `h` once per entry of `seeds` on up to `workers` threads; `opts(i)`
-/// gives the options of run `i` (its seed among them). `tick` is called on
-/// the calling thread about every `every` while runs are under way (to
-/// redraw a progress bar). The results are in the order of `seeds`,
-/// whatever the number of workers.
+/// gives the options of run `i` (its seed given by `seeds[i]`). `tick` is
+/// called on the calling thread about every `every` while runs are under
+/// way (to redraw a progress bar). The reports are in the order of
+/// `seeds`, whatever the number of workers.
+///
+/// # Errors
+/// A run failed: no new run starts after that, and the seed and error of
+/// the failed run with the lowest index are returned.
 pub fn run_seeds(
     h: &Hierarchy,
     seeds: &[u64],
@@ -32,21 +36,27 @@ pub fn run_seeds(
     opts: &(dyn Fn(usize) -> SimOptions + Sync),
     every: Duration,
     tick: &mut dyn FnMut(),
-) -> Vec<Result<Report, SimError>> {
+) -> Result<Vec<Report>, (u64, SimError)> {
     let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel();
-    let mut out: Vec<Option<Result<Report, SimError>>> = seeds.iter().map(|_| None).collect();
+    let mut out: Vec<Option<Report>> = seeds.iter().map(|_| None).collect();
+    let mut first_error: Option<(usize, SimError)> = None;
     std::thread::scope(|s| {
         for _ in 0..workers.clamp(1, seeds.len().max(1)) {
-            let (tx, next) = (tx.clone(), &next);
+            let (tx, next, failed) = (tx.clone(), &next, &failed);
             s.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= seeds.len() {
+                if i >= seeds.len() || failed.load(Ordering::Relaxed) {
                     break;
                 }
                 let mut o = opts(i);
                 o.seed = Some(seeds[i]);
-                if tx.send((i, crate::run(h, o))).is_err() {
+                let r = crate::run(h, o);
+                if r.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                if tx.send((i, r)).is_err() {
                     break;
                 }
             });
@@ -54,17 +64,22 @@ pub fn run_seeds(
         drop(tx);
         loop {
             match rx.recv_timeout(every) {
-                Ok((i, r)) => out[i] = Some(r),
+                Ok((i, Ok(r))) => out[i] = Some(r),
+                Ok((i, Err(e))) => {
+                    if first_error.as_ref().is_none_or(|(k, _)| i < *k) {
+                        first_error = Some((i, e));
+                    }
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => tick(),
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
     });
-    // Every index was sent once: a worker takes each index exactly once and
-    // sends its result while the receiver lives.
-    out.into_iter()
-        .map(|r| r.expect("every run reports"))
-        .collect()
+    if let Some((i, e)) = first_error {
+        return Err((seeds[i], e));
+    }
+    // Without an error every index was run once and its report sent.
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// Mean, standard deviation, minimum and maximum of one figure over runs.

@@ -25,9 +25,7 @@ fn batch(h: &hsched_config::Hierarchy, seeds: &[u64], workers: usize) -> Vec<Rep
         Duration::from_millis(1),
         &mut || ticks += 1,
     )
-    .into_iter()
-    .map(Result::unwrap)
-    .collect()
+    .unwrap()
 }
 
 #[test]
@@ -106,4 +104,57 @@ fn a_spread_has_the_sample_deviation() {
     assert!((s.sd - (5.0f64 / 3.0).sqrt()).abs() < 1e-12, "{}", s.sd);
     assert_eq!(Spread::of(&[0.3]).sd, 0.0);
     assert_eq!(Spread::of(&[]).mean, 0.0);
+}
+
+#[test]
+fn a_failed_run_ends_the_batch_with_its_error() {
+    // The second reservation is over Rez's admission cap at 500 ms,
+    // whatever the seed.
+    let text = r#"
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "rez"
+policy = "rez"
+parent = "fp"
+params = { priority = 1 }
+[[thread]]
+name = "a"
+scheduler = "fp"
+workload = { kind = "cpu-bound" }
+[[thread]]
+name = "b"
+scheduler = "fp"
+workload = { kind = "cpu-bound" }
+[[at]]
+time = "250ms"
+op = "begin-reservation"
+thread = "a"
+scheduler = "rez"
+params = { amount = "6ms", period = "10ms" }
+[[at]]
+time = "500ms"
+op = "begin-reservation"
+thread = "b"
+scheduler = "rez"
+params = { amount = "6ms", period = "10ms" }
+"#;
+    let h = hsched_config::parse_str(text, "refused.toml").unwrap();
+    let seeds: Vec<u64> = (0..50).collect();
+    let started = std::sync::atomic::AtomicUsize::new(0);
+    let opts = |i: usize| {
+        started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        two_seconds(i)
+    };
+    let (seed, e) =
+        run_seeds(&h, &seeds, 2, &opts, Duration::from_millis(10), &mut || {}).unwrap_err();
+    assert!(matches!(e, hsched_sim::SimError::Op { .. }), "{e}");
+    // Each worker's first run fails; the lower seed's error is returned.
+    assert_eq!(seed, 0);
+    let started = started.into_inner();
+    assert!(
+        started < 10,
+        "{started} runs started after the first failed"
+    );
 }

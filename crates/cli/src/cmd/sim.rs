@@ -240,7 +240,7 @@ fn run_batch(
         let sum: u64 = done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
         bar.update(sum as f64 / 1e6 / f64::from(n));
     };
-    let results = hsched_sim::run_seeds(
+    let result = hsched_sim::run_seeds(
         h,
         &seeds,
         workers,
@@ -249,10 +249,10 @@ fn run_batch(
         &mut tick,
     );
     bar.finish();
-    let mut reports = Vec::with_capacity(results.len());
-    for r in results {
-        reports.push(r.map_err(sim_error)?);
-    }
+    let mut reports = result.map_err(|(seed, e)| match e {
+        SimError::Build { .. } => sim_error(e),
+        _ => anyhow::Error::new(e).context(format!("the simulation with seed {seed} failed")),
+    })?;
     let asked = reports.len();
     reports.retain(|r| !r.interrupted);
     let mut out = std::io::stdout().lock();
