@@ -15,7 +15,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Version of the batch JSON schema (bumped as [`crate::SCHEMA_VERSION`]).
 pub const BATCH_SCHEMA_VERSION: u32 = 1;
@@ -62,16 +62,22 @@ pub fn run_seeds(
             });
         }
         drop(tx);
+        // Ticks keep their pace however often runs end.
+        let mut ticked = Instant::now();
         loop {
-            match rx.recv_timeout(every) {
+            match rx.recv_timeout(every.saturating_sub(ticked.elapsed())) {
                 Ok((i, Ok(r))) => out[i] = Some(r),
                 Ok((i, Err(e))) => {
                     if first_error.as_ref().is_none_or(|(k, _)| i < *k) {
                         first_error = Some((i, e));
                     }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => tick(),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if ticked.elapsed() >= every {
+                tick();
+                ticked = Instant::now();
             }
         }
     });
