@@ -1,5 +1,7 @@
 //! Several seeds on worker threads, and their summary.
 
+mod common;
+use common::{parse, OVER_ADMISSION};
 use hsched_sim::{run_seeds, Batch, Report, SimOptions, Spread};
 use std::time::Duration;
 
@@ -107,39 +109,7 @@ fn a_spread_has_the_sample_deviation() {
 
 #[test]
 fn a_failed_run_ends_the_batch_with_its_error() {
-    // The second reservation is over Rez's admission cap at 500 ms,
-    // whatever the seed.
-    let text = r#"
-[[scheduler]]
-name = "fp"
-policy = "fp"
-[[scheduler]]
-name = "rez"
-policy = "rez"
-parent = "fp"
-params = { priority = 1 }
-[[thread]]
-name = "a"
-scheduler = "fp"
-workload = { kind = "cpu-bound" }
-[[thread]]
-name = "b"
-scheduler = "fp"
-workload = { kind = "cpu-bound" }
-[[at]]
-time = "250ms"
-op = "begin-reservation"
-thread = "a"
-scheduler = "rez"
-params = { amount = "6ms", period = "10ms" }
-[[at]]
-time = "500ms"
-op = "begin-reservation"
-thread = "b"
-scheduler = "rez"
-params = { amount = "6ms", period = "10ms" }
-"#;
-    let h = hsched_config::parse_str(text, "refused.toml").unwrap();
+    let h = parse(OVER_ADMISSION);
     let seeds: Vec<u64> = (0..50).collect();
     let started = std::sync::atomic::AtomicUsize::new(0);
     let opts = |i: usize| {

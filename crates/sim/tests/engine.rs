@@ -303,42 +303,7 @@ thread = "a"
 
 #[test]
 fn refused_operations_name_the_operation_and_time() {
-    let text = r#"
-[machine]
-cpus = 1
-[[scheduler]]
-name = "fp"
-policy = "fp"
-[[scheduler]]
-name = "rez"
-policy = "rez"
-parent = "fp"
-params = { priority = 1 }
-[[scheduler]]
-name = "ts"
-policy = "ts"
-parent = "fp"
-[[thread]]
-name = "a"
-scheduler = "ts"
-workload = { kind = "cpu-bound" }
-[[thread]]
-name = "b"
-scheduler = "ts"
-workload = { kind = "cpu-bound" }
-[[at]]
-time = "250ms"
-op = "begin-reservation"
-thread = "a"
-scheduler = "rez"
-params = { amount = "6ms", period = "10ms" }
-[[at]]
-time = "500ms"
-op = "begin-reservation"
-thread = "b"
-scheduler = "rez"
-params = { amount = "6ms", period = "10ms" }
-"#;
+    let text = OVER_ADMISSION;
     let h = parse(text);
     let e = hsched_sim::run_with_policies(&h, opts(1.0), &policies()).unwrap_err();
     let msg = e.to_string();

@@ -92,3 +92,43 @@ impl Write for Buf {
 pub const MS: u64 = 1_000_000;
 /// 1 s in nanoseconds.
 pub const S: u64 = 1_000_000_000;
+
+/// TS threads `a` and `b` move under a reservation each, at 250 and 500
+/// ms; the second (60 % + 60 %) is over Rez's admission cap, whatever the
+/// seed.
+pub const OVER_ADMISSION: &str = r#"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "rez"
+policy = "rez"
+parent = "fp"
+params = { priority = 1 }
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "fp"
+[[thread]]
+name = "a"
+scheduler = "ts"
+workload = { kind = "cpu-bound" }
+[[thread]]
+name = "b"
+scheduler = "ts"
+workload = { kind = "cpu-bound" }
+[[at]]
+time = "250ms"
+op = "begin-reservation"
+thread = "a"
+scheduler = "rez"
+params = { amount = "6ms", period = "10ms" }
+[[at]]
+time = "500ms"
+op = "begin-reservation"
+thread = "b"
+scheduler = "rez"
+params = { amount = "6ms", period = "10ms" }
+"#;
