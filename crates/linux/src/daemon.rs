@@ -1174,10 +1174,14 @@ impl Daemon {
                     ..porig
                 };
                 if let Err(e) = self.adopt(child, name, group, orig, sched, params, false, time) {
-                    self.warn(
-                        "fork",
-                        format!("a new thread ({child}) could not join the hierarchy: {e}"),
-                    );
+                    // A thread that ended (or is ending) before the
+                    // daemon read its creation leaves nothing to manage.
+                    if enforce::proc_leaving(child, start) == Some(enforce::Leaving::No) {
+                        self.warn(
+                            "fork",
+                            format!("a new thread ({child}) could not join the hierarchy: {e}"),
+                        );
+                    }
                 } else if let Some(m) = self.threads.get_mut(&child) {
                     m.fifo = pfifo;
                     m.pinned = ppin;

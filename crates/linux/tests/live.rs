@@ -1259,6 +1259,7 @@ to = "coop"
         ),
     );
     // CPU 0, as the other coop test (see there).
+    let s0 = steal_ns_on(0);
     let child = Command::new(bin())
         .arg("run")
         .arg(&f)
@@ -1269,6 +1270,7 @@ to = "coop"
         .unwrap();
     let daemon = child.id();
     let out = wait_bounded(child, Duration::from_secs(60));
+    let stolen = steal_ns_on(0).saturating_sub(s0);
     assert!(
         out.status.success(),
         "hsched-live run failed: {:?}",
@@ -1281,7 +1283,10 @@ to = "coop"
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(program(&r, "cprog")["exit_status"], json!(0), "{r}");
     let line = std::fs::read_to_string(&res).unwrap_or_else(|e| panic!("{}: {e}", res.display()));
-    eprintln!("live.c: {line}");
+    eprintln!(
+        "live.c: {line}\nthe host stole {} ms of CPU 0",
+        stolen / 1_000_000
+    );
     let kv: std::collections::BTreeMap<&str, i64> = line
         .split_whitespace()
         .filter_map(|w| w.split_once('='))
@@ -1296,8 +1301,16 @@ to = "coop"
     // OUT came back: every answer carried a yield-by time.
     assert_eq!(n("out_deadlines"), n("polls"), "{line}");
     assert_eq!(n("early"), 0, "a cooperative sleep returned early: {line}");
-    assert_eq!(n("policed_before"), 0, "{line}");
-    assert_eq!(n("policed_after"), 1, "{line}");
+    // A cooperating member is policed only if it overran the 50 ms grace,
+    // which the host can make it do by stealing more than that from its
+    // processor (as in the other coop test).
+    let before = n("policed_before");
+    assert!(
+        before == 0 || stolen > 50_000_000,
+        "policed while cooperating, with {} ms stolen: {line}",
+        stolen / 1_000_000
+    );
+    assert_eq!(n("policed_after"), before + 1, "{line}");
     // A second thread of the program joined the domain with a less
     // important best-effort event: OUT reported it to the main thread.
     assert_eq!(n("other_started"), 1, "{line}");
