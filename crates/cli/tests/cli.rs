@@ -737,6 +737,23 @@ fn runs_summarize_the_reports_of_consecutive_seeds() {
         .unwrap();
     let misses: u64 = (0..3).map(|k| misses(&b["reports"][k], "T8")).sum();
     assert_eq!(t8["deadline_misses"]["total"], misses);
+    // One worker or three: the same summary.
+    for jobs in ["1", "3"] {
+        let j = sim_json(
+            file,
+            &[
+                "--runs",
+                "3",
+                "--seed",
+                "5",
+                "--duration",
+                "2s",
+                "--jobs",
+                jobs,
+            ],
+        );
+        assert_eq!(j, b, "--jobs {jobs}");
+    }
     let o = run(&["sim", file, "--runs", "2", "--duration", "1s"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("2 runs of 1.000s"), "{}", stdout(&o));
@@ -744,6 +761,8 @@ fn runs_summarize_the_reports_of_consecutive_seeds() {
         &["--runs", "0"][..],
         &["--runs", "2", "--trace", "t.json"],
         &["--runs", "2", "--gantt", "g.svg"],
+        &["--runs", "2", "--jobs", "0"],
+        &["--jobs", "2"],
     ] {
         let o = run(&[&["sim", file][..], bad].concat());
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));

@@ -30,9 +30,9 @@ terminal. Ctrl-C ends the run early with the report, trace and chart of
 the time simulated so far (exit status 130); a second Ctrl-C stops at
 once.
 
---runs N runs the file with N consecutive seeds on every processor and
-reports each thread's spread over them (docs/metrics.md, \"Several
-seeds\").";
+--runs N runs the file with N consecutive seeds on every processor (or
+--jobs of them at once) and reports each thread's spread over them
+(docs/metrics.md, \"Several seeds\").";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
@@ -85,10 +85,18 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(1..=MAX_RUNS as i64),
           conflicts_with_all = ["trace", "gantt", "window"])]
     pub runs: Option<u32>,
+    /// How many of the --runs run at once (default: one per processor);
+    /// the output is the same for any number
+    #[arg(long, value_name = "N", requires = "runs",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_JOBS as i64))]
+    pub jobs: Option<u32>,
 }
 
 /// The most runs `--runs` takes (each keeps its report until the end).
 const MAX_RUNS: u32 = 10_000;
+
+/// The most worker threads `--jobs` starts.
+const MAX_JOBS: u32 = 1024;
 
 /// The Gantt window when `--window` is not given.
 const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
@@ -219,7 +227,10 @@ fn run_batch(
 ) -> anyhow::Result<Outcome> {
     let first = args.seed.or(h.sim.seed).unwrap_or(0);
     let seeds: Vec<u64> = (0..u64::from(n)).map(|k| first.wrapping_add(k)).collect();
-    let workers = std::thread::available_parallelism().map_or(1, |p| p.get());
+    let workers = match args.jobs {
+        Some(j) => j as usize,
+        None => std::thread::available_parallelism().map_or(1, |p| p.get()),
+    };
     // Each run's progress, in millionths.
     let done: Arc<Vec<AtomicU64>> = Arc::new(seeds.iter().map(|_| AtomicU64::new(0)).collect());
     let opts = |i: usize| {
