@@ -50,7 +50,8 @@ use crate::report::{
 };
 use crate::rng::{stream_of, Rng};
 use crate::trace::{
-    json_str, push_u64, TraceWriter, PID_CPUS, PID_SCHEDULERS, PID_THREADS, STOLEN_TID,
+    json_literal, json_str, push_u64, TraceWriter, PID_CPUS, PID_SCHEDULERS, PID_THREADS,
+    STOLEN_TID,
 };
 use crate::workload::{Next, Shared, WCtx, Workload};
 use hsched_config::{BuildError, Hierarchy, OpSpec, ThreadSpec, TimedOp, TimerModel};
@@ -252,6 +253,11 @@ pub(crate) struct Engine<'h> {
     hsi_trace_flip: u64,
     tbuf: Vec<TraceEvent>,
     targs: Vec<u8>,
+    /// Each thread's name as a JSON string literal, escaped once (only
+    /// when a trace is written).
+    thread_json: Vec<Box<[u8]>>,
+    /// The same for each instance, by index, as they are created.
+    instance_json: Vec<Box<[u8]>>,
     gantt: Option<Gantt>,
     progress: Option<Box<dyn FnMut(f64)>>,
     next_progress: u64,
@@ -277,6 +283,9 @@ pub(crate) struct Engine<'h> {
 }
 
 /// Appends the `cpu` and `vp` arguments of a grant or revocation event.
+/// The name of the stolen-time slices, as a JSON string.
+const STOLEN: &[u8] = b"\"stolen\"";
+
 fn cpu_vp(args: &mut Vec<u8>, cpu: CpuId, vp: hsched_core::VpId) {
     args.extend_from_slice(b",\"cpu\":");
     push_u64(args, cpu.0.into());
@@ -424,6 +433,8 @@ impl<'h> Engine<'h> {
             hsi_trace_flip,
             tbuf: Vec::new(),
             targs: Vec::new(),
+            thread_json: Vec::new(),
+            instance_json: Vec::new(),
             gantt: setup.gantt,
             progress: setup.progress,
             next_progress: progress_step,
@@ -438,6 +449,9 @@ impl<'h> Engine<'h> {
             poking: false,
         };
         e.next_steal = e.steals.iter().map(|g| g.next).min().unwrap_or(NEVER);
+        if e.trace.is_some() {
+            e.thread_json = e.threads.iter().map(|t| json_literal(&t.name)).collect();
+        }
         e.refresh_schedulers();
         if let Some(t) = e.trace.as_mut() {
             for c in 0..ncpu {
@@ -504,6 +518,11 @@ impl<'h> Engine<'h> {
                 r.live = true;
                 if let Some(t) = self.trace.as_mut() {
                     t.track(PID_SCHEDULERS, id.0 + 1, &r.name);
+                    let k = id.index();
+                    if self.instance_json.len() <= k {
+                        self.instance_json.resize(k + 1, Box::default());
+                    }
+                    self.instance_json[k] = json_literal(&r.name);
                 }
             }
         }
@@ -707,7 +726,7 @@ impl<'h> Engine<'h> {
                     self.stealing_cpus -= 1;
                     let since = cpu.steal_since;
                     if let Some(tr) = self.trace.as_mut() {
-                        tr.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, t, b"");
+                        tr.slice(PID_CPUS, STOLEN_TID + c as u32, STOLEN, since, t, b"");
                     }
                     if let Some(g) = self.gantt.as_mut() {
                         g.stolen(c as u32, since, t);
@@ -1035,9 +1054,17 @@ impl<'h> Engine<'h> {
     /// the trace and the Gantt chart if they are written.
     #[inline(always)]
     fn draw_run(&mut self, c: usize, i: usize, since: u64) {
+        if self.trace.is_some() || self.gantt.is_some() {
+            self.draw_run_out(c, i, since);
+        }
+    }
+
+    /// [`draw_run`](Self::draw_run)'s drawing, out of the untraced path.
+    #[inline(never)]
+    fn draw_run_out(&mut self, c: usize, i: usize, since: u64) {
         let now = self.now;
         if let Some(t) = self.trace.as_mut() {
-            t.slice(PID_CPUS, c as u32, &self.threads[i].name, since, now, b"");
+            t.slice(PID_CPUS, c as u32, &self.thread_json[i], since, now, b"");
         }
         if let Some(g) = self.gantt.as_mut() {
             g.run(i as u32, c as u32, since, now);
@@ -1198,7 +1225,13 @@ impl<'h> Engine<'h> {
             self.targs.clear();
             self.targs.extend_from_slice(b"\"misses\":");
             push_u64(&mut self.targs, n);
-            t.instant(PID_THREADS, i as u32, "deadline miss", now, &self.targs);
+            t.instant(
+                PID_THREADS,
+                i as u32,
+                b"\"deadline miss\"",
+                now,
+                &self.targs,
+            );
         }
         if let Some(g) = self.gantt.as_mut() {
             g.miss(i as u32, now);
@@ -1215,6 +1248,23 @@ impl<'h> Engine<'h> {
                 Some(&i) if i != u32::MAX => &self.threads[i as usize].name,
                 _ => self.hsi.thread_name(t),
             },
+        }
+    }
+
+    /// Appends `n`'s name as a JSON string, escaped in advance where it
+    /// can be (an instance is named once `refresh_schedulers` saw it).
+    fn push_node_name(&self, args: &mut Vec<u8>, n: Node) {
+        let known = match n {
+            Node::Instance(id) => self.instance_json.get(id.index()),
+            Node::Thread(t) => match self.by_id.get(t.index()) {
+                Some(&i) if i != u32::MAX => self.thread_json.get(i as usize),
+                _ => None,
+            },
+            Node::Top => None,
+        };
+        match known.filter(|l| !l.is_empty()) {
+            Some(l) => args.extend_from_slice(l),
+            None => json_str(args, self.node_name(n)),
         }
     }
 
@@ -1236,7 +1286,7 @@ impl<'h> Engine<'h> {
                 continue;
             }
             args.clear();
-            let (tid, name): (u32, &str) = match &ev.kind {
+            let (tid, name): (u32, &[u8]) = match &ev.kind {
                 TraceKind::Grant {
                     vp,
                     parent,
@@ -1244,9 +1294,9 @@ impl<'h> Engine<'h> {
                     cpu,
                 } => {
                     args.extend_from_slice(b"\"child\":");
-                    json_str(&mut args, self.node_name(*child));
+                    self.push_node_name(&mut args, *child);
                     cpu_vp(&mut args, *cpu, *vp);
-                    (Self::node_tid(*parent), "grant")
+                    (Self::node_tid(*parent), b"\"grant\"")
                 }
                 TraceKind::Revoke {
                     vp,
@@ -1256,7 +1306,7 @@ impl<'h> Engine<'h> {
                     reason,
                 } => {
                     args.extend_from_slice(b"\"child\":");
-                    json_str(&mut args, self.node_name(*child));
+                    self.push_node_name(&mut args, *child);
                     cpu_vp(&mut args, *cpu, *vp);
                     let why: &[u8] = match reason {
                         RevokeReason::Preempted => b",\"reason\":\"preempted\"",
@@ -1264,7 +1314,7 @@ impl<'h> Engine<'h> {
                         RevokeReason::Infrastructure => b",\"reason\":\"infrastructure\"",
                     };
                     args.extend_from_slice(why);
-                    (Self::node_tid(*parent), "revoke")
+                    (Self::node_tid(*parent), b"\"revoke\"")
                 }
                 TraceKind::Policy { instance, event } => {
                     let tid = instance.0 + 1;
@@ -1274,22 +1324,22 @@ impl<'h> Engine<'h> {
                             push_u64(&mut args, vp.0.into());
                             args.extend_from_slice(b",\"budget_ns\":");
                             push_u64(&mut args, budget.0);
-                            (tid, "replenish")
+                            (tid, b"\"replenish\"")
                         }
                         PolicyEvent::BudgetExhausted { vp } => {
                             args.extend_from_slice(b"\"vp\":");
                             push_u64(&mut args, vp.0.into());
-                            (tid, "budget exhausted")
+                            (tid, b"\"budget exhausted\"")
                         }
                         PolicyEvent::DeadlineMiss { vp } => {
                             args.extend_from_slice(b"\"vp\":");
                             push_u64(&mut args, vp.0.into());
-                            (tid, "deadline miss (policy)")
+                            (tid, b"\"deadline miss (policy)\"")
                         }
                         PolicyEvent::Note(text) => {
                             args.extend_from_slice(b"\"text\":");
                             json_str(&mut args, text);
-                            (tid, "note")
+                            (tid, b"\"note\"")
                         }
                     }
                 }
@@ -1319,8 +1369,8 @@ impl<'h> Engine<'h> {
         for c in 0..self.cpus.len() {
             if let Some(i) = self.cpus[c].running {
                 let since = self.cpus[c].since;
-                let name = &self.threads[i as usize].name;
                 if let Some(t) = self.trace.as_mut() {
+                    let name = &self.thread_json[i as usize];
                     t.slice(PID_CPUS, c as u32, name, since, end, b"");
                 }
                 if let Some(g) = self.gantt.as_mut() {
@@ -1330,7 +1380,7 @@ impl<'h> Engine<'h> {
             if self.cpus[c].stealing > 0 {
                 let since = self.cpus[c].steal_since;
                 if let Some(t) = self.trace.as_mut() {
-                    t.slice(PID_CPUS, STOLEN_TID + c as u32, "stolen", since, end, b"");
+                    t.slice(PID_CPUS, STOLEN_TID + c as u32, STOLEN, since, end, b"");
                 }
                 if let Some(g) = self.gantt.as_mut() {
                     g.stolen(c as u32, since, end);

@@ -87,7 +87,17 @@ pub fn json_str(buf: &mut Vec<u8>, s: &str) {
     buf.push(b'"');
 }
 
-/// Appends `v` in decimal, two digits per step.
+/// `s` as a JSON string literal, quotes included: names that are written
+/// many times are escaped once (see [`TraceWriter::slice`]).
+pub fn json_literal(s: &str) -> Box<[u8]> {
+    let mut v = Vec::with_capacity(s.len() + 2);
+    json_str(&mut v, s);
+    v.into_boxed_slice()
+}
+
+/// Appends `v` in decimal, two digits per step. The digits are made
+/// right-aligned in a scratch array and appended as a fixed 20 bytes, the
+/// excess then cut: a copy of a variable length would call `memcpy`.
 pub fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
         2021222324252627282930313233343536373839\
@@ -99,8 +109,9 @@ pub fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
         buf.push(b'0' + v as u8);
         return;
     }
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
+    // u64::MAX has 20 digits; they end at index 20.
+    let mut digits = [0u8; 40];
+    let mut i = 20;
     while v >= 100 {
         let p = (v % 100) as usize * 2;
         v /= 100;
@@ -115,7 +126,10 @@ pub fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
         i -= 1;
         digits[i] = b'0' + v as u8;
     }
-    buf.extend_from_slice(&digits[i..]);
+    let start = buf.len();
+    let chunk: &[u8; 20] = digits[i..i + 20].try_into().expect("20 bytes");
+    buf.extend_from_slice(chunk);
+    buf.truncate(start + 20 - i);
 }
 
 /// Appends nanoseconds as microseconds with three decimals.
@@ -233,10 +247,11 @@ impl TraceWriter {
         self.from <= at && at < self.to
     }
 
-    /// A duration slice `[start, end)` named `name`, clipped to the window
-    /// (a slice of no length is kept if it starts in the window); `args` is
-    /// a JSON object's body (`"k":v,...`) or empty.
-    pub fn slice(&mut self, pid: u32, tid: u32, name: &str, start: u64, end: u64, args: &[u8]) {
+    /// A duration slice `[start, end)` named `name`, a JSON string literal
+    /// ([`json_literal`]), clipped to the window (a slice of no length is
+    /// kept if it starts in the window); `args` is a JSON object's body
+    /// (`"k":v,...`) or empty.
+    pub fn slice(&mut self, pid: u32, tid: u32, name: &[u8], start: u64, end: u64, args: &[u8]) {
         if start >= self.to || (end <= self.from && start < self.from) {
             return;
         }
@@ -247,13 +262,13 @@ impl TraceWriter {
         self.buf.extend_from_slice(b",\"dur\":");
         micros(&mut self.buf, end.saturating_sub(start));
         self.buf.extend_from_slice(b",\"name\":");
-        json_str(&mut self.buf, name);
+        self.buf.extend_from_slice(name);
         self.close(args);
     }
 
-    /// An instant event on one track, if in the window; `args` as for
-    /// [`slice`](Self::slice).
-    pub fn instant(&mut self, pid: u32, tid: u32, name: &str, at: u64, args: &[u8]) {
+    /// An instant event on one track, if in the window; `name` and `args`
+    /// as for [`slice`](Self::slice).
+    pub fn instant(&mut self, pid: u32, tid: u32, name: &[u8], at: u64, args: &[u8]) {
         if !self.covers(at) {
             return;
         }
@@ -261,7 +276,7 @@ impl TraceWriter {
         self.buf.extend_from_slice(b",\"ts\":");
         micros(&mut self.buf, at);
         self.buf.extend_from_slice(b",\"name\":");
-        json_str(&mut self.buf, name);
+        self.buf.extend_from_slice(name);
         self.close(args);
     }
 
@@ -309,12 +324,12 @@ mod tests {
         t.slice(
             PID_CPUS,
             0,
-            "a \"quoted\"\nname",
+            &json_literal("a \"quoted\"\nname"),
             1_500,
             12_345_678,
             b"\"k\":1",
         );
-        t.instant(PID_THREADS, 3, "miss", 2_000_001, b"");
+        t.instant(PID_THREADS, 3, b"\"miss\"", 2_000_001, b"");
         t.finish().unwrap();
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -328,10 +343,13 @@ mod tests {
 
     #[test]
     fn numbers_and_strings_read_as_written() {
-        for v in [0, 7, 10, 99, 100, 101, 999, 1000, 123_456_789, u64::MAX] {
-            let mut b = Vec::new();
+        let mut powers: Vec<u64> = (0..20).map(|k| 10u64.pow(k)).collect();
+        powers.extend((1..20).map(|k| 10u64.pow(k) - 1));
+        for v in [7, 101, 123_456_789, u64::MAX].into_iter().chain(powers) {
+            // After other text, as in a trace.
+            let mut b = b"ts:".to_vec();
             push_u64(&mut b, v);
-            assert_eq!(String::from_utf8(b).unwrap(), v.to_string());
+            assert_eq!(String::from_utf8(b).unwrap(), format!("ts:{v}"));
         }
         for ns in [0, 5, 999, 1_000, 1_010, 931_000_931, u64::MAX] {
             let mut b = Vec::new();

@@ -693,3 +693,54 @@ fn cut_by_hand(
     );
     want
 }
+
+/// Names are escaped once for the trace (`json_literal`): quotes and
+/// backslashes in scheduler and thread names come back as written, in the
+/// processor slices and in the grants' `child`.
+#[test]
+fn trace_names_with_quotes_and_backslashes_read_back() {
+    let text = r#"
+[machine]
+cpus = 1
+[[scheduler]]
+name = 'ro"ot'
+policy = "fp"
+[[scheduler]]
+name = 't\s'
+policy = "ts"
+parent = 'ro"ot'
+params = { priority = 1 }
+[[thread]]
+name = 'w"eird\'
+scheduler = 't\s'
+workload = { kind = "periodic", period = "10ms", exec = "2ms" }
+[[thread]]
+name = "plain"
+scheduler = 't\s'
+workload = { kind = "cpu-bound" }
+"#;
+    let buf = Buf::default();
+    sim_with(
+        text,
+        SimOptions {
+            trace: Some(Box::new(buf.clone())),
+            ..opts(0.1)
+        },
+    );
+    let v: serde_json::Value = serde_json::from_str(&buf.text()).unwrap();
+    let names = |f: &dyn Fn(&serde_json::Value) -> Option<String>| {
+        let mut n: Vec<String> = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(f)
+            .collect();
+        n.sort();
+        n.dedup();
+        n
+    };
+    let slices = names(&|e| (e["ph"] == "X").then(|| e["name"].as_str().unwrap().to_string()));
+    assert_eq!(slices, ["plain", "w\"eird\\"]);
+    let children = names(&|e| e["args"]["child"].as_str().map(str::to_string));
+    assert_eq!(children, ["plain", "ro\"ot", "t\\s", "w\"eird\\"]);
+}
