@@ -739,20 +739,17 @@ fn runs_summarize_the_reports_of_consecutive_seeds() {
     assert_eq!(t8["deadline_misses"]["total"], misses);
     // One worker or three: the same summary.
     for jobs in ["1", "3"] {
-        let j = sim_json(
-            file,
-            &[
-                "--runs",
-                "3",
-                "--seed",
-                "5",
-                "--duration",
-                "2s",
-                "--jobs",
-                jobs,
-            ],
-        );
-        assert_eq!(j, b, "--jobs {jobs}");
+        let args = [
+            "--runs",
+            "3",
+            "--seed",
+            "5",
+            "--duration",
+            "2s",
+            "--jobs",
+            jobs,
+        ];
+        assert_eq!(sim_json(file, &args), b, "--jobs {jobs}");
     }
     let o = run(&["sim", file, "--runs", "2", "--duration", "1s"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

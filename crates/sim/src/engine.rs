@@ -282,10 +282,10 @@ pub(crate) struct Engine<'h> {
     poking: bool,
 }
 
-/// Appends the `cpu` and `vp` arguments of a grant or revocation event.
 /// The name of the stolen-time slices, as a JSON string.
 const STOLEN: &[u8] = b"\"stolen\"";
 
+/// Appends the `cpu` and `vp` arguments of a grant or revocation event.
 fn cpu_vp(args: &mut Vec<u8>, cpu: CpuId, vp: hsched_core::VpId) {
     args.extend_from_slice(b",\"cpu\":");
     push_u64(args, cpu.0.into());

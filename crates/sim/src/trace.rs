@@ -345,7 +345,7 @@ mod tests {
     fn numbers_and_strings_read_as_written() {
         let mut powers: Vec<u64> = (0..20).map(|k| 10u64.pow(k)).collect();
         powers.extend((1..20).map(|k| 10u64.pow(k) - 1));
-        for v in [7, 101, 123_456_789, u64::MAX].into_iter().chain(powers) {
+        for v in [0, 7, 101, 123_456_789, u64::MAX].into_iter().chain(powers) {
             // After other text, as in a trace.
             let mut b = b"ts:".to_vec();
             push_u64(&mut b, v);
