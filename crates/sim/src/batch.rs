@@ -8,7 +8,7 @@
 //! and maximum, its deadline misses over all runs, and the worst run's
 //! lateness, dispatch latency and gap. docs/metrics.md defines each figure.
 
-use crate::report::{clip, fmt_ns, fmt_signed};
+use crate::report::{clip, fmt_ns, fmt_signed, name_width, pretty_json};
 use crate::{Report, SimError, SimOptions};
 use hsched_config::Hierarchy;
 use serde::Serialize;
@@ -308,10 +308,7 @@ impl Batch {
 
     /// The summary as pretty-printed JSON, newline-terminated.
     pub fn to_json(&self) -> String {
-        let mut s =
-            serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-        s.push('\n');
-        s
+        pretty_json(self)
     }
 
     /// The summary as a table for terminals.
@@ -412,8 +409,4 @@ fn percents(x: &Spread) -> String {
         x.min * 100.0,
         x.max * 100.0
     )
-}
-
-fn name_width<'a>(names: impl Iterator<Item = &'a str>, least: usize) -> usize {
-    names.map(str::len).max().unwrap_or(least).clamp(least, 40)
 }

@@ -227,10 +227,7 @@ impl Report {
     /// The report as pretty-printed JSON (deterministic: fixed field order,
     /// shortest round-trip floats).
     pub fn to_json(&self) -> String {
-        let mut s =
-            serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-        s.push('\n');
-        s
+        pretty_json(self)
     }
 
     /// The thread named `name`.
@@ -265,13 +262,7 @@ impl Report {
             self.events
         );
         let _ = writeln!(s);
-        let w = self
-            .threads
-            .iter()
-            .map(|t| t.name.len())
-            .max()
-            .unwrap_or(6)
-            .clamp(6, 40);
+        let w = name_width(self.threads.iter().map(|x| x.name.as_str()), 6);
         let _ = writeln!(
             s,
             "{:<w$} {:>10} {:>7} {:>8} {:>7} {:>10} {:>10} {:>10} {:>8} {:>7}",
@@ -305,13 +296,7 @@ impl Report {
             );
         }
         let _ = writeln!(s);
-        let w = self
-            .schedulers
-            .iter()
-            .map(|x| x.name.len())
-            .max()
-            .unwrap_or(9)
-            .clamp(9, 40);
+        let w = name_width(self.schedulers.iter().map(|x| x.name.as_str()), 9);
         let _ = writeln!(
             s,
             "{:<w$} {:<10} {:>10} {:>7}",
@@ -330,13 +315,7 @@ impl Report {
         }
         if !self.principals.is_empty() {
             let _ = writeln!(s);
-            let w = self
-                .principals
-                .iter()
-                .map(|x| x.name.len())
-                .max()
-                .unwrap_or(9)
-                .clamp(9, 40);
+            let w = name_width(self.principals.iter().map(|x| x.name.as_str()), 9);
             let _ = writeln!(
                 s,
                 "{:<w$} {:>7} {:>10} {:>7}",
@@ -355,13 +334,7 @@ impl Report {
         }
         if !self.queues.is_empty() {
             let _ = writeln!(s);
-            let w = self
-                .queues
-                .iter()
-                .map(|x| x.name.len())
-                .max()
-                .unwrap_or(5)
-                .clamp(5, 40);
+            let w = name_width(self.queues.iter().map(|x| x.name.as_str()), 5);
             let _ = writeln!(
                 s,
                 "{:<w$} {:>8} {:>6} {:>6} {:>6} {:>10} {:>10}",
@@ -394,6 +367,20 @@ impl Report {
         );
         s
     }
+}
+
+/// `v` as pretty-printed JSON, newline-terminated.
+pub(crate) fn pretty_json(v: &impl Serialize) -> String {
+    let mut s =
+        serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// The width of a table's name column: the longest name, at least
+/// `least` (the heading's width) and at most 40 (longer ones are clipped).
+pub(crate) fn name_width<'a>(names: impl Iterator<Item = &'a str>, least: usize) -> usize {
+    names.map(str::len).max().unwrap_or(least).clamp(least, 40)
 }
 
 pub(crate) fn clip(s: &str, w: usize) -> String {
