@@ -5,6 +5,9 @@
 //! happen in `hsched-sim`, and each verb lives in one module of [`cmd`].
 //! Exit statuses are listed in [`outcome`].
 #![forbid(unsafe_code)]
+// Messages go through `diag!`, results through writers whose errors are
+// handled: `eprintln!` and `println!` panic on a closed stream.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
 
 mod analysis;
 mod cmd;
@@ -14,6 +17,7 @@ mod output;
 mod progress;
 
 use clap::{Parser, Subcommand};
+use hsched_linux::diag;
 use outcome::{is_broken_pipe, InputError, EXIT_INPUT, EXIT_PROBLEMS, EXIT_STATUS_HELP};
 use std::process::ExitCode;
 
@@ -127,8 +131,8 @@ fn main() -> ExitCode {
     // A panic is a bug in hsched, never a user error: say so plainly
     // (the process still exits with Rust's status 101).
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("error: hsched hit an internal bug: {info}");
-        eprintln!("  = please report it with the command line and the files that trigger it");
+        diag!("error: hsched hit an internal bug: {info}");
+        diag!("  = please report it with the command line and the files that trigger it");
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -156,11 +160,11 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => match e.downcast_ref::<InputError>() {
             Some(input) => {
-                eprintln!("{}", input.0.trim_end());
+                diag!("{}", input.0.trim_end());
                 ExitCode::from(EXIT_INPUT)
             }
             None => {
-                eprintln!("error: {e:#}");
+                diag!("error: {e:#}");
                 ExitCode::from(EXIT_PROBLEMS)
             }
         },

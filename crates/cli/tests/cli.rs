@@ -879,6 +879,37 @@ fn a_closed_stdout_is_not_a_crash() {
     assert_no_crash(&o);
 }
 
+/// Runs `hsched ARGS` with stderr a pipe whose reader has gone, as after
+/// `2>&1 | head` once head has exited.
+fn run_with_closed_stderr(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    hsched()
+        .current_dir(root())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_stderr_is_not_a_crash() {
+    // An error (`eprintln!` would panic, then panic again in the hook and
+    // abort) and a note after a complete report.
+    let o = run_with_closed_stderr(&["check", "no/such/file.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", o.status);
+    let idle = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-threads.toml");
+    std::fs::write(
+        &idle,
+        "[machine]\ncpus = 1\n\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n",
+    )
+    .unwrap();
+    let o = run_with_closed_stderr(&["sim", idle.to_str().unwrap(), "--duration", "10ms"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", o.status);
+    assert!(stdout(&o).contains("simulated 0.010s"), "{}", stdout(&o));
+}
+
 // Help.
 
 #[test]

@@ -41,6 +41,9 @@
 // `unsafe` only in `ffi` and `live`, each block with its reason.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+// A library inside applications: it never prints with `eprintln!`, which
+// panics when stderr is closed.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
 
 mod event_loop;
 pub mod ffi;

@@ -541,7 +541,12 @@ static FALLBACK: Once = Once::new();
 /// Says once per process why the client is not cooperating.
 pub fn note_fallback(why: &LiveError) {
     FALLBACK.call_once(|| {
-        eprintln!("hsched-coop: non-cooperative mode: {why}");
+        // Not `eprintln!`: a closed stderr must not panic the application.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "hsched-coop: non-cooperative mode: {why}"
+        );
     });
 }
 

@@ -545,7 +545,7 @@ fn mechanisms(args: &[String]) -> Result<String, String> {
 /// `hsched-live bench NAME`.
 pub fn bench_main(args: &[String]) -> i32 {
     if let Err(e) = crate::check_support() {
-        eprintln!("hsched-live bench: {e}");
+        crate::diag!("hsched-live bench: {e}");
         return 3;
     }
     // Every CPU is this process's for the whole bench (cpulock.rs): its runs
@@ -559,7 +559,7 @@ pub fn bench_main(args: &[String]) -> i32 {
     ) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("hsched-live bench: {e}");
+            crate::diag!("hsched-live bench: {e}");
             return 3;
         }
     };
@@ -574,12 +574,9 @@ pub fn bench_main(args: &[String]) -> i32 {
         _ => Err("usage: hsched-live bench frames|isolation|switch|ctl|overhead|mechanisms [--duration D]".into()),
     };
     match r {
-        Ok(t) => {
-            print!("{t}");
-            0
-        }
+        Ok(t) => crate::out::print_stdout(&t),
         Err(e) => {
-            eprintln!("hsched-live bench: {e}");
+            crate::diag!("hsched-live bench: {e}");
             1
         }
     }

@@ -129,7 +129,7 @@ pub fn run_main(args: &[String]) -> i32 {
     let (file, opts, json) = match parse_run_args(args) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("hsched run: {e}\n{RUN_USAGE}");
+            crate::diag!("hsched run: {e}\n{RUN_USAGE}");
             return 2;
         }
     };
@@ -137,25 +137,22 @@ pub fn run_main(args: &[String]) -> i32 {
     let h = match hsched_config::load(&file) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("{e}");
+            crate::diag!("{e}");
             return 2;
         }
     };
     if let Err(e) = h.check_live() {
-        eprintln!("{e}");
+        crate::diag!("{e}");
         return 2;
     }
     match run(&h, opts) {
-        Ok(r) => {
-            if json {
-                println!("{}", r.to_json());
-            } else {
-                print!("{}", r.to_table());
-            }
-            0
-        }
+        Ok(r) => crate::out::print_stdout(&if json {
+            format!("{}\n", r.to_json())
+        } else {
+            r.to_table()
+        }),
         Err(e) => {
-            eprintln!("hsched run: {e}");
+            crate::diag!("hsched run: {e}");
             // 3: live mode impossible here (a missing feature, or another
             // daemon manages a requested CPU); nothing was changed.
             if matches!(
@@ -286,7 +283,7 @@ pub fn ctl_main(args: &[String]) -> i32 {
             "--socket" => match it.next() {
                 Some(p) => socket = p.into(),
                 None => {
-                    eprintln!("hsched ctl: --socket needs a path\n{CTL_USAGE}");
+                    crate::diag!("hsched ctl: --socket needs a path\n{CTL_USAGE}");
                     return 2;
                 }
             },
@@ -295,20 +292,20 @@ pub fn ctl_main(args: &[String]) -> i32 {
         }
     }
     let Some((op, pairs)) = rest.split_first() else {
-        eprintln!("{CTL_USAGE}");
+        crate::diag!("{CTL_USAGE}");
         return 2;
     };
     let fields = match ctl_fields(pairs) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("hsched ctl: {e}\n{CTL_USAGE}");
+            crate::diag!("hsched ctl: {e}\n{CTL_USAGE}");
             return 2;
         }
     };
     let mut c = match Client::connect(&socket) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!(
+            crate::diag!(
                 "hsched ctl: cannot reach the daemon at {}: {e}",
                 socket.display()
             );
@@ -316,16 +313,13 @@ pub fn ctl_main(args: &[String]) -> i32 {
         }
     };
     match c.request(op, fields) {
-        Ok(v) => {
-            if op == "show" && !json {
-                print!("{}", render_tree(&v));
-            } else {
-                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-            }
-            0
-        }
+        Ok(v) => crate::out::print_stdout(&if op == "show" && !json {
+            render_tree(&v)
+        } else {
+            format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
+        }),
         Err(e) => {
-            eprintln!("hsched ctl {op}: {e}");
+            crate::diag!("hsched ctl {op}: {e}");
             1
         }
     }

@@ -496,7 +496,7 @@ fn apply(d: &mut Daemon, r: Req) {
     }
     let res = d.hsi.thread_msg(now, t, &msg);
     if d.debug {
-        eprintln!(
+        crate::diag!(
             "[{}] coop_poll {} deadline {:?} be {:?}: {:?}",
             now.0,
             r.tid,
@@ -545,7 +545,7 @@ pub(crate) fn reply(d: &mut Daemon) {
         let mut t = Vec::new();
         d.hsi.drain_trace(&mut t);
         for e in &t {
-            eprintln!("[{}] trace {:?}", e.at.0, e.kind);
+            crate::diag!("[{}] trace {:?}", e.at.0, e.kind);
         }
     }
     if ch.parked.is_empty() {
@@ -586,7 +586,7 @@ pub(crate) fn reply(d: &mut Daemon) {
             out[2] = mono("out_be_timestamp").unwrap_or(0);
         }
         if d.debug {
-            eprintln!(
+            crate::diag!(
                 "[{}] coop reply {tid} yield by {}",
                 crate::sys::now_ns().saturating_sub(d.epoch),
                 out[0].saturating_sub(d.epoch)
@@ -606,7 +606,7 @@ pub(crate) fn reply(d: &mut Daemon) {
         };
         if new.0 > 0 {
             if d.debug {
-                eprintln!(
+                crate::diag!(
                     "[coop] {tid} policed {:?} x{}",
                     params.get("policed"),
                     new.0

@@ -327,14 +327,14 @@ impl Daemon {
         let obs = Observer::new(&online, opts.ring_order, !h.rules.is_empty())
             .map_err(io_err("perf events"))?;
         if !h.rules.is_empty() && !obs.watches_renames() {
-            eprintln!(
+            crate::diag!(
                 "hsched: warning: this kernel has no task:task_rename tracepoint; [[rule]]s are checked when a thread is created or calls execve, not when it is renamed"
             );
         }
         wd.anchor(&obs.tracepoint_ids())
             .map_err(io_err("watchdog"))?;
         if let Some(e) = &obs.signal_error {
-            eprintln!(
+            crate::diag!(
                 "hsched: warning: signals to frozen threads are not observed ({e}); a fatal one is found by the 200 ms sweep"
             );
         }
@@ -345,7 +345,7 @@ impl Daemon {
         let idle_wakes = match std::env::var("HSCHED_LIVE_IDLE_WAKES").as_deref() {
             Ok("off") => Err(IDLE_WAKES_OFF.to_string()),
             Ok(v) if v != "on" => {
-                eprintln!(
+                crate::diag!(
                     "hsched: warning: HSCHED_LIVE_IDLE_WAKES={v}: expected `on` or `off`; using on"
                 );
                 start()
@@ -353,7 +353,7 @@ impl Daemon {
             _ => start(),
         };
         match &idle_wakes {
-            Err(e) if e != IDLE_WAKES_OFF => eprintln!(
+            Err(e) if e != IDLE_WAKES_OFF => crate::diag!(
                 "hsched: warning: wake-ups on idle CPUs reach the hierarchy late (no ftrace instance: {e})"
             ),
             _ => {}
@@ -401,14 +401,14 @@ impl Daemon {
         let mut d_attr = SchedAttr::fifo(opts.daemon_priority);
         d_attr.flags = sys::SCHED_FLAG_RESET_ON_FORK;
         if let Err(e) = sys::sched_setattr(0, &d_attr) {
-            eprintln!(
+            crate::diag!(
                 "hsched: warning: the daemon could not raise itself to SCHED_FIFO {}: {e}",
                 opts.daemon_priority
             );
         }
         let epoch = sys::now_ns();
         if std::env::var_os("HSCHED_LIVE_DEBUG").is_some() {
-            eprintln!("[0] epoch mono {epoch}");
+            crate::diag!("[0] epoch mono {epoch}");
         }
         let coop = crate::coop::Channel::new(h, epoch).map_err(io_err("coop_poll channel"))?;
         epoll
@@ -439,7 +439,7 @@ impl Daemon {
             Ok(v) => match v.trim().trim_end_matches("us").parse::<u64>() {
                 Ok(us) if us <= 5_000 => us * 1_000,
                 _ => {
-                    eprintln!("hsched: warning: HSCHED_LIVE_EARLY={v}: expected 0 to 5000 (µs); early wake-up off");
+                    crate::diag!("hsched: warning: HSCHED_LIVE_EARLY={v}: expected 0 to 5000 (µs); early wake-up off");
                     0
                 }
             },
@@ -516,7 +516,7 @@ impl Daemon {
 
     pub fn warn(&mut self, key: &str, msg: String) {
         if self.warned.insert(key.to_string()) {
-            eprintln!("hsched: warning: {msg}");
+            crate::diag!("hsched: warning: {msg}");
         }
     }
 
@@ -595,7 +595,7 @@ impl Daemon {
                 self.stats.timer_late_ns.push(now - d);
             }
             if self.debug {
-                eprintln!(
+                crate::diag!(
                     "[{}] HSI timer due {} late {} ns",
                     now - self.epoch,
                     d - self.epoch,
@@ -680,7 +680,7 @@ impl Daemon {
     fn reap(&mut self) {
         while let Some((pid, status, cpu)) = sys::reap_any_rusage() {
             if self.debug {
-                eprintln!(
+                crate::diag!(
                     "[{}] reaped {pid} status {status}",
                     sys::now_ns().saturating_sub(self.epoch)
                 );
@@ -761,7 +761,7 @@ impl Daemon {
             m.last_event = m.last_event.max(read_at);
             self.stats.resyncs += 1;
             if self.debug {
-                eprintln!("[{}] resync {tid}", now.saturating_sub(self.epoch));
+                crate::diag!("[{}] resync {tid}", now.saturating_sub(self.epoch));
             }
             if let Err(e) = self.hsi.wake(self.inst(now), t) {
                 self.protocol_error(e);
@@ -864,7 +864,7 @@ impl Daemon {
         }
         let r = self.obs.set_signal_targets(&ids);
         if self.debug {
-            eprintln!(
+            crate::diag!(
                 "[{}] signal filter for {} ids in {} us",
                 t0.saturating_sub(self.epoch),
                 ids.len(),
@@ -977,7 +977,7 @@ impl Daemon {
             self.launches.remove(0);
             let spec = self.h.threads[i].clone();
             if let Err(e) = self.launch_spec(i, &spec) {
-                eprintln!("hsched: could not launch `{}`: {e}", spec.name);
+                crate::diag!("hsched: could not launch `{}`: {e}", spec.name);
             }
         }
         while let Some(&(t, g)) = self.kills.first() {
@@ -1001,7 +1001,7 @@ impl Daemon {
             let r = hierarchy::apply_op(&mut self.hsi, at, &op.op, &|n| names.get(n).copied());
             self.stats.operations += 1;
             if let Err(e) = r {
-                eprintln!("hsched: timed operation at {}: {e}", op.at);
+                crate::diag!("hsched: timed operation at {}: {e}", op.at);
             }
         }
         if self.signals_paused_until.is_some_and(|t| now >= t) {
@@ -1069,7 +1069,7 @@ impl Daemon {
 
     fn apply_event(&mut self, e: Event) {
         if self.debug {
-            eprintln!("[{}] event {e:?}", e.time().saturating_sub(self.epoch));
+            crate::diag!("[{}] event {e:?}", e.time().saturating_sub(self.epoch));
         }
         match e {
             Event::Preempt { time, tid } => {
@@ -1323,7 +1323,7 @@ impl Daemon {
         self.stats.execs += 1;
         self.touched.push(tid);
         if self.debug {
-            eprintln!(
+            crate::diag!(
                 "[{}] exec: an unmanaged thread is {tid} now",
                 time.saturating_sub(self.epoch)
             );
@@ -1344,7 +1344,7 @@ impl Daemon {
             Some((tid, start)) if tid == new => self.rename(old, new, start, time),
             _ => {
                 if self.debug {
-                    eprintln!(
+                    crate::diag!(
                         "[{}] exec {old} -> {new} not confirmed by its cgroup",
                         time.saturating_sub(self.epoch)
                     );
@@ -1402,7 +1402,7 @@ impl Daemon {
         self.stats.execs += 1;
         self.targets_dirty = true;
         if self.debug {
-            eprintln!(
+            crate::diag!(
                 "[{}] exec: thread {old} is {new} now",
                 time.saturating_sub(self.epoch)
             );
@@ -1495,7 +1495,7 @@ impl Daemon {
             }
         }
         if self.debug {
-            eprintln!(
+            crate::diag!(
                 "[{}] leaving {tid} (frozen {was_frozen}, granted {granted})",
                 now.saturating_sub(self.epoch)
             );
@@ -1704,7 +1704,7 @@ impl Daemon {
         self.dispatch.clear();
         self.hsi.drain_dispatch(&mut self.dispatch);
         if self.debug && !self.dispatch.is_empty() {
-            eprintln!(
+            crate::diag!(
                 "[{}] dispatch {:?} next timer {:?}",
                 sys::now_ns() - self.epoch,
                 self.dispatch,
@@ -1768,7 +1768,7 @@ impl Daemon {
         if let Some(cg) = &m.cg {
             m.frozen_at = sys::now_ns();
             if self.debug {
-                eprintln!("[{}] freeze {tid}", m.frozen_at - self.epoch);
+                crate::diag!("[{}] freeze {tid}", m.frozen_at - self.epoch);
             }
             if cg.freeze().is_ok() {
                 m.frozen = true;
@@ -1824,7 +1824,7 @@ impl Daemon {
                 let r = cg.thaw();
                 m.thawed_at = sys::now_ns();
                 if self.debug {
-                    eprintln!(
+                    crate::diag!(
                         "[{}] thaw {tid} on {cpu}: {r:?}",
                         sys::now_ns() - self.epoch
                     );
@@ -2085,7 +2085,7 @@ impl Daemon {
             v.sort_unstable();
             if let Some(&max) = v.last() {
                 let q = |f: f64| v[((v.len() as f64 * f) as usize).min(v.len() - 1)] / 1_000;
-                eprintln!(
+                crate::diag!(
                     "hsched: HSI timer wake-up lateness over {} expiries: p50 {} us, p99 {} us, p99.9 {} us, max {} us; daemon CPU {:.2} %, spin {:.2} %",
                     v.len(),
                     q(0.5),

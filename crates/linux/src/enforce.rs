@@ -568,7 +568,7 @@ impl RtBudget {
         if let Ok(v) = std::env::var("HSCHED_LIVE_RT") {
             match b.with_overrides(&v) {
                 Ok(o) => b = o,
-                Err(e) => eprintln!("hsched: warning: HSCHED_LIVE_RT={v}: {e}; ignored"),
+                Err(e) => crate::diag!("hsched: warning: HSCHED_LIVE_RT={v}: {e}; ignored"),
             }
         }
         b
@@ -979,7 +979,7 @@ impl crate::daemon::Daemon {
                 None => continue,
             };
             if self.debug {
-                eprintln!("[{}] rt {change:?}", now.saturating_sub(self.epoch));
+                crate::diag!("[{}] rt {change:?}", now.saturating_sub(self.epoch));
             }
             if sys::sched_setattr(t, &attr).is_ok() {
                 if let Some(m) = self.threads.get_mut(&t) {
@@ -1130,7 +1130,7 @@ mod freezer_tests {
     #[test]
     fn the_freezer_hierarchy_can_be_mounted_and_shows_every_process() {
         if sys::geteuid() != 0 {
-            eprintln!("SKIPPED: mounting a cgroup hierarchy needs root");
+            crate::diag!("SKIPPED: mounting a cgroup hierarchy needs root");
             return;
         }
         let at = std::env::temp_dir().join(format!("hsched-freezer-test-{}", sys::getpid()));
@@ -1144,7 +1144,7 @@ mod freezer_tests {
         if freezer_mount().is_none() {
             // No v1 freezer on this kernel at all: the mount must fail.
             assert!(mounted.is_err());
-            eprintln!("SKIPPED: this kernel has no v1 freezer");
+            crate::diag!("SKIPPED: this kernel has no v1 freezer");
             return;
         }
         mounted.unwrap();

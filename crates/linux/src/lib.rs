@@ -34,6 +34,9 @@
 #![warn(missing_docs)]
 // Only `sys` may use unsafe code; every block there says why it is sound.
 #![deny(unsafe_code)]
+// Messages and results go through `diag!` and `out::print_stdout`, which
+// do not panic on a closed stream (see `out`).
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
 
 pub mod bench;
 pub mod cli_glue;
@@ -46,6 +49,7 @@ pub mod enforce;
 pub mod ftrace;
 pub mod hierarchy;
 pub mod observe;
+pub mod out;
 pub mod probe;
 pub mod progress;
 pub mod record;

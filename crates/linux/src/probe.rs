@@ -146,7 +146,7 @@ pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, see
         // a run): their queues and coop_poll calls have no real counterpart.
         WorkloadSpec::Stage(_) | WorkloadSpec::Player(_) => {
             let kind = w.simulated_only().unwrap_or("simulated");
-            eprintln!(
+            crate::diag!(
                 "hsched: the `{kind}` workload runs only in the simulator; give the thread `exec`"
             );
         }
@@ -213,7 +213,7 @@ pub fn frame_renderer(
         if gap > miss_gap {
             misses += 1;
             if debug {
-                eprintln!("[mono {now}] frame miss: gap {gap} ns");
+                crate::diag!("[mono {now}] frame miss: gap {gap} ns");
             }
         }
         job(slot, gap as i64 - miss_gap as i64);
@@ -384,12 +384,9 @@ pub fn probe_main(args: &[String]) -> i32 {
         }
     })();
     match r {
-        Ok(s) => {
-            println!("{s}");
-            0
-        }
+        Ok(s) => crate::out::print_stdout(&format!("{s}\n")),
         Err(e) => {
-            eprintln!("hsched-live probe: {e}");
+            crate::diag!("hsched-live probe: {e}");
             2
         }
     }

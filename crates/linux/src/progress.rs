@@ -266,7 +266,7 @@ fn env_duration(key: &str) -> Option<Duration> {
     match p.duration("d") {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("hsched: warning: {key}={v}: {e}; using the default");
+            crate::diag!("hsched: warning: {key}={v}: {e}; using the default");
             None
         }
     }
@@ -323,7 +323,7 @@ impl ProgressMonitor {
                     );
                     m.trace = Some(w);
                 }
-                Err(e) => eprintln!(
+                Err(e) => crate::diag!(
                     "hsched: warning: HSCHED_PROGRESS_TRACE {}: {e}",
                     path.to_string_lossy()
                 ),
@@ -354,7 +354,7 @@ impl ProgressMonitor {
     fn warn(&mut self, key: &'static str, msg: String) {
         self.stats.errors += 1;
         if self.warned.insert(key) {
-            eprintln!("hsched: warning: progress monitor: {msg} (further ones are counted)");
+            crate::diag!("hsched: warning: progress monitor: {msg} (further ones are counted)");
         }
     }
 

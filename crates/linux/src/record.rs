@@ -162,7 +162,7 @@ fn run_recorded(
     inst.write("tracing_on", "1")?;
     let pid = sys::spawn_fn(&[], || {
         let errno = exec.exec();
-        eprintln!(
+        crate::diag!(
             "hsched record: cannot run `{}`: {}",
             opts.command[0],
             io::Error::from_raw_os_error(errno)

@@ -243,6 +243,47 @@ workload = { kind = "cpu-bound" }
     assert_eq!(r["live"]["protocol_errors"], 0);
 }
 
+/// A daemon whose stderr reader has gone (`2>&1 | head` after head exited)
+/// still runs to the end and writes its report: a warning it cannot print
+/// is dropped, not a panic that ends the run (and aborts in the panic
+/// hook).
+#[test]
+fn a_closed_stderr_loses_no_report() {
+    let Some(_g) = live() else { return };
+    let f = write_file(
+        "closed-stderr.toml",
+        r#"
+default = "ts"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "ts"
+policy = "ts"
+[[thread]]
+name = "hog"
+workload = { kind = "cpu-bound" }
+"#,
+    );
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let cpu = test_cpu().to_string();
+    let child = Command::new(bin())
+        // Out of range: the daemon warns at start.
+        .env("HSCHED_LIVE_EARLY", "99999")
+        .arg("run")
+        .arg(&f)
+        .args(["--cpus", &cpu, "--json", "--duration", "500ms"])
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .spawn()
+        .unwrap();
+    let out = wait_bounded(child, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad report: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert!(cpu_s(&r, "hog") > 0.1, "{r}");
+}
+
 #[test]
 fn hard_reservation_caps_a_cpu_hog() {
     let Some(_g) = live() else { return };

@@ -3,6 +3,7 @@
 
 use crate::outcome::{input_error, Outcome};
 use hsched_config::SchedTrace;
+use hsched_linux::diag;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -69,7 +70,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     }
     for pid in &pids {
         let t = &trace.threads[pid];
-        eprintln!(
+        diag!(
             "imported {}-{}: {} bursts, {} of CPU",
             t.comm,
             t.pid,

@@ -3,7 +3,7 @@
 
 use crate::outcome::{input_error, Outcome};
 use hsched_linux::record::{record, RecordOptions};
-use hsched_linux::LiveError;
+use hsched_linux::{diag, LiveError};
 use std::path::PathBuf;
 
 /// Long help.
@@ -56,14 +56,14 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let r = match record(&opts) {
         Ok(r) => r,
         Err(LiveError::Unsupported(m)) => {
-            eprintln!("error: cannot record: {m}\n  = help: run it as root (sudo hsched record ...), with tracefs mounted");
+            diag!("error: cannot record: {m}\n  = help: run it as root (sudo hsched record ...), with tracefs mounted");
             return Ok(Outcome::Status(3));
         }
         Err(LiveError::Setup(m)) => return Err(input_error(format!("error: {m}"))),
         Err(e) => return Err(anyhow::anyhow!("{e}")),
     };
     let out = args.output.display();
-    eprintln!(
+    diag!(
         "recorded `{}` (pid {}, exit status {}): {} events in {out}",
         args.command.join(" "),
         r.pid,
@@ -71,12 +71,12 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         r.events
     );
     if r.dropped > 0 {
-        eprintln!(
+        diag!(
             "warning: {} events were dropped because the buffer filled up; record again with a larger --buffer-kib",
             r.dropped
         );
     }
-    eprintln!(
+    diag!(
         "next: hsched import {out}   (lists the threads; then --pid {} or --comm NAME -o app.json)",
         r.pid
     );

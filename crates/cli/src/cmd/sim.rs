@@ -5,6 +5,7 @@ use crate::outcome::{input_error, Outcome, EXIT_INTERRUPTED};
 use crate::progress::Progress;
 use hsched_core::time::parse_duration;
 use hsched_core::Duration;
+use hsched_linux::diag;
 use hsched_sim::{GanttRequest, SimError, SimOptions};
 use std::cell::RefCell;
 use std::fs::File;
@@ -193,7 +194,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if report.threads.is_empty() {
         out.flush()?;
-        eprintln!("{IDLE_NOTE}");
+        diag!("{IDLE_NOTE}");
     }
     if report.interrupted {
         out.flush()?;
@@ -202,7 +203,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         } else {
             "the report covers"
         };
-        eprintln!(
+        diag!(
             "note: interrupted after {} of {duration} simulated; {what} that time",
             hsched_core::Duration(report.duration_ns),
         );
@@ -277,17 +278,17 @@ fn run_batch(
         }
         out.flush()?;
         if idle {
-            eprintln!("{IDLE_NOTE}");
+            diag!("{IDLE_NOTE}");
         }
         if batch.runs == asked {
             return Ok(Outcome::Ok);
         }
-        eprintln!(
+        diag!(
             "note: interrupted: {} of {asked} runs of {duration} completed; the summary covers those",
             batch.runs
         );
     } else {
-        eprintln!("note: interrupted before any of the {asked} runs of {duration} completed");
+        diag!("note: interrupted before any of the {asked} runs of {duration} completed");
     }
     Ok(Outcome::Status(EXIT_INTERRUPTED.into()))
 }

@@ -19,7 +19,7 @@ fn main() {
         Some("bench") => hsched_linux::bench::bench_main(rest),
         Some("stolen") => hsched_linux::stolen::tool::stolen_main(rest),
         _ => {
-            eprintln!(
+            hsched_linux::diag!(
                 "usage: hsched-live run|ctl|probe|bench|stolen ...\n{}\n{}\n{}",
                 hsched_linux::cli_glue::RUN_USAGE,
                 hsched_linux::cli_glue::CTL_USAGE,

@@ -566,8 +566,7 @@ pub fn stolen_main(args: &[String]) -> i32 {
     let usage = USAGE.replace("hsched-live", &me);
     let sub = args.first().map(String::as_str);
     if sub == Some("help") || args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{usage}");
-        return 0;
+        return crate::out::print_stdout(&format!("{usage}\n"));
     }
     let (rest, valued, switches): (&[String], &[&str], &[&str]) = match sub {
         Some("app") => (
@@ -595,13 +594,13 @@ pub fn stolen_main(args: &[String]) -> i32 {
         ),
     };
     if let Err(e) = only(rest, valued, switches) {
-        eprintln!("{me} stolen: {e}\n{usage}");
+        crate::diag!("{me} stolen: {e}\n{usage}");
         return 2;
     }
     // The test application runs under a daemon that has checked already.
     if sub != Some("app") {
         if let Err(e) = crate::check_support() {
-            eprintln!("{me} stolen: {e}");
+            crate::diag!("{me} stolen: {e}");
             return 3;
         }
     }
@@ -611,15 +610,14 @@ pub fn stolen_main(args: &[String]) -> i32 {
         _ => characterize_main(rest),
     };
     match r {
-        Ok(t) => {
-            print!("{t}");
+        Ok(mut t) => {
             if !t.is_empty() && !t.ends_with('\n') {
-                println!();
+                t.push('\n');
             }
-            0
+            crate::out::print_stdout(&t)
         }
         Err(e) => {
-            eprintln!("{me} stolen: {e}\n{usage}");
+            crate::diag!("{me} stolen: {e}\n{usage}");
             1
         }
     }
