@@ -75,6 +75,11 @@ pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), St
                                 x.parse().map_err(|_| format!("bad CPU list `{v}`"))?,
                                 y.parse().map_err(|_| format!("bad CPU list `{v}`"))?,
                             );
+                            if x > y {
+                                return Err(format!(
+                                    "bad CPU list `{v}`: the range {x}-{y} runs backwards"
+                                ));
+                            }
                             cpus.extend(x..=y);
                         }
                         None => cpus.push(part.parse().map_err(|_| format!("bad CPU list `{v}`"))?),
@@ -84,9 +89,14 @@ pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), St
             }
             "--duration" => {
                 let v = need(it.next(), a)?;
-                opts.duration = Some(
-                    parse_duration(&v, None).map_err(|e| format!("--duration: {}", e.message))?,
-                );
+                let d =
+                    parse_duration(&v, None).map_err(|e| format!("--duration: {}", e.message))?;
+                if d == hsched_core::Duration::ZERO {
+                    return Err(format!(
+                        "--duration: `{v}` is no time at all; give a duration longer than zero, e.g. 10s"
+                    ));
+                }
+                opts.duration = Some(d);
             }
             "--socket" => opts.socket = Some(need(it.next(), a)?.into()),
             "--group" => {
@@ -103,9 +113,18 @@ pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), St
                 opts.command_params.insert(k, param_value(val));
             }
             "--fifo-priority" => {
-                opts.fifo_priority = need(it.next(), a)?
-                    .parse()
-                    .map_err(|_| "--fifo-priority needs 0..98")?
+                // Granted threads must stay below the daemon, which has to
+                // preempt them to take a processor back.
+                let top = opts.daemon_priority - 1;
+                opts.fifo_priority = match need(it.next(), a)?.parse::<u32>() {
+                    Ok(p) if p <= top => p,
+                    _ => {
+                        return Err(format!(
+                            "--fifo-priority takes 1 to {top} (below the daemon's SCHED_FIFO {}), or 0 to leave the threads' own policy",
+                            opts.daemon_priority
+                        ))
+                    }
+                };
             }
             "--no-workloads" => opts.run_workloads = false,
             "--stolen" => opts.stolen = need(it.next(), a)?.parse()?,
@@ -352,6 +371,31 @@ mod tests {
         assert!(!json);
         assert!(parse_run_args(&["--bogus".to_string()]).is_err());
         assert!(parse_run_args(&[]).is_err());
+    }
+
+    #[test]
+    fn run_arguments_out_of_range_are_refused() {
+        let parse = |extra: &[&str]| {
+            let a: Vec<String> = ["f.toml"]
+                .iter()
+                .chain(extra)
+                .map(|s| s.to_string())
+                .collect();
+            parse_run_args(&a).map(|(_, o, _)| o)
+        };
+        let o = parse(&["--cpus", "0-2,5", "--fifo-priority", "79"]).unwrap();
+        assert_eq!(o.cpus, Some(vec![0, 1, 2, 5]));
+        assert_eq!(o.fifo_priority, 79);
+        assert_eq!(parse(&["--fifo-priority", "0"]).unwrap().fifo_priority, 0);
+        for (args, says) in [
+            (&["--cpus", "3-1"][..], "runs backwards"),
+            (&["--duration", "0s"], "no time at all"),
+            (&["--fifo-priority", "80"], "1 to 79"),
+            (&["--fifo-priority", "-1"], "1 to 79"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
     }
 
     #[test]

@@ -17,7 +17,8 @@ watchdog outlives it). See docs/live-mode.md.
 Options: --cpus LIST (default: all), --duration D (default: until the
 programs exit), --socket PATH, --group GID (may use the socket),
 --scheduler NAME and --param KEY=VALUE (where COMMAND goes), --no-workloads,
---fifo-priority N, --stolen off|procstat|trace (measure time stolen by
+--fifo-priority N (SCHED_FIFO of granted threads, 1 to 79, default 10; 0
+leaves their policy), --stolen off|procstat|trace (measure time stolen by
 interrupts and feed it to the hierarchy; see docs/stolen-time.md),
 --stolen-irq-overhead D, --json.";
 
