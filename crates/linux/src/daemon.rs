@@ -1886,6 +1886,8 @@ impl Daemon {
             (Some(argv), _) => {
                 let ex = sys::Exec::new(argv)
                     .map_err(|e| LiveError::Setup(format!("`{}`: {e}", argv.join(" "))))?;
+                // Made before the fork: the child may not allocate.
+                let failed = format!("hsched: could not execute `{}`\n", argv[0]);
                 let pid = sys::fork().map_err(io_err("fork"))?;
                 if pid == 0 {
                     // Child: only async-signal-safe calls until execve.
@@ -1904,7 +1906,7 @@ impl Daemon {
                     let mut b = [0u8; 1];
                     let _ = sys::read(r.as_raw_fd(), &mut b);
                     let err = ex.exec();
-                    let _ = sys::write_all(2, b"hsched: exec failed\n");
+                    let _ = sys::write_all(2, failed.as_bytes());
                     sys::exit_now(if err == libc::ENOENT { 127 } else { 126 });
                 }
                 pid

@@ -859,12 +859,19 @@ impl Exec {
         let first = argv
             .first()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty command"))?;
-        let path = resolve(first).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("program `{first}` not found in PATH"),
-            )
-        })?;
+        let path = if first.contains('/') {
+            // Checked here, so that a mistyped path fails the launch with
+            // its reason rather than in the child after the fork.
+            executable(first.as_ref())?;
+            first.into()
+        } else {
+            resolve(first).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("program `{first}` not found in PATH"),
+                )
+            })?
+        };
         let nul = |_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in an argument");
         let argv = argv
             .iter()
@@ -908,17 +915,28 @@ impl Exec {
     }
 }
 
+/// The first executable `prog` in `PATH` (`prog` has no `/`).
 fn resolve(prog: &str) -> Option<std::path::PathBuf> {
-    if prog.contains('/') {
-        return Some(prog.into());
-    }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(prog))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .find(|p| executable(p).is_ok())
+}
+
+/// Whether `p` is a file with an execute bit (root may run any such file).
+fn executable(p: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let m = std::fs::metadata(p)?;
+    if !m.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a file"));
+    }
+    if m.permissions().mode() & 0o111 == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "not executable (no x permission)",
+        ));
+    }
+    Ok(())
 }
 
 /// A pipe `(read, write)`, both close-on-exec.
@@ -1329,5 +1347,33 @@ pub fn flock_exclusive_nb(fd: RawFd) -> io::Result<bool> {
         Ok(false)
     } else {
         Err(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exec;
+
+    #[test]
+    fn a_program_that_cannot_run_is_refused_before_the_fork() {
+        let err = |argv: &[&str]| {
+            let v: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+            Exec::new(&v).err().map(|e| e.to_string())
+        };
+        assert_eq!(err(&["/bin/sh"]), None);
+        assert_eq!(err(&["sh", "-c", "true"]), None);
+        let says = |argv: &[&str], what: &str| {
+            let e = err(argv).unwrap_or_else(|| panic!("{argv:?} accepted"));
+            assert!(e.contains(what), "{argv:?}: {e}");
+        };
+        says(&["/no/such/program"], "No such file");
+        let dir = std::env::temp_dir();
+        says(&[dir.to_str().unwrap()], "not a file");
+        let f = dir.join(format!("hsched-not-executable-{}", std::process::id()));
+        std::fs::write(&f, "#!/bin/sh\n").unwrap();
+        says(&[f.to_str().unwrap()], "not executable");
+        let _ = std::fs::remove_file(&f);
+        says(&["no-such-program-for-hsched"], "not found in PATH");
+        says(&[], "empty command");
     }
 }
