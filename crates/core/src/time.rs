@@ -263,6 +263,24 @@ pub fn parse_duration(
     Ok(Duration(ns.round() as u64))
 }
 
+/// [`parse_duration`] (units required) for the length of a run, which must
+/// be longer than zero: `hsched sim --duration` and `hsched run --duration`.
+///
+/// # Errors
+/// As `parse_duration`, or a duration that rounds to zero nanoseconds.
+pub fn parse_run_length(text: &str) -> Result<Duration, ParseDurationError> {
+    let d = parse_duration(text, None)?;
+    if d == Duration::ZERO {
+        return Err(ParseDurationError {
+            message: format!(
+                "`{}` is no time at all; give a duration longer than zero, e.g. 10s",
+                text.trim()
+            ),
+        });
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

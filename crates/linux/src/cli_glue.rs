@@ -21,7 +21,8 @@
 
 use crate::ctl::{Client, DEFAULT_SOCKET};
 use crate::{run, RunOptions};
-use hsched_core::{time::parse_duration, ParamValue};
+use hsched_core::time::{parse_duration, parse_run_length};
+use hsched_core::ParamValue;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
@@ -89,14 +90,8 @@ pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), St
             }
             "--duration" => {
                 let v = need(it.next(), a)?;
-                let d =
-                    parse_duration(&v, None).map_err(|e| format!("--duration: {}", e.message))?;
-                if d == hsched_core::Duration::ZERO {
-                    return Err(format!(
-                        "--duration: `{v}` is no time at all; give a duration longer than zero, e.g. 10s"
-                    ));
-                }
-                opts.duration = Some(d);
+                opts.duration =
+                    Some(parse_run_length(&v).map_err(|e| format!("--duration: {}", e.message))?);
             }
             "--socket" => opts.socket = Some(need(it.next(), a)?.into()),
             "--group" => {

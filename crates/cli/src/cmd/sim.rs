@@ -3,7 +3,7 @@
 use crate::input;
 use crate::outcome::{input_error, Outcome, EXIT_INTERRUPTED};
 use crate::progress::Progress;
-use hsched_core::time::parse_duration;
+use hsched_core::time::{parse_duration, parse_run_length};
 use hsched_core::Duration;
 use hsched_linux::diag;
 use hsched_sim::{GanttRequest, SimError, SimOptions};
@@ -352,13 +352,7 @@ fn parse_duration_arg(s: &str) -> Result<Duration, String> {
 
 /// A run's length: longer than zero, like the file's `[sim] duration`.
 fn parse_run_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration_arg(s)?;
-    if d == Duration::ZERO {
-        return Err(format!(
-            "`{s}` is no time at all; give a duration longer than zero, e.g. 10s"
-        ));
-    }
-    Ok(d)
+    parse_run_length(s).map_err(|e| e.message)
 }
 
 /// `A..B` with units on both ends, A before B.
