@@ -11,7 +11,7 @@
 //! ```
 //!
 //! `run` exits with 0, 1 (an error during the run), 2 (bad arguments or
-//! file) or 3 (live mode impossible here: a missing kernel feature, not
+//! file, a CPU that is not online, a program that cannot be run) or 3 (live mode impossible here: a missing kernel feature, not
 //! root, or a requested CPU managed by another daemon, see
 //! [`crate::cpulock`]; nothing was changed).
 //!
@@ -167,15 +167,12 @@ pub fn run_main(args: &[String]) -> i32 {
         }),
         Err(e) => {
             crate::diag!("hsched run: {e}");
-            // 3: live mode impossible here (a missing feature, or another
-            // daemon manages a requested CPU); nothing was changed.
-            if matches!(
-                e,
-                crate::LiveError::Unsupported(_) | crate::LiveError::CpuBusy { .. }
-            ) {
-                3
-            } else {
-                1
+            match e {
+                crate::LiveError::Usage(_) => 2,
+                // Live mode impossible here (a missing feature, or another
+                // daemon manages a requested CPU); nothing was changed.
+                crate::LiveError::Unsupported(_) | crate::LiveError::CpuBusy { .. } => 3,
+                _ => 1,
             }
         }
     }

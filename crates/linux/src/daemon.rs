@@ -292,8 +292,8 @@ impl Daemon {
         let cpus = match &opts.cpus {
             Some(c) => {
                 if let Some(bad) = c.iter().find(|c| !online.contains(c)) {
-                    return Err(LiveError::Setup(format!(
-                        "CPU {bad} is not online (online: {online:?})"
+                    return Err(LiveError::Usage(format!(
+                        "--cpus: CPU {bad} is not online (online: {online:?})"
                     )));
                 }
                 c.clone()
@@ -1885,7 +1885,7 @@ impl Daemon {
         let pid = match (exec, workload) {
             (Some(argv), _) => {
                 let ex = sys::Exec::new(argv)
-                    .map_err(|e| LiveError::Setup(format!("`{}`: {e}", argv.join(" "))))?;
+                    .map_err(|e| LiveError::Usage(format!("`{}`: {e}", argv.join(" "))))?;
                 // Made before the fork: the child may not allocate.
                 let failed = format!("hsched: could not execute `{}`\n", argv[0]);
                 let pid = sys::fork().map_err(io_err("fork"))?;

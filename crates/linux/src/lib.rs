@@ -73,7 +73,11 @@ pub enum LiveError {
     Hierarchy(String),
     /// The HSI or a policy refused an operation.
     Refused(String),
-    /// Bad options, or a program could not be started.
+    /// The options or the file ask for what this machine does not have (a
+    /// CPU that is not online, a program that cannot be run): the CLI's
+    /// input error, exit status 2.
+    Usage(String),
+    /// A program could not be started, or the run could not be set up.
     Setup(String),
     /// A system call failed.
     Io(String),
@@ -92,7 +96,7 @@ impl std::fmt::Display for LiveError {
             LiveError::Unsupported(m) => write!(f, "live mode is not available here: {m}"),
             LiveError::Hierarchy(m) => write!(f, "hierarchy: {m}"),
             LiveError::Refused(m) => write!(f, "refused: {m}"),
-            LiveError::Setup(m) => write!(f, "{m}"),
+            LiveError::Usage(m) | LiveError::Setup(m) => write!(f, "{m}"),
             LiveError::Io(m) => write!(f, "{m}"),
             LiveError::CpuBusy { cpu, holder } => cpulock::LockError::Busy {
                 cpu: *cpu,

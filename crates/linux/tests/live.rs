@@ -285,6 +285,37 @@ workload = { kind = "cpu-bound" }
 }
 
 #[test]
+fn a_cpu_that_is_not_online_or_a_program_that_cannot_run_is_an_input_error() {
+    let Some(_g) = live() else { return };
+    let f = write_file(
+        "input-errors.toml",
+        "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n",
+    );
+    let cpu = test_cpu().to_string();
+    for (args, says) in [
+        (&["--cpus", "4095"][..], "CPU 4095 is not online"),
+        (
+            &["--cpus", &cpu, "--", "/nonexistent/hsched-test-prog"][..],
+            "/nonexistent/hsched-test-prog",
+        ),
+    ] {
+        let child = Command::new(bin())
+            .arg("run")
+            .arg(&f)
+            .args(["--duration", "2s"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = wait_bounded(child, Duration::from_secs(30));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn hard_reservation_caps_a_cpu_hog() {
     let Some(_g) = live() else { return };
     let f = write_file(
