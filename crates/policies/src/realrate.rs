@@ -99,8 +99,8 @@
 //! needs: the policy raises a *quality exception*, counted per child and in
 //! total, and recorded as a trace note `"quality exception: …"`. It fires
 //! once per episode (re-armed when the pressure falls below half the level).
-//! The count is shown by `describe` (`hsched tree`, reports) as `qex=N` and
-//! by [`RealRate::quality_exceptions`].
+//! The count is shown by `describe` as `qex=N` (live mode's `hsched ctl
+//! show`) and by [`RealRate::quality_exceptions`].
 //!
 //! # Parameters
 //! Instance: `overload` (0.9), `control_period` (10 ms), `default_period`
