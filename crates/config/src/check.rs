@@ -6,7 +6,7 @@
 use crate::error::{did_you_mean, one_of, one_of_these, ConfigError, ConfigErrors};
 use crate::model::*;
 use crate::read::{duration_of, Diag};
-use hsched_core::{Duration, ParamSpec, ParamValue, Params};
+use hsched_core::{Duration, ParamSpec, ParamValue, Params, PolicyError};
 use hsched_policies::PolicyInfo;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -253,6 +253,7 @@ pub(crate) fn check_child_params(
     whose: &str,
 ) {
     let owner = format!("children of `{parent_name}` (policy `{}`)", parent.name);
+    let before = d.errs.len();
     check_params(
         d,
         parent.child_params,
@@ -276,6 +277,22 @@ pub(crate) fn check_child_params(
             )
             .expected("an amount longer than zero");
         d.push(e);
+    }
+    // What only the policy knows (a class name, a value the declared kind
+    // cannot express), once the keys and kinds are right: otherwise the
+    // run would refuse the child when it creates it.
+    if d.errs.len() == before {
+        if let Err(e) = (parent.check_child)(params) {
+            let (site, message) = match &e {
+                PolicyError::Param(p) if params.get(&p.key).is_some() => (
+                    format!("{path}.{}=", p.key),
+                    format!("{whose}: `{}`: {}", p.key, p.message),
+                ),
+                _ => (path.to_string(), format!("{whose}: {e}")),
+            };
+            let e = d.make(&site, fallback, message);
+            d.push(e);
+        }
     }
 }
 
@@ -1038,14 +1055,28 @@ pub(crate) fn check_timeline(
                                     if alive[t] && sched[t].as_deref() == Some(old.as_str()) {
                                         if let Some(info) = info {
                                             let keys = keys_of(info.child_params);
-                                            for (k, _) in h.threads[t].params.iter() {
+                                            let params = &h.threads[t].params;
+                                            let hint = "use `move_threads = false`, or move the thread with `move-thread` and new `params`";
+                                            let mut known = true;
+                                            for (k, _) in params.iter() {
                                                 if !keys.contains(&k) {
+                                                    known = false;
                                                     let e = d
                                                         .make(&format!("{p}.name="), op_span, format!("moving thread `{}` to `{name}` at {at}: its parameter `{k}` is not accepted there", h.threads[t].name))
                                                         .expected(if keys.is_empty() { format!("no parameters (policy `{}`)", info.name) } else { one_of(&keys) })
-                                                        .hint("use `move_threads = false`, or move the thread with `move-thread` and new `params`");
+                                                        .hint(hint);
                                                     d.push(e);
                                                 }
+                                            }
+                                            // Its parameters go with it: the
+                                            // new parent must accept them.
+                                            if let (true, Err(e)) =
+                                                (known, (info.check_child)(params))
+                                            {
+                                                let e = d
+                                                    .make(&format!("{p}.name="), op_span, format!("moving thread `{}` to `{name}` at {at}: {e}", h.threads[t].name))
+                                                    .hint(hint);
+                                                d.push(e);
                                             }
                                         }
                                         sched[t] = Some(name.clone());

@@ -68,6 +68,7 @@ fn policies() -> Vec<PolicyInfo> {
             min_parents,
             max_parents,
             build,
+            check_child: hsched_policies::registry::no_child_check,
         }
     };
     vec![

@@ -176,6 +176,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     min_parents: 1,
     max_parents: 1,
     build,
+    check_child: |p| crate::best::nice_of(&INFO, p).map(drop),
 };
 
 /// The `nice` child parameter shared by `best`, `best-rate` and `linux24`.

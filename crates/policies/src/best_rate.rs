@@ -112,6 +112,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     min_parents: 1,
     max_parents: 1,
     build,
+    check_child: |p| crate::best::nice_of(&INFO, p).map(drop),
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {

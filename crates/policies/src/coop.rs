@@ -186,6 +186,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     min_parents: 1,
     max_parents: 1,
     build,
+    check_child: |p| domain_param(p).map(drop),
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {

@@ -87,6 +87,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     min_parents: 1,
     max_parents: 1,
     build,
+    check_child: crate::registry::no_child_check,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {

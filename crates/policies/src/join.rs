@@ -85,6 +85,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     min_parents: 2,
     max_parents: MAX_PARENTS,
     build,
+    check_child: crate::registry::no_child_check,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {

@@ -23,6 +23,18 @@ pub struct PolicyInfo {
     pub max_parents: usize,
     /// Builds an instance from its parameters.
     pub build: fn(&Params) -> Result<Box<dyn Policy>, PolicyError>,
+    /// Checks a child's parent-side parameters as `register_vp` reads
+    /// them, without an instance (so without admission control): a file
+    /// is checked before a run creates the child, which may be long after
+    /// it was read. [`no_child_check`] for a policy whose child parameters
+    /// `child_params` describes completely.
+    pub check_child: fn(&Params) -> Result<(), PolicyError>,
+}
+
+/// A [`PolicyInfo::check_child`] with nothing to check beyond the declared
+/// keys and kinds.
+pub fn no_child_check(_: &Params) -> Result<(), PolicyError> {
+    Ok(())
 }
 
 impl std::fmt::Debug for PolicyInfo {

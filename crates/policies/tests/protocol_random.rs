@@ -87,6 +87,7 @@ static FIFO: PolicyInfo = PolicyInfo {
     min_parents: 1,
     max_parents: 1,
     build: |_| Ok(Box::new(hsched_core::testing::Fifo::default())),
+    check_child: hsched_policies::registry::no_child_check,
 };
 
 /// Policies that build with random parameters (placeholders do not),

@@ -46,6 +46,7 @@ fn policies() -> Vec<PolicyInfo> {
         min_parents: 1,
         max_parents: 1,
         build: fifo,
+        check_child: hsched_policies::registry::no_child_check,
     });
     v
 }

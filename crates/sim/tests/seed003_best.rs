@@ -196,6 +196,7 @@ fn policies() -> Vec<PolicyInfo> {
         min_parents: 1,
         max_parents: 1,
         build: build_edf,
+        check_child: hsched_policies::registry::no_child_check,
     });
     all
 }

@@ -31,6 +31,7 @@ pub fn policies() -> Vec<PolicyInfo> {
             min_parents: 1,
             max_parents: 1,
             build,
+            check_child: hsched_policies::registry::no_child_check,
         });
     }
     v
