@@ -786,8 +786,11 @@ impl<'h> Engine<'h> {
                 self.call_workload(i, Callback::Timer)
             }
             _ => {
-                let th = &self.threads[i];
+                let th = &mut self.threads[i];
                 if th.id.is_some() && th.exited.is_none() {
+                    // Cut off by its exit time: what is overdue is missed,
+                    // as at the end of the run.
+                    th.workload.finish(self.now, &mut th.stats);
                     self.exit(i)
                 } else {
                     Ok(())

@@ -507,6 +507,21 @@ pub struct Prog {
 const MAX_TURNS_AT_ONE_INSTANT: u64 = 100_000;
 
 impl Prog {
+    /// The deadline of the job in progress: the expiry its next `timer`
+    /// step will check, once the program has started and has timers.
+    fn pending_deadline(&self) -> Option<u64> {
+        if !self.started || !self.has_timer {
+            return None;
+        }
+        self.expiry.or_else(|| {
+            let (passed, next) = self.steps.split_at(self.pc.min(self.steps.len()));
+            next.iter().chain(passed).find_map(|s| match s {
+                Step::Timer { period, .. } => Some(self.origin.saturating_add(period.as_nanos())),
+                _ => None,
+            })
+        })
+    }
+
     /// Runs steps until one takes time.
     fn advance(&mut self, cx: &mut WCtx<'_>) -> Next {
         let mut turns = 0;
@@ -966,13 +981,54 @@ impl Workload {
         }
     }
 
-    /// The run ends at `end`: account for what is overdue then.
+    /// The run ends, or the thread is made to exit, at `end`: a job still
+    /// unfinished then whose deadline has passed is a miss (a starved
+    /// thread must not look punctual). It has no finish time, so no
+    /// lateness sample.
     pub fn finish(&mut self, end: u64, stats: &mut ThreadStats) {
-        if let Workload::Renderer { miss_gap, last, .. } = self {
-            if end > *last {
-                stats.misses += (end - *last - 1) / *miss_gap;
+        stats.misses += match self {
+            Workload::Renderer { miss_gap, last, .. } if end > *last => {
+                (end - *last - 1) / *miss_gap
             }
-        }
+            Workload::Periodic {
+                period,
+                deadline,
+                origin,
+                released,
+                done,
+                ..
+            } => {
+                // Job k is due at origin + k·period + deadline, so the jobs
+                // due before `end` are those with k < ⌈x / period⌉.
+                let x = end.saturating_sub(origin.saturating_add(*deadline));
+                (*released).min(x.div_ceil(*period)).saturating_sub(*done)
+            }
+            Workload::Sporadic {
+                deadline,
+                releases,
+                released,
+                done,
+                current_deadline,
+                ..
+            } if *done < *released => {
+                // The job in progress, then the backlog in arrival order
+                // (their deadlines only grow).
+                let mut due = releases.due.clone();
+                let mut d = *current_deadline;
+                let mut n = 0;
+                while d < end {
+                    n += 1;
+                    if *done + n == *released {
+                        break;
+                    }
+                    d = due.next().saturating_add(*deadline);
+                }
+                n
+            }
+            Workload::Video(v) if v.busy && v.deadline < end => 1,
+            Workload::Program(p) => u64::from(p.pending_deadline().is_some_and(|d| d < end)),
+            _ => 0,
+        };
     }
 }
 
@@ -1389,6 +1445,93 @@ mod tests {
             assert_eq!(call(&mut w, &mut rng, &mut st, t2, timer).0, Next::Exit);
             assert_eq!((st.jobs, st.misses), (3, 1));
         }
+    }
+
+    #[test]
+    fn unfinished_jobs_past_their_deadline_are_misses_at_the_end() {
+        type Cb = fn(&mut Workload, &mut WCtx<'_>) -> Next;
+        const T: Cb = timer;
+        const DONE: Cb = done;
+        let end_misses = |spec: &WorkloadSpec, events: &[(u64, Cb)], end: u64| {
+            let mut rng = Rng::new(3, 3);
+            let mut w = Workload::new(spec, &rng.clone()).unwrap();
+            let mut st = ThreadStats::default();
+            call(&mut w, &mut rng, &mut st, 0, start);
+            for &(t, f) in events {
+                call(&mut w, &mut rng, &mut st, t, f);
+            }
+            let before = st.misses;
+            w.finish(end, &mut st);
+            st.misses - before
+        };
+        // Periodic, 10 ms: jobs released at 0..=40 ms, the first done late
+        // at 12 ms. At 45 ms the jobs due at 20, 30 and 40 ms are overdue;
+        // the one due at 50 ms is not.
+        let periodic = WorkloadSpec::Periodic {
+            period: D(10 * MS),
+            exec: D(12 * MS),
+            deadline: D(10 * MS),
+            jitter: D(0),
+            offset: D(0),
+        };
+        let releases = [
+            (0, T),
+            (10 * MS, T),
+            (12 * MS, DONE),
+            (20 * MS, T),
+            (30 * MS, T),
+            (40 * MS, T),
+        ];
+        assert_eq!(end_misses(&periodic, &releases, 45 * MS), 3);
+        // Ending exactly at a deadline does not miss it.
+        assert_eq!(end_misses(&periodic, &releases, 40 * MS), 2);
+        // Never run: every job due before the end.
+        let starved = [(0, T), (10 * MS, T), (20 * MS, T)];
+        assert_eq!(end_misses(&periodic, &starved, 25 * MS), 2);
+        // Sporadic, arrivals every 5 to 6 ms, deadline 1 ms, never run:
+        // all three released jobs are overdue by 20 ms.
+        let sporadic = WorkloadSpec::Sporadic {
+            min_interarrival: D(5 * MS),
+            max_interarrival: D(6 * MS),
+            exec: D(MS),
+            deadline: D(MS),
+        };
+        let mut rng = Rng::new(3, 3);
+        let mut w = Workload::new(&sporadic, &rng.clone()).unwrap();
+        let mut st = ThreadStats::default();
+        let mut at = call(&mut w, &mut rng, &mut st, 0, start).1.unwrap();
+        let mut arrivals: Vec<(u64, Cb)> = Vec::new();
+        for _ in 0..3 {
+            arrivals.push((at, T));
+            at = call(&mut w, &mut rng, &mut st, at, timer).1.unwrap();
+        }
+        assert_eq!(end_misses(&sporadic, &arrivals, 20 * MS), 3);
+        // The last arrival is at 15 ms at the earliest, due 1 ms later.
+        assert_eq!(end_misses(&sporadic, &arrivals, arrivals[2].0 + MS), 2);
+        // Video in continue mode: a frame still decoding past its deadline.
+        let video = WorkloadSpec::Video(VideoSpec {
+            period: D(10 * MS),
+            mode: VideoMode::Constant { exec: D(4 * MS) },
+            on_miss: MissPolicy::Continue,
+        });
+        assert_eq!(end_misses(&video, &[], 11 * MS), 1);
+        assert_eq!(end_misses(&video, &[], 10 * MS), 0);
+        // A program that has not reached its first timer step by its expiry.
+        let prog = WorkloadSpec::Program(Program {
+            steps: vec![
+                Step::Run(D(3 * MS)),
+                Step::Timer {
+                    period: D(10 * MS),
+                    absolute: true,
+                },
+            ],
+            loops: None,
+            delay: D(0),
+        });
+        assert_eq!(end_misses(&prog, &[], 11 * MS), 1);
+        assert_eq!(end_misses(&prog, &[(3 * MS, DONE)], 11 * MS), 0);
+        // Models without deadlines add none.
+        assert_eq!(end_misses(&WorkloadSpec::CpuBound, &[], 11 * MS), 0);
     }
 
     #[test]

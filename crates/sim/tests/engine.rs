@@ -195,6 +195,37 @@ workload = {{ kind = \"cpu-bound\" }}
     assert!(s.dispatch_latency_ns.is_none());
 }
 
+/// A periodic thread that never runs misses every deadline that passes
+/// while it waits, counted at the end of the run or at its exit time.
+#[test]
+fn a_starved_periodic_thread_misses_its_deadlines() {
+    let text = format!(
+        "{ONE_FIFO}
+[[thread]]
+name = \"hog\"
+scheduler = \"root\"
+workload = {{ kind = \"cpu-bound\" }}
+[[thread]]
+name = \"late\"
+scheduler = \"root\"
+workload = {{ kind = \"periodic\", period = \"10ms\", exec = \"1ms\" }}
+[[thread]]
+name = \"gone\"
+scheduler = \"root\"
+exit = \"505ms\"
+workload = {{ kind = \"periodic\", period = \"10ms\", exec = \"1ms\" }}
+"
+    );
+    let r = sim(&text, 1.0);
+    // Jobs due at 10, 20, ..., 990 ms: the one due at 1 s, the end, is not
+    // yet missed.
+    let late = r.thread("late").unwrap();
+    assert_eq!((late.jobs, late.deadline_misses), (0, 99));
+    assert!(late.lateness_ns.is_none());
+    let gone = r.thread("gone").unwrap();
+    assert_eq!((gone.jobs, gone.deadline_misses), (0, 50));
+}
+
 #[test]
 fn timer_ticks_delay_budget_enforcement() {
     // A hard reservation of 10 ms / 33 ms for a CPU-bound renderer: with
