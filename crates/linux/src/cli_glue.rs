@@ -306,6 +306,15 @@ pub fn ctl_main(args: &[String]) -> i32 {
         crate::diag!("{CTL_USAGE}");
         return 2;
     };
+    // A mistyped operation is the user's error whether or not a daemon
+    // runs: say so before trying to reach one.
+    if !crate::control::OPERATIONS.contains(&op.as_str()) {
+        crate::diag!(
+            "hsched ctl: unknown operation `{op}`; known: {}\n{CTL_USAGE}",
+            crate::control::OPERATIONS.join(", ")
+        );
+        return 2;
+    }
     let fields = match ctl_fields(pairs) {
         Ok(f) => f,
         Err(e) => {
@@ -363,6 +372,15 @@ mod tests {
         assert!(!json);
         assert!(parse_run_args(&["--bogus".to_string()]).is_err());
         assert!(parse_run_args(&[]).is_err());
+    }
+
+    #[test]
+    fn an_unknown_ctl_operation_is_a_usage_error_without_a_daemon() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let nowhere = "/nonexistent/hsched-test.sock";
+        assert_eq!(ctl_main(&args(&["--socket", nowhere, "bogus-op"])), 2);
+        // A known one gets as far as the (missing) daemon.
+        assert_eq!(ctl_main(&args(&["--socket", nowhere, "show"])), 1);
     }
 
     #[test]
