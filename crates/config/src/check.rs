@@ -10,6 +10,11 @@ use hsched_core::{Duration, ParamSpec, ParamValue, Params, PolicyError};
 use hsched_policies::PolicyInfo;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Deepest nesting of schedulers, a root being level 1: far beyond the few
+/// levels real hierarchies use, and small enough that a tree printed with
+/// one indent per level stays readable (and of linear size).
+pub(crate) const MAX_LEVELS: usize = 64;
+
 /// The policy called `name` in `policies`.
 pub(crate) fn find_policy<'p>(policies: &'p [PolicyInfo], name: &str) -> Option<&'p PolicyInfo> {
     policies.iter().find(|p| p.name == name)
@@ -497,6 +502,47 @@ pub(crate) fn check_graph(
         placed[next] = true;
         order.push(next);
     }
+    // Levels, parents first; the first scheduler too deep is reported (a
+    // long chain would give one error per scheduler below the limit).
+    let mut level = vec![0usize; n];
+    let deepest =
+        |x: usize, level: &[usize]| edges[x].iter().copied().max_by_key(|&(p, _)| level[p]);
+    for &i in &order {
+        let up = deepest(i, &level);
+        level[i] = 1 + up.map_or(0, |(p, _)| level[p]);
+        let (Some((_, j)), true) = (up, level[i] > MAX_LEVELS) else {
+            continue;
+        };
+        let mut chain = vec![scheds[i].name.as_str()];
+        let mut x = i;
+        while let Some((p, _)) = deepest(x, &level) {
+            chain.push(&scheds[p].name);
+            x = p;
+        }
+        let chain = if chain.len() <= 6 {
+            chain.join(" -> ")
+        } else {
+            format!(
+                "{} -> ... -> {}",
+                chain[..3].join(" -> "),
+                chain[chain.len() - 2..].join(" -> ")
+            )
+        };
+        let e = d
+            .make(
+                &format!("{}.parent.{j}", paths[i]),
+                scheds[i].span,
+                format!(
+                    "scheduler `{}` is nested {} levels deep: {chain} (each name is followed by its parent)",
+                    scheds[i].name, level[i]
+                ),
+            )
+            .expected(format!(
+                "at most {MAX_LEVELS} levels of schedulers (a root is level 1)"
+            ));
+        d.push(e);
+        return None;
+    }
     Some(order)
 }
 
@@ -575,6 +621,16 @@ struct Live {
     parents: Vec<String>,
     spec_cpus: Vec<usize>,
     line: u32,
+    /// Nesting level, a root being 1.
+    level: usize,
+}
+
+/// The level of a scheduler under `parents` (those that are live).
+fn level_under<'p>(live: &BTreeMap<String, Live>, parents: impl Iterator<Item = &'p str>) -> usize {
+    1 + parents
+        .filter_map(|p| live.get(p).map(|l| l.level))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Walks thread creations, `[[at]]` operations and thread exits in time
@@ -607,7 +663,11 @@ pub(crate) fn check_timeline(
     };
     let cpus = h.machine.cpus;
     let mut live: BTreeMap<String, Live> = BTreeMap::new();
+    // Parents first when the graph is sound (`check_graph` bounds their
+    // levels); otherwise a parent not seen yet counts as absent, which can
+    // only make a level lower.
     for s in &h.schedulers {
+        let level = level_under(&live, s.parents.iter().map(|p| p.name.as_str()));
         live.insert(
             s.name.clone(),
             Live {
@@ -615,6 +675,7 @@ pub(crate) fn check_timeline(
                 parents: s.parents.iter().map(|p| p.name.clone()).collect(),
                 spec_cpus: s.cpus.clone(),
                 line: s.span.line,
+                level,
             },
         );
     }
@@ -1006,6 +1067,14 @@ pub(crate) fn check_timeline(
                                 }
                             }
                         }
+                        let level =
+                            level_under(&live, spec.parents.iter().map(|x| x.name.as_str()));
+                        if level > MAX_LEVELS {
+                            let e = d
+                                .make(&sp, op_span, format!("scheduler `{}` created at {at} would be nested {level} levels deep", spec.name))
+                                .expected(format!("at most {MAX_LEVELS} levels of schedulers (a root is level 1)"));
+                            d.push(e);
+                        }
                         // Known from now on even when broken, so later
                         // operations are not reported again.
                         live.insert(
@@ -1015,6 +1084,7 @@ pub(crate) fn check_timeline(
                                 parents: spec.parents.iter().map(|x| x.name.clone()).collect(),
                                 spec_cpus: spec.cpus.clone(),
                                 line: op_span.line,
+                                level,
                             },
                         );
                         destroyed_at.remove(&spec.name);
@@ -1205,9 +1275,9 @@ impl Hierarchy {
                 continue;
             }
             let e = match &t.rtapp {
-                Some(b) => ConfigError::at_span(&self.file, t.span, format!("thread `{}` runs rt-app task `{}`, but no rt-app workload is attached", t.name, b.task))
-                    .expected("the rt-app file loaded with the hierarchy (`[workload] rtapp = \"...\"`) or given with --workload")
-                    .hint("read the file with `load`, which also reads the rt-app file, or attach a workload"),
+                Some(b) => ConfigError::at_span(&self.file, t.span, format!("thread `{}` has `rtapp = \"{}\"`, but no rt-app file is given", t.name, b.task))
+                    .expected("an rt-app file that declares the task: `[workload] rtapp = \"tasks.json\"` in the hierarchy file, or `--workload tasks.json` on the command line")
+                    .hint("`rtapp` takes a task's program from that file; give the thread a `workload` instead to run it without one"),
                 None => ConfigError::at_span(&self.file, t.span, format!("thread `{}` has no `workload`, so it cannot be simulated", t.name))
                     .expected("`workload = { kind = \"...\" }` or `rtapp = \"task\"`")
                     .hint("`exec` alone describes a thread for live mode only"),

@@ -22,7 +22,8 @@ pub struct ConfigError {
     /// How to fix it (`did you mean "period"?`).
     pub hint: Option<String>,
     /// The text of the offending line, quoted when rendering; `None` when
-    /// the source text was not at hand (see [`ConfigErrors::fill_source`]).
+    /// the source text was not at hand (see [`ConfigErrors::fill_source`])
+    /// or the line is too long to quote.
     pub source_line: Option<String>,
     /// How many characters of the line the caret underlines (at least 1).
     pub len: u32,
@@ -144,7 +145,7 @@ impl ConfigErrors {
         let lines: Vec<&str> = text.lines().collect();
         for e in &mut self.0 {
             if e.file == file && e.source_line.is_none() && e.line > 0 {
-                if let Some(l) = lines.get(e.line as usize - 1) {
+                if let Some(l) = lines.get(e.line as usize - 1).filter(|l| quotable(l)) {
                     e.source_line = Some((*l).to_string());
                     if e.len <= 1 {
                         e.len = guess_len(l, e.col);
@@ -200,6 +201,17 @@ pub(crate) struct Source<'a> {
     pub file: &'a str,
     pub text: &'a str,
     starts: Vec<usize>,
+    /// Characters before each multiple of [`CHUNK`] bytes, so that a column
+    /// costs at most a chunk of counting even on a line of megabytes (a
+    /// generated JSON file is often one line).
+    chars_before: Vec<usize>,
+}
+
+const CHUNK: usize = 256;
+
+/// Whether `b` starts a character (is not a UTF-8 continuation byte).
+fn starts_char(b: u8) -> bool {
+    b & 0xC0 != 0x80
 }
 
 impl<'a> Source<'a> {
@@ -210,7 +222,28 @@ impl<'a> Source<'a> {
                 starts.push(i + 1);
             }
         }
-        Source { file, text, starts }
+        let mut chars_before = vec![0];
+        for chunk in text.as_bytes().chunks(CHUNK) {
+            let n = chunk.iter().filter(|&&b| starts_char(b)).count();
+            chars_before.push(chars_before[chars_before.len() - 1] + n);
+        }
+        Source {
+            file,
+            text,
+            starts,
+            chars_before,
+        }
+    }
+
+    /// Characters before byte offset `at`.
+    fn char_offset(&self, at: usize) -> usize {
+        let k = at / CHUNK;
+        let from = k * CHUNK;
+        self.chars_before[k]
+            + self.text.as_bytes()[from..at]
+                .iter()
+                .filter(|&&b| starts_char(b))
+                .count()
     }
 
     fn floor(&self, mut at: usize) -> usize {
@@ -240,7 +273,7 @@ impl<'a> Source<'a> {
     pub fn line_col(&self, at: usize) -> (u32, u32) {
         let at = self.floor(at);
         let idx = self.line_index(at);
-        let col = self.text[self.starts[idx]..at].chars().count() + 1;
+        let col = self.char_offset(at) - self.char_offset(self.starts[idx]) + 1;
         (idx as u32 + 1, col as u32)
     }
 
@@ -256,8 +289,10 @@ impl<'a> Source<'a> {
         let mut e = ConfigError::at_span(self.file, span, message);
         if span.line >= 1 && (span.line as usize) <= self.starts.len() {
             let text = self.line_text(span.line as usize - 1);
-            e.source_line = Some(text.to_string());
-            e.len = guess_len(text, span.col);
+            if quotable(text) {
+                e.source_line = Some(text.to_string());
+                e.len = guess_len(text, span.col);
+            }
         }
         e
     }
@@ -270,7 +305,7 @@ impl<'a> Source<'a> {
         let (l, c) = self.line_col(start);
         let line_end = self.starts[idx] + line.len();
         let end = self.floor(range.end.min(line_end).max(start));
-        let len = self.text[start..end].chars().count().max(1);
+        let len = (self.char_offset(end) - self.char_offset(start)).max(1);
         ConfigError {
             file: self.file.to_string(),
             line: l,
@@ -278,10 +313,17 @@ impl<'a> Source<'a> {
             message: message.into(),
             expected: None,
             hint: None,
-            source_line: Some(line.to_string()),
+            source_line: quotable(line).then(|| line.to_string()),
             len: len as u32,
         }
     }
+}
+
+/// Whether a line is short enough to quote: each error keeps its own copy,
+/// and thousands of errors in a file of one long line (generated JSON)
+/// would otherwise take gigabytes.
+fn quotable(line: &str) -> bool {
+    line.len() <= 1000
 }
 
 /// How much of `line` to underline from column `col`: a quoted string or a
@@ -436,5 +478,40 @@ mod tests {
         let e = src.error(0..12, "x");
         assert_eq!(e.len, 5);
         assert_eq!(src.line_col(100), (3, 1));
+    }
+
+    #[test]
+    fn columns_on_long_lines_match_counting_characters() {
+        // Lines of several chunks, with multi-byte characters straddling
+        // the chunk boundaries.
+        let text: String = (0..3000)
+            .map(|i| match i % 7 {
+                0 => "é",
+                1 if i % 700 == 1 => "\n",
+                2 => "日本",
+                3 => "😀",
+                _ => "ab",
+            })
+            .collect();
+        let src = Source::new("f", &text);
+        for (at, _) in text.char_indices().chain([(text.len(), ' ')]) {
+            let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            let line = text[..at].matches('\n').count() + 1;
+            let col = text[line_start..at].chars().count() + 1;
+            assert_eq!(src.line_col(at), (line as u32, col as u32), "at {at}");
+        }
+    }
+
+    #[test]
+    fn long_lines_are_not_quoted() {
+        let text = format!("{{\"a\": 1}}\n{}\n", "x".repeat(5000));
+        let src = Source::new("f", &text);
+        assert!(src.error(1..4, "short").source_line.is_some());
+        let e = src.error(3000..3001, "long");
+        assert_eq!((e.line, e.col, e.source_line), (2, 2992, None));
+        assert_eq!(
+            src.error_at(Span { line: 2, col: 5 }, "long").source_line,
+            None
+        );
     }
 }

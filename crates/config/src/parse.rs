@@ -8,6 +8,7 @@ use crate::check::{
 use crate::error::{did_you_mean, one_of, one_of_these, ConfigError, ConfigErrors, Source};
 use crate::model::*;
 use crate::read::{text_of, Diag, Reader, Tab, V};
+use hsched_core::time::{MAX_PARSED, MAX_PARSED_TEXT};
 use hsched_core::{Duration, Params};
 use hsched_policies::PolicyInfo;
 use std::collections::{BTreeMap, BTreeSet};
@@ -78,10 +79,19 @@ const KINDS: &[&str] = &[
 ];
 /// Most threads one `count` may create.
 const MAX_COUNT: u64 = 100_000;
+/// Most schedulers a file may declare and create, together: real
+/// hierarchies have a few to a few hundred instances (one per application
+/// or user), and each costs some kilobytes in every check and run.
+const MAX_SCHEDULERS: usize = 10_000;
 /// Most processors a machine may have.
 const MAX_CPUS: u64 = 4096;
 /// Largest queue capacity, in items.
 const MAX_QUEUE: u64 = 1 << 40;
+/// Smallest `fps` or `rate`: one event about every 288 years, so that the
+/// period still fits in the longest duration ([`MAX_PARSED`]).
+const MIN_RATE: f64 = 1.1e-10;
+const MIN_RATE_TEXT: &str = "1.1e-10";
+const _: () = assert!(1e9 / MIN_RATE <= MAX_PARSED.as_nanos() as f64);
 
 /// Parses a hierarchy file with the policies of `hsched_policies`.
 /// `file_name` is used in messages only; nothing is read from disk, so an
@@ -129,7 +139,25 @@ pub fn parse_str_with_policies(
     let mut sched_paths = Vec::new();
     let mut sound = Vec::new();
     if let Some(v) = root.get("scheduler") {
-        for (i, tab) in r.tables(v, "scheduler").into_iter().enumerate() {
+        let tabs = r.tables(v, "scheduler");
+        // Refused before anything is built from them.
+        if let Some(tab) = tabs.get(MAX_SCHEDULERS) {
+            let e = r
+                .err(
+                    tab.span.clone(),
+                    format!(
+                        "[[scheduler]] #{} makes the file too large: it has {} [[scheduler]] tables",
+                        MAX_SCHEDULERS + 1,
+                        tabs.len()
+                    ),
+                )
+                .expected(format!("at most {MAX_SCHEDULERS} schedulers in all, declared and created by operations"));
+            r.push(e);
+            let mut errs = ConfigErrors(std::mem::take(&mut r.errs));
+            errs.sort();
+            return Err(errs);
+        }
+        for (i, tab) in tabs.into_iter().enumerate() {
             let path = format!("sched.{i}");
             let what = format!("[[scheduler]] #{}", i + 1);
             if let Some((s, ok)) =
@@ -150,6 +178,29 @@ pub fn parse_str_with_policies(
     let rules = read_thread_rules(&mut r, root.get("rule"));
     let (operations, op_paths, broken_ops) =
         read_ops(&mut r, root.get("at"), policies, machine.cpus);
+    // Every [[scheduler]] table counts, read or not.
+    let mut schedulers = root
+        .get("scheduler")
+        .and_then(|v| v.get_ref().as_array())
+        .map_or(0, |a| a.len());
+    for (op, path) in operations.iter().zip(&op_paths) {
+        if !matches!(op.op, OpSpec::CreateScheduler(_)) {
+            continue;
+        }
+        schedulers += 1;
+        if schedulers > MAX_SCHEDULERS {
+            let msg = format!("this `create-scheduler` operation makes the file too large: {MAX_SCHEDULERS} schedulers are declared or created before it");
+            let e = match r.sites.get(path) {
+                Some(at) => r.err(at, msg),
+                None => src.error_at(op.span, msg),
+            }
+            .expected(format!(
+                "at most {MAX_SCHEDULERS} schedulers in all, declared and created by operations"
+            ));
+            r.push(e);
+            break;
+        }
+    }
 
     // Operations may name threads of an rt-app file that is not read yet;
     // `attach_rtapp` checks them again once it is.
@@ -1456,14 +1507,7 @@ fn read_stage(
     let rate = match tab.get("rate") {
         None => None,
         Some(v) => {
-            let x = r.number(v, "rate")?;
-            if !(x > 0.0 && x <= 1e9) {
-                let e = r
-                    .err(v.span(), format!("`rate` = {x} is out of range"))
-                    .expected("items per second above 0, e.g. 200");
-                r.push(e);
-                return None;
-            }
+            let x = per_second(r, v, "rate", "item", 1e9, "200")?;
             if input.is_some() {
                 let e = r
                     .err(v.span(), format!("{what} has `rate` and an `input` queue"))
@@ -1538,6 +1582,44 @@ fn read_stage(
     }))
 }
 
+/// Reads `key`, a number of `what`s per second, from [`MIN_RATE`] to `max`.
+fn per_second(
+    r: &mut Reader<'_>,
+    v: &V<'_>,
+    key: &str,
+    what: &str,
+    max: f64,
+    example: &str,
+) -> Option<f64> {
+    let x = r.number(v, key)?;
+    if (MIN_RATE..=max).contains(&x) {
+        return Some(x);
+    }
+    let text = text_of(r.src, v);
+    let why = if x > 0.0 && x < MIN_RATE {
+        format!(
+            ": one {what} every 1/{text} s is longer than the longest duration, {MAX_PARSED_TEXT}"
+        )
+    } else {
+        String::new()
+    };
+    let e = r
+        .err(v.span(), format!("`{key}` = {text} is out of range{why}"))
+        .expected(format!(
+            "{what}s per second from {MIN_RATE_TEXT} to {max}, e.g. {example}"
+        ));
+    r.push(e);
+    None
+}
+
+/// The frame period of `fps = v`: from 1 us ([`MIN_INTERVAL`]) to about
+/// 288 years.
+fn frame_period(r: &mut Reader<'_>, v: &V<'_>, example: &str) -> Option<Duration> {
+    let max = 1e9 / MIN_INTERVAL.as_nanos() as f64;
+    let f = per_second(r, v, "fps", "frame", max, example)?;
+    Some(Duration::from_nanos((1e9 / f).round() as u64))
+}
+
 /// A `player` workload (docs/hierarchy-format.md, "Video players").
 fn read_player(r: &mut Reader<'_>, tab: &Tab<'_, '_>) -> Option<WorkloadSpec> {
     let d = |r: &mut Reader<'_>, key: &str, default: Duration| -> Option<Duration> {
@@ -1558,16 +1640,7 @@ fn read_player(r: &mut Reader<'_>, tab: &Tab<'_, '_>) -> Option<WorkloadSpec> {
     };
     let frame = match tab.get("fps") {
         None => Duration::from_nanos(41_666_667),
-        Some(v) => match r.number(v, "fps")? {
-            f if f > 0.0 && f <= 1e6 => Duration::from_nanos((1e9 / f).round() as u64),
-            f => {
-                let e = r
-                    .err(v.span(), format!("`fps` = {f} is out of range"))
-                    .expected("a frame rate above 0, e.g. 24");
-                r.push(e);
-                return None;
-            }
-        },
+        Some(v) => frame_period(r, v, "24")?,
     };
     let decode = d(r, "decode", Duration::from_micros(5_500));
     let event = d(r, "event", Duration::from_millis(1));
@@ -1617,16 +1690,7 @@ fn read_video(r: &mut Reader<'_>, tab: &Tab<'_, '_>, what: &str) -> Option<Workl
             None
         }
         (Some(v), None) => r.duration(v, "period"),
-        (None, Some(v)) => match r.number(v, "fps")? {
-            f if f > 0.0 && f <= 1e6 => Some(Duration::from_nanos((1e9 / f).round() as u64)),
-            f => {
-                let e = r
-                    .err(v.span(), format!("`fps` = {f} is out of range"))
-                    .expected("a frame rate above 0, e.g. 30");
-                r.push(e);
-                None
-            }
-        },
+        (None, Some(v)) => frame_period(r, v, "30"),
         (None, None) => {
             let e = r
                 .err(

@@ -4,7 +4,7 @@
 
 use crate::error::{did_you_mean, one_of, ConfigError, Source};
 use crate::model::Span;
-use hsched_core::time::parse_duration;
+use hsched_core::time::{parse_duration, MAX_PARSED_TEXT};
 use hsched_core::{Duration, ParamValue, Params};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -123,6 +123,37 @@ pub(crate) fn text_of<'t>(src: &Source<'t>, v: &V<'_>) -> &'t str {
     src.text.get(v.span()).unwrap_or("")
 }
 
+/// The first character of `name` that a name may not contain, described:
+/// a control character (a newline or NUL garbles every table and trace the
+/// name is printed in) or an invisible formatting one (a zero-width space
+/// makes a blank or look-alike name, a bidirectional control reorders the
+/// text printed after it). The zero-width joiners U+200C and U+200D are
+/// allowed between visible characters: Persian and Indic words and emoji
+/// sequences need them.
+pub(crate) fn unprintable(name: &str) -> Option<String> {
+    let joiner = |c: char| matches!(c, '\u{200C}' | '\u{200D}');
+    let bad = name.chars().find_map(|c| {
+        if c.is_control() {
+            Some(format!("the control character {c:?}"))
+        } else if matches!(c,
+            '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}' | '\u{200E}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
+        {
+            Some(format!(
+                "the invisible formatting character U+{:04X}",
+                c as u32
+            ))
+        } else {
+            None
+        }
+    });
+    bad.or_else(|| {
+        (name.chars().any(joiner) && name.chars().all(|c| joiner(c) || c.is_whitespace()))
+            .then(|| "only zero-width joiners".to_string())
+    })
+}
+
 /// Why a duration was refused, with what would be accepted and a hint.
 pub(crate) struct DurationProblem {
     pub message: String,
@@ -194,7 +225,17 @@ pub(crate) fn explain_duration_text(key: &str, text: &str) -> DurationProblem {
 /// or the integer 0 (what `Params::duration` accepts).
 pub(crate) fn duration_of(key: &str, v: &ParamValue) -> Result<Duration, DurationProblem> {
     match v {
-        ParamValue::Str(s) => parse_duration(s, None).map_err(|_| explain_duration_text(key, s)),
+        ParamValue::Str(s) => parse_duration(s, None).map_err(|e| {
+            if e.is_too_long() {
+                DurationProblem {
+                    message: format!("`{key}` = \"{}\" is too long", s.trim()),
+                    expected: format!("a duration of at most {MAX_PARSED_TEXT}"),
+                    hint: None,
+                }
+            } else {
+                explain_duration_text(key, s)
+            }
+        }),
         ParamValue::Int(0) => Ok(Duration::ZERO),
         ParamValue::Int(n) if *n < 0 => Err(DurationProblem {
             message: format!("`{key}` is negative ({n})"),
@@ -344,14 +385,9 @@ impl<'s> Reader<'s> {
             self.push(e);
             return None;
         }
-        // A newline or NUL in a name garbles every table and trace it is
-        // printed in.
-        if let Some(c) = s.chars().find(|c| c.is_control()) {
+        if let Some(c) = unprintable(&s) {
             let e = self
-                .err(
-                    v.span(),
-                    format!("`{key}` contains the control character {c:?}"),
-                )
+                .err(v.span(), format!("`{key}` contains {c}"))
                 .expected("a name of printable characters");
             self.push(e);
             return None;

@@ -17,7 +17,8 @@ use crate::check::{check_child_params, check_timeline, find_policy, TimelineSite
 use crate::error::{did_you_mean, one_of, one_of_these, ConfigError, ConfigErrors, Source};
 use crate::json::{self, JKey, JVal, J};
 use crate::model::*;
-use crate::read::Diag;
+use crate::read::{unprintable, Diag};
+use hsched_core::time::{MAX_PARSED, MAX_PARSED_TEXT};
 use hsched_core::{Duration, ParamValue, Params};
 use hsched_policies::PolicyInfo;
 use std::collections::{BTreeMap, BTreeSet};
@@ -169,6 +170,9 @@ struct Rd<'s> {
     errs: Vec<ConfigError>,
     /// Program steps of the tasks read so far (bounded by MAX_TOTAL_STEPS).
     steps: usize,
+    /// A task went over MAX_THREADS or MAX_TOTAL_STEPS: the rest are not
+    /// read (each would only repeat that error).
+    full: bool,
 }
 
 impl Rd<'_> {
@@ -201,7 +205,8 @@ impl Rd<'_> {
         }
     }
 
-    /// A non-negative integer of microseconds.
+    /// A non-negative integer of microseconds, no longer than the longest
+    /// duration a hierarchy file may give.
     fn micros(&mut self, v: &J, what: &str) -> Option<Duration> {
         let n = self.int(v, what)?;
         if n < 0 {
@@ -212,7 +217,16 @@ impl Rd<'_> {
             );
             return None;
         }
-        Some(Duration::from_nanos((n as u64).saturating_mul(1000)))
+        let max = MAX_PARSED.as_nanos() / 1000;
+        if n as u64 > max {
+            set(
+                self.err(v.span.clone(), format!("{what} is too long ({n} us)")),
+                Some(&format!("at most {max} us, that is {MAX_PARSED_TEXT}")),
+                None,
+            );
+            return None;
+        }
+        Some(Duration::from_micros(n as u64))
     }
 
     fn obj<'j>(&mut self, v: &'j J, what: &str) -> Option<&'j [(JKey, J)]> {
@@ -236,12 +250,13 @@ impl Rd<'_> {
     /// Reports keys that appear twice in an object (except events, which
     /// run in order like rt-app's `workgen` does with repeated keys).
     fn duplicates(&mut self, m: &[(JKey, J)], what: &str, events_ok: bool) {
-        let mut seen: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         for (k, _) in m {
             if events_ok && event_of(&k.name).is_some() {
                 continue;
             }
-            if let Some(&(line, col)) = seen.get(k.name.as_str()) {
+            if let Some(&first) = seen.get(k.name.as_str()) {
+                let (line, col) = self.src.line_col(first);
                 set(
                     self.err(
                         k.span.clone(),
@@ -251,7 +266,7 @@ impl Rd<'_> {
                     Some(format!("the first one is at {line}:{col}")),
                 );
             } else {
-                seen.insert(&k.name, self.src.line_col(k.span.start));
+                seen.insert(&k.name, k.span.start);
             }
         }
     }
@@ -272,6 +287,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
         src: Source::new(file_name, json_text),
         errs: Vec::new(),
         steps: 0,
+        full: false,
     };
     let doc = match json::parse(json_text) {
         Ok(d) => d,
@@ -378,6 +394,9 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
                 let mut timer_owner: BTreeMap<String, String> = BTreeMap::new();
                 for (k, v) in m {
                     read_task(&mut rd, k, v, &default_policy, &mut timer_owner, &mut tasks);
+                    if rd.full {
+                        break;
+                    }
                 }
                 if m.is_empty() {
                     set(
@@ -573,12 +592,17 @@ fn read_task(
     let name = key.name.clone();
     let before = rd.errs.len();
     // Task names become thread names, printed in tables and traces.
-    if let Some(c) = name.chars().find(|c| c.is_control()) {
+    if name.trim().is_empty() {
         set(
-            rd.err(
-                key.span.clone(),
-                format!("task name {name:?} contains the control character {c:?}"),
-            ),
+            rd.err(key.span.clone(), format!("task name {name:?} is empty")),
+            Some("a non-empty name"),
+            None,
+        );
+        return;
+    }
+    if let Some(c) = unprintable(&name) {
+        set(
+            rd.err(key.span.clone(), format!("task name {name:?} contains {c}")),
             Some("a name of printable characters"),
             None,
         );
@@ -676,7 +700,7 @@ fn read_task(
                 delay,
             })
         }
-        Some(pv) => read_phases(rd, m, pv, &name, task_loop, delay, key, &mut timers),
+        Some(pv) => read_phases(rd, m, pv, &name, task_loop, delay, &mut timers),
     };
     if timers.len() > 1 {
         let list: Vec<&str> = timers.iter().map(String::as_str).collect();
@@ -723,6 +747,7 @@ fn read_task(
             Some(&format!("at most {MAX_THREADS} threads and {MAX_TOTAL_STEPS} program steps in all")),
             None,
         );
+        rd.full = true;
         return;
     }
     rd.steps += more;
@@ -849,7 +874,6 @@ fn read_sched_fields<'j>(
 }
 
 /// Reads `phases` and flattens them into one program.
-#[allow(clippy::too_many_arguments)]
 fn read_phases(
     rd: &mut Rd<'_>,
     m: &[(JKey, J)],
@@ -857,7 +881,6 @@ fn read_phases(
     name: &str,
     task_loop: Option<i64>,
     delay: Duration,
-    key: &JKey,
     timers: &mut BTreeSet<String>,
 ) -> Option<Program> {
     // Events beside `phases` are ignored by rt-app: refuse them.
@@ -912,6 +935,9 @@ fn read_phases(
         .chain(PHASE_SCHEDULING_KEYS.iter().copied())
         .collect();
     let mut read: Vec<(String, Vec<Step>, i64, std::ops::Range<usize>)> = Vec::new();
+    // Steps after unrolling so far (unless the first phase loops forever,
+    // which ends the program there).
+    let mut unrolled: u128 = 0;
     for (pk, pv) in phases {
         let Some(pm) = rd.obj(pv, &format!("phase `{}` of task `{name}`", pk.name)) else {
             continue;
@@ -949,16 +975,27 @@ fn read_phases(
                 .unwrap_or(1),
             None => 1,
         };
+        unrolled += steps.len() as u128 * ploop.max(0) as u128;
         read.push((pk.name.clone(), steps, ploop, pk.span.clone()));
+        // Refused before the rest is read: a file of many phases would
+        // otherwise be read in full only to be refused.
+        if read.len() > 1 && read[0].2 > 0 && unrolled > MAX_STEPS as u128 {
+            set(
+                rd.err(
+                    pk.span.clone(),
+                    format!("task `{name}`: unrolling its phases up to phase `{}` gives {unrolled} steps", pk.name),
+                ),
+                Some(&format!("at most {MAX_STEPS} steps")),
+                Some(format!("hsched flattens phases into one loop of at most {MAX_STEPS} steps; lower the phase loops")),
+            );
+            return None;
+        }
     }
     match unroll(&read, task_loop.unwrap_or(-1), delay) {
         Ok(p) => Some(p),
         Err((span, msg, expected, hint)) => {
             set(
-                rd.err(
-                    span.unwrap_or(key.span.clone()),
-                    format!("task `{name}`: {msg}"),
-                ),
+                rd.err(span, format!("task `{name}`: {msg}")),
                 Some(&expected),
                 hint,
             );
@@ -967,12 +1004,7 @@ fn read_phases(
     }
 }
 
-type UnrollError = (
-    Option<std::ops::Range<usize>>,
-    String,
-    String,
-    Option<String>,
-);
+type UnrollError = (std::ops::Range<usize>, String, String, Option<String>);
 
 /// Flattens phases into one program (rt-app semantics: each phase runs its
 /// events `loop` times, a phase loop of 0 or less never ends; the task
@@ -991,7 +1023,7 @@ fn unroll(
             });
         }
         return Err((
-            Some(phases[i].3.clone()),
+            phases[i].3.clone(),
             format!("phase `{}` loops forever (`loop` = {}) after other phases", phases[i].0, phases[i].2),
             "a phase `loop` of 1 or more (only the first phase may loop forever)".to_string(),
             Some("a program cannot run some steps once and then others forever; give the phase a finite `loop` and let the task loop".into()),
@@ -1010,11 +1042,9 @@ fn unroll(
             delay,
         });
     }
-    let total: u128 = phases.iter().map(|p| p.1.len() as u128 * p.2 as u128).sum();
-    if total > MAX_STEPS as u128 {
-        return Err((None, format!("unrolling its phases gives {total} steps"), format!("at most {MAX_STEPS} steps"), Some(format!("hsched flattens phases into one loop of at most {MAX_STEPS} steps; lower the phase loops"))));
-    }
-    let mut steps = Vec::with_capacity(total as usize);
+    // At most MAX_STEPS: `read_phases` checks as it reads.
+    let total: usize = phases.iter().map(|p| p.1.len() * p.2 as usize).sum();
+    let mut steps = Vec::with_capacity(total);
     for (_, s, n, _) in phases {
         for _ in 0..*n {
             steps.extend(s.iter().cloned());
@@ -1068,12 +1098,15 @@ pub fn attach_rtapp_with_policies(
     let tasks: BTreeMap<&str, &RtAppTask> = w.tasks.iter().map(|t| (t.name.as_str(), t)).collect();
     let task_names: Vec<&str> = w.tasks.iter().map(|t| t.name.as_str()).collect();
     let mut claimed: BTreeMap<String, String> = BTreeMap::new();
+    // By name: one look-up per task, among up to MAX_SCHEDULERS.
+    let by_name: BTreeMap<&str, &SchedulerSpec> =
+        g.schedulers.iter().map(|s| (s.name.as_str(), s)).collect();
     let sched_policy = |name: &str| {
-        g.schedulers
-            .iter()
-            .find(|s| s.name == name)
+        by_name
+            .get(name)
             .and_then(|s| find_policy(policies, &s.policy))
     };
+    let cpus = g.machine.cpus;
     let mut updates: Vec<(usize, WorkloadSpec, Option<Params>)> = Vec::new();
     for (i, t) in g.threads.iter().enumerate() {
         let Some(b) = &t.rtapp else { continue };
@@ -1094,7 +1127,7 @@ pub fn attach_rtapp_with_policies(
                     continue;
                 }
                 claimed.insert(b.task.clone(), t.name.clone());
-                check_cpus(&mut jdiag, &g, task, &t.scheduler);
+                check_cpus(&mut jdiag, &by_name, cpus, task, &t.scheduler);
                 let params = if t.params.is_empty() {
                     sched_policy(&t.scheduler)
                         .and_then(|info| translate(&mut jdiag, task, info, &t.scheduler, policies))
@@ -1140,7 +1173,7 @@ pub fn attach_rtapp_with_policies(
             jdiag.push(e);
             continue;
         }
-        check_cpus(&mut jdiag, &g, task, &scheduler);
+        check_cpus(&mut jdiag, &by_name, cpus, task, &scheduler);
         let params = match rule_params {
             Some(p) => p,
             None => match sched_policy(&scheduler) {
@@ -1205,7 +1238,7 @@ pub fn attach_rtapp_with_policies(
 }
 
 /// The roots (and so the processors) a scheduler runs on.
-fn root_cpus(h: &Hierarchy, name: &str) -> BTreeSet<usize> {
+fn root_cpus(schedulers: &BTreeMap<&str, &SchedulerSpec>, name: &str) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
     let mut stack = vec![name.to_string()];
     let mut seen = BTreeSet::new();
@@ -1213,7 +1246,7 @@ fn root_cpus(h: &Hierarchy, name: &str) -> BTreeSet<usize> {
         if !seen.insert(n.clone()) {
             continue;
         }
-        let Some(s) = h.schedulers.iter().find(|s| s.name == n) else {
+        let Some(s) = schedulers.get(n.as_str()) else {
             continue;
         };
         if s.parents.is_empty() {
@@ -1226,27 +1259,32 @@ fn root_cpus(h: &Hierarchy, name: &str) -> BTreeSet<usize> {
 
 /// A task pinned with `cpus` must go under a scheduler whose roots own only
 /// those processors: hsched places threads by hierarchy, not by affinity.
-fn check_cpus(d: &mut Diag<'_>, h: &Hierarchy, task: &RtAppTask, scheduler: &str) {
+fn check_cpus(
+    d: &mut Diag<'_>,
+    schedulers: &BTreeMap<&str, &SchedulerSpec>,
+    cpus: usize,
+    task: &RtAppTask,
+    scheduler: &str,
+) {
     if task.cpus.is_empty() {
         return;
     }
-    if let Some(&c) = task.cpus.iter().find(|&&c| c >= h.machine.cpus) {
+    if let Some(&c) = task.cpus.iter().find(|&&c| c >= cpus) {
         let e = d
             .make(
                 "",
                 task.span,
                 format!(
-                    "task `{}` is pinned to CPU {c}, but the machine has {} CPU{}",
+                    "task `{}` is pinned to CPU {c}, but the machine has {cpus} CPU{}",
                     task.name,
-                    h.machine.cpus,
-                    if h.machine.cpus == 1 { "" } else { "s" }
+                    if cpus == 1 { "" } else { "s" }
                 ),
             )
-            .expected(format!("CPUs from 0 to {}", h.machine.cpus - 1));
+            .expected(format!("CPUs from 0 to {}", cpus - 1));
         d.push(e);
         return;
     }
-    let runs_on = root_cpus(h, scheduler);
+    let runs_on = root_cpus(schedulers, scheduler);
     let allowed: BTreeSet<usize> = task.cpus.iter().copied().collect();
     if !runs_on.is_subset(&allowed) {
         let list = |s: &BTreeSet<usize>| {

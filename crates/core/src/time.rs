@@ -187,11 +187,28 @@ impl fmt::Debug for Instant {
     }
 }
 
+/// The longest duration [`parse_duration`] accepts: 2^63 ns, about 292
+/// years (2562047 h), half of what `u64` nanoseconds hold, so that a time
+/// plus a parsed duration still fits.
+pub const MAX_PARSED: Duration = Duration(1 << 63);
+
+/// [`MAX_PARSED`] for messages.
+pub const MAX_PARSED_TEXT: &str = "2562047h (about 292 years)";
+
 /// Error from [`parse_duration`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseDurationError {
     /// What was wrong, for a human.
     pub message: String,
+    too_long: bool,
+}
+
+impl ParseDurationError {
+    /// Whether the text is a well-formed duration longer than
+    /// [`MAX_PARSED`] (rather than malformed).
+    pub fn is_too_long(&self) -> bool {
+        self.too_long
+    }
 }
 
 impl fmt::Display for ParseDurationError {
@@ -207,14 +224,17 @@ impl std::error::Error for ParseDurationError {}
 /// when `bare_unit_ns` is `None`.
 ///
 /// # Errors
-/// Empty text, a negative or non-finite number, an unknown unit, or a bare
-/// number where a unit is required.
+/// Empty text, a negative number, an unknown unit, a bare number where a
+/// unit is required, or a duration beyond [`MAX_PARSED`].
 pub fn parse_duration(
     text: &str,
     bare_unit_ns: Option<u64>,
 ) -> Result<Duration, ParseDurationError> {
     let t = text.trim();
-    let err = |m: String| ParseDurationError { message: m };
+    let err = |m: String| ParseDurationError {
+        message: m,
+        too_long: false,
+    };
     if t.is_empty() {
         return Err(err(
             "empty duration; expected a number with a unit such as `10ms`".into(),
@@ -230,7 +250,9 @@ pub fn parse_duration(
             "`{t}` is not a duration; expected a number with a unit such as `10ms`, `1.5ms`, `2s`"
         ))
     })?;
-    if !value.is_finite() || value < 0.0 {
+    // The number is digits only, so it is never NaN, and infinity means it
+    // overflowed, which the length check below reports as too long.
+    if value < 0.0 {
         return Err(err(format!(
             "`{t}`: a duration must be a finite, non-negative number"
         )));
@@ -257,8 +279,11 @@ pub fn parse_duration(
         }
     };
     let ns = value * scale;
-    if ns > u64::MAX as f64 / 2.0 {
-        return Err(err(format!("`{t}` is too long")));
+    if ns > MAX_PARSED.0 as f64 {
+        return Err(ParseDurationError {
+            message: format!("`{t}` is too long: the longest duration is {MAX_PARSED_TEXT}"),
+            too_long: true,
+        });
     }
     Ok(Duration(ns.round() as u64))
 }
@@ -276,6 +301,7 @@ pub fn parse_run_length(text: &str) -> Result<Duration, ParseDurationError> {
                 "`{}` is no time at all; give a duration longer than zero, e.g. 10s",
                 text.trim()
             ),
+            too_long: false,
         });
     }
     Ok(d)
@@ -315,6 +341,27 @@ mod tests {
             .message
             .contains("unknown unit"));
         assert!(parse_duration("", None).is_err());
+    }
+
+    #[test]
+    fn too_long_is_its_own_error() {
+        assert_eq!(
+            parse_duration("2562047h", None).unwrap(),
+            Duration::from_secs(2_562_047 * 3600)
+        );
+        let huge = format!("1{}ms", "0".repeat(400));
+        for t in ["2562048h", "3000000h", "18446744073709551615ns", &huge] {
+            let e = parse_duration(t, None).unwrap_err();
+            assert!(e.is_too_long(), "{t}: {}", e.message);
+            assert!(
+                e.message.contains("the longest duration is 2562047h"),
+                "{}",
+                e.message
+            );
+        }
+        let e = parse_duration("3000000 parsecs", None).unwrap_err();
+        assert!(!e.is_too_long() && e.message.contains("unknown unit"));
+        assert!(parse_duration(&format!("{}ns", MAX_PARSED.0), None).is_ok());
     }
 
     #[test]
