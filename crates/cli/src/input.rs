@@ -4,7 +4,7 @@
 
 use crate::outcome::input_error;
 use hsched_config::{ConfigErrors, Hierarchy};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The hierarchy `hsched sim` runs when no file is given: Figure 7.2 of the
 /// dissertation.
@@ -19,6 +19,22 @@ pub const DEFAULT_EXAMPLE_NAME: &str = "examples/home-computer.toml (built in)";
 /// The file cannot be read or is invalid.
 pub fn load(path: &Path) -> anyhow::Result<Hierarchy> {
     hsched_config::load(path).map_err(rendered)
+}
+
+/// [`load`] without the rt-app file the hierarchy names: `--workload`
+/// replaces it, so a missing or broken one does not matter.
+///
+/// # Errors
+/// The file cannot be read or is invalid.
+pub fn load_without_rtapp(path: &Path) -> anyhow::Result<Hierarchy> {
+    hsched_config::load_without_rtapp(path).map_err(rendered)
+}
+
+/// The rt-app file `h`, read from `path`, names: relative to the hierarchy
+/// file, as [`load`] reads it.
+pub fn rtapp_path(path: &Path, h: &Hierarchy) -> Option<PathBuf> {
+    let rel = h.workload.rtapp_file.as_ref()?;
+    Some(path.parent().unwrap_or(Path::new("")).join(rel))
 }
 
 /// The built-in default example.

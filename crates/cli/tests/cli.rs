@@ -1260,3 +1260,281 @@ fn tree_and_check_show_thread_rules() {
     let check = stdout(&run(&["check", f]));
     assert!(check.contains("1 thread rule"), "{check}");
 }
+
+/// A fresh directory of its own under the test target's temporary one.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn an_output_never_overwrites_an_input_or_another_output() {
+    let dir = scratch("same-file");
+    for f in [
+        "examples/overview.toml",
+        "examples/rtapp-tasks.toml",
+        "examples/rtapp-tasks.json",
+        "examples/media-player.toml",
+        "examples/traces/busy-sleep.trace",
+    ] {
+        let from = root().join(f);
+        std::fs::copy(&from, dir.join(from.file_name().unwrap())).unwrap();
+    }
+    std::os::unix::fs::symlink("overview.toml", dir.join("link.toml")).unwrap();
+    let in_dir = |args: &[&str]| {
+        hsched()
+            .current_dir(&dir)
+            .args(args)
+            .output()
+            .expect("hsched runs")
+    };
+    let short = ["--duration", "100ms"];
+    for (args, options) in [
+        (
+            &["sim", "overview.toml", "--trace", "overview.toml"][..],
+            ["--trace", "FILE"],
+        ),
+        (
+            &["sim", "overview.toml", "--gantt", "./link.toml"],
+            ["--gantt", "FILE"],
+        ),
+        (
+            &[
+                "sim",
+                "rtapp-tasks.toml",
+                "--workload",
+                "rtapp-tasks.json",
+                "--trace",
+                "rtapp-tasks.json",
+            ],
+            ["--trace", "--workload"],
+        ),
+        (
+            &["sim", "rtapp-tasks.toml", "--gantt", "rtapp-tasks.json"],
+            ["--gantt", "FILE's rt-app file"],
+        ),
+        (
+            &[
+                "sim",
+                "overview.toml",
+                "--trace",
+                "out.x",
+                "--gantt",
+                "./out.x",
+            ],
+            ["--gantt", "--trace"],
+        ),
+        (
+            &["analyze", "media-player.toml", "--svg", "media-player.toml"],
+            ["--svg", "FILE"],
+        ),
+        (
+            &[
+                "analyze",
+                "media-player.toml",
+                "--svg",
+                "fig.x",
+                "--csv",
+                "fig.x",
+            ],
+            ["--csv", "--svg"],
+        ),
+        (
+            &[
+                "import",
+                "busy-sleep.trace",
+                "--comm",
+                "python3",
+                "-o",
+                "busy-sleep.trace",
+            ],
+            ["--output", "TRACE"],
+        ),
+    ] {
+        let before: Vec<Vec<u8>> = [
+            "overview.toml",
+            "rtapp-tasks.json",
+            "media-player.toml",
+            "busy-sleep.trace",
+        ]
+        .iter()
+        .map(|f| std::fs::read(dir.join(f)).unwrap())
+        .collect();
+        let args = if args[0] == "sim" {
+            [args, &short[..]].concat()
+        } else {
+            args.to_vec()
+        };
+        let o = in_dir(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "error: {} and {} both name",
+                options[0], options[1]
+            )),
+            "{args:?}: {err}"
+        );
+        assert_no_crash(&o);
+        for (k, f) in [
+            "overview.toml",
+            "rtapp-tasks.json",
+            "media-player.toml",
+            "busy-sleep.trace",
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert_eq!(
+                std::fs::read(dir.join(f)).unwrap(),
+                before[k],
+                "{args:?} changed {f}"
+            );
+        }
+        for new in ["out.x", "fig.x"] {
+            assert!(!dir.join(new).exists(), "{args:?} created {new}");
+        }
+    }
+    // Devices may be named twice; `-` is standard output only for import,
+    // whose output goes there anyway.
+    let o = in_dir(&[
+        "sim",
+        "overview.toml",
+        "--duration",
+        "100ms",
+        "--trace",
+        "/dev/null",
+        "--gantt",
+        "/dev/null",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for args in [
+        &["sim", "overview.toml", "--trace", "-"][..],
+        &["analyze", "media-player.toml", "--csv", "-"],
+    ] {
+        let o = in_dir(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).contains("`-` would be standard output"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!dir.join("-").exists());
+    }
+    let o = in_dir(&["import", "busy-sleep.trace", "--comm", "python3", "-o", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with('{') && !dir.join("-").exists());
+}
+
+#[test]
+fn workload_replaces_the_files_own_rt_app_file_unread() {
+    let dir = scratch("workload-replaces");
+    let toml = "default = \"ts\"\n[workload]\nrtapp = \"does-not-exist.json\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n";
+    std::fs::write(dir.join("h.toml"), toml).unwrap();
+    let h = dir.join("h.toml");
+    let json = root().join("examples/rtapp-tasks.json");
+    let o = run(&[
+        "sim",
+        h.to_str().unwrap(),
+        "--workload",
+        json.to_str().unwrap(),
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\nvideo "), "{}", stdout(&o));
+    // The same as a file that names that workload itself.
+    std::fs::write(
+        dir.join("h2.toml"),
+        toml.replace("does-not-exist.json", json.to_str().unwrap()),
+    )
+    .unwrap();
+    let named = run(&[
+        "sim",
+        dir.join("h2.toml").to_str().unwrap(),
+        "--duration",
+        "1s",
+        "--json",
+    ]);
+    let given = run(&[
+        "sim",
+        h.to_str().unwrap(),
+        "--workload",
+        json.to_str().unwrap(),
+        "--duration",
+        "1s",
+        "--json",
+    ]);
+    let strip = |o: &Output| {
+        stdout(o)
+            .lines()
+            .filter(|l| !l.contains("\"file\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip(&named), strip(&given));
+    // Without --workload the file's own is read, and missing.
+    let o = run(&["sim", h.to_str().unwrap(), "--duration", "1s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does-not-exist.json"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_signal_while_the_files_load_ends_hsched_at_once() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("signal-loading");
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // A pipe as the hierarchy file: hsched reads it until the writer
+        // closes it, however long that is.
+        let fifo = dir.join(format!("h-{sig}.toml"));
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let mut child = hsched()
+            .args(["sim", fifo.to_str().unwrap(), "--duration", "1s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Opening the writing end succeeds once hsched has opened the
+        // reading end: it is loading the file.
+        let t0 = std::time::Instant::now();
+        let writer = loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&fifo)
+            {
+                Ok(w) => break w,
+                Err(_) => {
+                    assert!(child.try_wait().unwrap().is_none(), "hsched ended early");
+                    assert!(t0.elapsed().as_secs() < 30, "hsched never opened the file");
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        };
+        // SAFETY: kill(2) on our own child's pid, which it has not reaped.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let t0 = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if t0.elapsed().as_secs() >= 5 {
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        if status.is_none() {
+            let _ = child.kill();
+        }
+        drop(writer);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(status.and_then(|s| s.signal()), Some(sig), "{}", stderr(&o));
+        assert_eq!(o.status.signal(), Some(sig));
+    }
+}

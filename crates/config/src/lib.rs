@@ -93,6 +93,16 @@ pub fn load_with_policies(
     r.map(|()| h)
 }
 
+/// Reads a hierarchy file without the rt-app file it names, for a caller
+/// that attaches another workload in its place (`hsched sim --workload`).
+///
+/// # Errors
+/// The file cannot be read, or every problem in it.
+pub fn load_without_rtapp(path: &Path) -> Result<Hierarchy, ConfigErrors> {
+    let name = path.display().to_string();
+    parse_str(&read_file(path, &name, None)?, &name)
+}
+
 /// The largest hierarchy or rt-app file [`load`] reads: 256 MiB, far more
 /// than the 100 000 threads a file may make, and a bound on the memory a
 /// path such as `/dev/zero` could otherwise take.

@@ -19,7 +19,7 @@
 //! every figure) and can stream a Perfetto trace and write an SVG Gantt
 //! chart. The same hierarchy and seed give byte-identical outputs.
 //! [`run_seeds`] runs a hierarchy with several seeds on worker threads and
-//! [`Batch`] summarizes their reports.
+//! [`BatchBuilder`] folds their reports into a [`Batch`].
 //!
 //! # Time and event order
 //! A run covers `[0, duration)`. Time jumps to the earliest of: a processor
@@ -80,8 +80,8 @@ mod trace;
 mod workload;
 
 pub use batch::{
-    run_seeds, Batch, MachineSummary, Misses, ShareSummary, Spread, ThreadSummary,
-    BATCH_SCHEMA_VERSION,
+    run_seeds, Batch, BatchBuilder, BatchError, MachineSummary, Misses, ShareSummary, Spread,
+    ThreadSummary, BATCH_SCHEMA_VERSION,
 };
 pub use error::SimError;
 pub use gantt::GanttRequest;

@@ -14,6 +14,7 @@
 use crate::analysis::{self, Analysis, RmGroup};
 use crate::input;
 use crate::outcome::{input_error, Outcome};
+use crate::output::{check_outputs, Named};
 use hsched_config::Hierarchy;
 use hsched_core::Duration;
 use hsched_guarantee::compose::Status;
@@ -44,7 +45,8 @@ ghost-task search of §6.1.2 proposes: the smallest utilization, at the
 longest period within --tolerance (1%) of it. --svg and --csv write the
 parameter space of Fig 6.2 (which reservations keep the threads
 schedulable); with several applications, the instance's name is added to
-each file name.
+each file name. Neither may be the hierarchy file, its rt-app file, the
+other output or `-` (standard output carries the report).
 
 Exit status 1 when the hierarchy does not compose (as `hsched check`) or an
 application can miss a deadline under what it receives.";
@@ -65,11 +67,11 @@ pub struct Args {
     pub file: PathBuf,
     /// Write the parameter space of each rate-monotonic application (Fig
     /// 6.2) as an SVG picture
-    #[arg(long, value_name = "OUT.svg")]
+    #[arg(long, value_name = "OUT.svg", value_parser = crate::output::file_path)]
     pub svg: Option<PathBuf>,
     /// Write the same parameter space as CSV
     /// (period_ms,amount_ms,utilization,schedulable)
-    #[arg(long, value_name = "OUT.csv")]
+    #[arg(long, value_name = "OUT.csv", value_parser = crate::output::file_path)]
     pub csv: Option<PathBuf>,
     /// How much more utilization than the smallest found the search may
     /// give a reservation for a longer period, in percent (§6.1.2: fewer
@@ -121,6 +123,29 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             )));
         }
     }
+    // Each file to write, by application, before anything is written.
+    let outputs: Vec<(&str, &str, PathBuf)> = mapped
+        .iter()
+        .flat_map(|g| {
+            [("--svg", &args.svg), ("--csv", &args.csv)]
+                .into_iter()
+                .filter_map(|(option, path)| {
+                    let path = path.as_ref()?;
+                    let out = if mapped.len() > 1 {
+                        with_suffix(path, &g.scheduler)
+                    } else {
+                        path.clone()
+                    };
+                    Some((g.scheduler.as_str(), option, out))
+                })
+        })
+        .collect();
+    let rtapp = input::rtapp_path(&args.file, &h);
+    let inputs: Vec<Named<'_>> = std::iter::once(("FILE", args.file.as_path()))
+        .chain(rtapp.as_deref().map(|p| ("FILE's rt-app file", p)))
+        .collect();
+    let named: Vec<Named<'_>> = outputs.iter().map(|(_, o, p)| (*o, p.as_path())).collect();
+    check_outputs(&inputs, &named)?;
     let mut text = String::new();
     let ok = a.is_ok();
     let _ = writeln!(
@@ -142,26 +167,17 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     for g in &groups {
         let report = group(g, args.tolerance, &mut text);
         all_met &= report.met;
-        if g.received == Some(Guarantee::All) {
-            continue;
-        }
-        for (path, kind) in [(&args.svg, "svg"), (&args.csv, "csv")] {
-            let Some(path) = path else { continue };
-            let out = if mapped.len() > 1 {
-                with_suffix(path, &g.scheduler)
-            } else {
-                path.clone()
-            };
+        for (_, option, out) in outputs.iter().filter(|(name, ..)| *name == g.scheduler) {
             let space = parameter_space(g)?;
-            let body = if kind == "svg" {
+            let body = if *option == "--svg" {
                 space.to_svg(report.choice.map(|c| (c.amount, c.period)))
             } else {
                 space.to_csv()
             };
-            if let Err(e) = std::fs::write(&out, body) {
-                return Err(write_failed(&out, &e, &written));
+            if let Err(e) = std::fs::write(out, body) {
+                return Err(write_failed(out, &e, &written));
             }
-            written.push((g.scheduler.clone(), out));
+            written.push((g.scheduler.clone(), out.clone()));
         }
     }
     if groups.is_empty() {

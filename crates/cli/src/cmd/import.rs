@@ -5,7 +5,7 @@ use crate::outcome::{input_error, Outcome};
 use hsched_config::SchedTrace;
 use hsched_linux::diag;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Long help.
 pub const LONG_ABOUT: &str = "\
@@ -43,7 +43,8 @@ pub struct Args {
     /// instead of once
     #[arg(long)]
     pub repeat: bool,
-    /// Write the rt-app file here instead of standard output
+    /// Write the rt-app file here instead of standard output (`-`: standard
+    /// output; never the trace itself)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -54,6 +55,10 @@ pub struct Args {
 /// An unreadable or malformed trace, or a thread that is not in it (input
 /// errors); a file that cannot be written.
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+    let output = args.output.as_deref().filter(|p| *p != Path::new("-"));
+    if let Some(path) = output {
+        crate::output::check_outputs(&[("TRACE", &args.trace)], &[("--output", path)])?;
+    }
     let trace = crate::input::load_trace(&args.trace)?;
     if args.pid.is_empty() && args.comm.is_empty() {
         std::io::stdout()
@@ -63,7 +68,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     }
     let pids = chosen(&trace, args)?;
     let json = trace.to_rtapp(&pids, args.repeat).map_err(input_error)?;
-    match &args.output {
+    match output {
         Some(path) => std::fs::write(path, &json)
             .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?,
         None => std::io::stdout().lock().write_all(json.as_bytes())?,

@@ -2,11 +2,12 @@
 
 use crate::input;
 use crate::outcome::{input_error, Outcome, EXIT_INTERRUPTED};
+use crate::output::{check_outputs, Named};
 use crate::progress::Progress;
 use hsched_core::time::{parse_duration, parse_run_length};
 use hsched_core::Duration;
 use hsched_linux::diag;
-use hsched_sim::{GanttRequest, SimError, SimOptions};
+use hsched_sim::{BatchBuilder, BatchError, GanttRequest, SimError, SimOptions};
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -27,9 +28,14 @@ Without FILE, the built-in copy of examples/home-computer.toml runs.
 Durations take a unit: 500ms, 2s, 1.5s, 250us. The run's length and seed
 default to the file's [sim] section (else 10s and seed 0). A progress bar
 appears on stderr for runs longer than two seconds when stderr is a
-terminal. Ctrl-C ends the run early with the report, trace and chart of
-the time simulated so far (exit status 130); a second Ctrl-C stops at
-once.
+terminal. Ctrl-C (or SIGTERM) ends the run early with the report, trace
+and chart of the time simulated so far (exit status 130); a second one
+stops at once. Before the run starts, while the files are read, Ctrl-C
+stops hsched at once (status 130; 143 for SIGTERM).
+
+--trace and --gantt refuse a path that is one of the files read (FILE,
+its rt-app file, --workload) or the other output, and `-`: standard
+output carries the report (`./-` names a file called `-`).
 
 --runs N runs the file with N consecutive seeds on every processor (or
 --jobs of them at once) and reports each thread's spread over them
@@ -54,7 +60,8 @@ pub struct Args {
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// An rt-app JSON file whose tasks replace those the hierarchy file
-    /// names; they are placed by the file's [[workload.map]] rules
+    /// names (its own rt-app file is not read); they are placed by the
+    /// file's [[workload.map]] rules
     #[arg(long, value_name = "RTAPP.json")]
     pub workload: Option<PathBuf>,
     /// Simulated time to run (e.g. 10s); overrides the file's [sim] duration
@@ -67,10 +74,10 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Write a Perfetto trace (open it at https://ui.perfetto.dev)
-    #[arg(long, value_name = "OUT.json")]
+    #[arg(long, value_name = "OUT.json", value_parser = crate::output::file_path)]
     pub trace: Option<PathBuf>,
     /// Write a Gantt chart of a window of the run as SVG
-    #[arg(long, value_name = "OUT.svg")]
+    #[arg(long, value_name = "OUT.svg", value_parser = crate::output::file_path)]
     pub gantt: Option<PathBuf>,
     /// The window of the Gantt chart and of the trace, START..END (default:
     /// the first second for the chart, the whole run for the trace)
@@ -93,7 +100,7 @@ pub struct Args {
     pub jobs: Option<u32>,
 }
 
-/// The most runs `--runs` takes (each keeps its report until the end).
+/// The most runs `--runs` takes.
 const MAX_RUNS: u32 = 10_000;
 
 /// The most worker threads `--jobs` starts.
@@ -108,10 +115,10 @@ const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
 /// An invalid file or workload, an output that cannot be created (input
 /// errors), or a failed run.
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    // Before anything is written, so that a Ctrl-C always finds the run
-    // able to end cleanly.
-    let stop = stop_on_signals()?;
     let (mut h, source) = match &args.file {
+        Some(path) if args.workload.is_some() => {
+            (input::load_without_rtapp(path)?, path.display().to_string())
+        }
         Some(path) => (input::load(path)?, path.display().to_string()),
         None => (
             input::default_example()?,
@@ -122,6 +129,23 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         input::attach_workload(&mut h, w)?;
     }
     input::check_simulatable(&h)?;
+    let rtapp = match (&args.file, &args.workload) {
+        (Some(path), None) => input::rtapp_path(path, &h),
+        _ => None,
+    };
+    let inputs: Vec<Named<'_>> = [
+        ("FILE", args.file.as_deref()),
+        ("FILE's rt-app file", rtapp.as_deref()),
+        ("--workload", args.workload.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(option, path)| Some((option, path?)))
+    .collect();
+    let outputs: Vec<Named<'_>> = [("--trace", &args.trace), ("--gantt", &args.gantt)]
+        .into_iter()
+        .filter_map(|(option, path)| Some((option, path.as_deref()?)))
+        .collect();
+    check_outputs(&inputs, &outputs)?;
     // What `hsched_sim::run` will run, to check the window against it
     // before a long run rather than draw an empty chart after it.
     let duration = hsched_sim::run_duration(&h, args.duration);
@@ -138,6 +162,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
+    // From here on a signal stops the run at its next instant, so that
+    // the report and the outputs cover the time simulated; until here,
+    // with nothing to save, it ends hsched at once.
+    let stop = stop_on_signals()?;
     if let Some(n) = args.runs {
         return run_batch(&h, n, &args, source, stop, duration);
     }
@@ -252,6 +280,7 @@ fn run_batch(
         let sum: u64 = done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
         bar.update(sum as f64 / 1e6 / f64::from(n));
     };
+    let mut summary = BatchBuilder::new(args.json).map_err(summary_failed)?;
     let result = hsched_sim::run_seeds(
         h,
         &seeds,
@@ -259,25 +288,37 @@ fn run_batch(
         &opts,
         std::time::Duration::from_millis(100),
         &mut tick,
+        // An interrupted run is not summarized.
+        &mut |r| {
+            if r.interrupted {
+                Ok(())
+            } else {
+                summary.add(&r)
+            }
+        },
     );
     bar.finish();
-    let mut reports = result.map_err(|(seed, e)| match e {
-        SimError::Build { .. } => sim_error(e),
-        _ => anyhow::Error::new(e).context(format!("the simulation with seed {seed} failed")),
+    result.map_err(|e| match e {
+        BatchError::Run {
+            error: e @ SimError::Build { .. },
+            ..
+        } => sim_error(e),
+        BatchError::Run { seed, error } => {
+            anyhow::Error::new(error).context(format!("the simulation with seed {seed} failed"))
+        }
+        BatchError::Take(e) => summary_failed(e),
     })?;
-    let asked = reports.len();
-    reports.retain(|r| !r.interrupted);
+    let batch = summary.finish().map_err(summary_failed)?;
+    let asked = seeds.len();
     let mut out = std::io::stdout().lock();
-    if !reports.is_empty() {
-        let idle = reports[0].threads.is_empty();
-        let batch = hsched_sim::Batch::of(reports);
+    if batch.runs > 0 {
         if args.json {
-            writeln!(out, "{}", batch.to_json().trim_end())?;
+            batch.write_json(&mut out)?;
         } else {
             out.write_all(batch.to_table().as_bytes())?;
         }
         out.flush()?;
-        if idle {
+        if batch.threads.is_empty() {
             diag!("{IDLE_NOTE}");
         }
         if batch.runs == asked {
@@ -296,6 +337,8 @@ fn run_batch(
 /// A flag raised by the first Ctrl-C (SIGINT) or SIGTERM: the run then
 /// ends at its next instant, with its report and complete outputs. A
 /// second signal ends the process at once, as without hsched's handler.
+/// Installed only once the run is about to start: nothing checks the flag
+/// while the files load.
 fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
@@ -327,6 +370,13 @@ fn remove_outputs(e: anyhow::Error, args: &Args) -> anyhow::Error {
         Ok(input) => input_error(format!("{}\n  = {note}", input.0.trim_end())),
         Err(e) => anyhow::anyhow!("{e:#}\n  = {note}"),
     }
+}
+
+/// The runs' summary keeps what it needs until the end in temporary files.
+fn summary_failed(e: std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "cannot summarize the runs: {e}\n  = hint: set TMPDIR to a directory with room for the runs' figures"
+    )
 }
 
 /// Creates an output file; failing to is an input error (a bad path on
