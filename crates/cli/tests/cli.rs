@@ -213,6 +213,23 @@ fn every_example_simulates_to_a_json_report() {
 }
 
 #[test]
+fn a_run_shorter_than_the_file_says_what_it_leaves_out() {
+    // walkthrough.toml starts T2 at 1 s and changes T2's reservation at 2 s.
+    let f = "examples/walkthrough.toml";
+    let o = run(&["sim", f, "--duration", "1s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("note: the run ends at 1s; 1 [[at]] operation (at 2s, line ")
+            && e.contains("1 thread start (`T2`, at 1s, line "),
+        "{e}"
+    );
+    let o = run(&["sim", f, "--duration", "3s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("note:"), "{}", stderr(&o));
+}
+
+#[test]
 fn the_readable_report_names_every_thread() {
     let o = run(&["sim", "examples/overview.toml", "--duration", "1s"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -1223,6 +1240,20 @@ fn import_refuses_what_it_cannot_read_or_find() {
     let err = stderr(&o);
     assert!(err.contains("bad.trace:1:"), "{err}");
     assert!(err.contains("`x` is not a thread id"), "{err}");
+    assert_no_crash(&o);
+    // An output in a directory that does not exist is a bad path on the
+    // command line, as for `sim --trace`.
+    let missing = dir.join("no-such-dir").join("py.json");
+    let o = run(&[
+        "import",
+        TRACE,
+        "--comm",
+        "python3",
+        "-o",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
     assert_no_crash(&o);
 }
 

@@ -163,6 +163,53 @@ impl Hierarchy {
     fn workload_span(&self) -> Span {
         self.workload.rtapp_span.unwrap_or(Span { line: 1, col: 1 })
     }
+
+    /// A note on what the file schedules at or after `end`, which a run
+    /// that ends at `end` never applies (`[[at]]` operations, thread
+    /// starts), or `None` when everything falls inside the run. A run
+    /// shortened on the command line is usual, so this is a note and not
+    /// an error; it keeps such a file from looking as if it had run whole.
+    pub fn unreached_note(&self, end: hsched_core::Duration) -> Option<String> {
+        let line = |s: Span| {
+            if s.line > 0 {
+                format!(", line {}", s.line)
+            } else {
+                String::new()
+            }
+        };
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let first_of = |n: usize| if n == 1 { "" } else { "the first " };
+        let mut parts = Vec::new();
+        let ops: Vec<&TimedOp> = self.operations.iter().filter(|o| o.at >= end).collect();
+        if let Some(first) = ops.first() {
+            parts.push(format!(
+                "{} [[at]] operation{} ({}at {}{})",
+                ops.len(),
+                plural(ops.len()),
+                first_of(ops.len()),
+                first.at,
+                line(first.span)
+            ));
+        }
+        let late: Vec<&ThreadSpec> = self.threads.iter().filter(|t| t.start >= end).collect();
+        if let Some(first) = late.iter().min_by_key(|t| t.start) {
+            parts.push(format!(
+                "{} thread start{} ({}`{}`, at {}{})",
+                late.len(),
+                plural(late.len()),
+                first_of(late.len()),
+                first.name,
+                first.start,
+                line(first.span)
+            ));
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "note: the run ends at {end}; {} of the file come at or after that and are not applied",
+                parts.join(" and ")
+            )
+        })
+    }
 }
 
 /// A guarantee's syntax problem, for diagnostics.

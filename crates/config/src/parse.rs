@@ -504,9 +504,10 @@ fn read_stolen(r: &mut Reader<'_>, t: &Tab<'_, '_>, cpus: usize) -> Option<Stole
             }
             Some(v) => match r.number(v, "fraction") {
                 Some(f) if f > 0.0 && f < 1.0 => Some(f),
-                Some(f) => {
+                Some(_) => {
+                    let text = text_of(r.src, v);
                     let e = r
-                        .err(v.span(), format!("`fraction` = {f} is out of range"))
+                        .err(v.span(), format!("`fraction` = {text} is out of range"))
                         .expected("a fraction of the processor strictly between 0 and 1, e.g. 0.2");
                     r.push(e);
                     None
@@ -523,6 +524,27 @@ fn read_stolen(r: &mut Reader<'_>, t: &Tab<'_, '_>, cpus: usize) -> Option<Stole
             let e = r
                 .err(at, "`slice` is zero")
                 .expected("a slice longer than zero, e.g. \"1ms\"");
+            r.push(e);
+            return None;
+        }
+        // A slice cut short by the burst's end steals all that is left of
+        // it, so a burst shorter than one slice would steal 100 %.
+        if slice > length && length > Duration::ZERO {
+            let at = t.get("slice").map(|v| v.span()).unwrap_or(t.span.clone());
+            let slice_is = if t.get("slice").is_none() {
+                format!("`slice`, {slice} by default,")
+            } else {
+                format!("`slice` ({slice})")
+            };
+            let e = r
+                .err(
+                    at,
+                    format!("the burst's {slice_is} is longer than its `length` ({length}), so it would steal the whole burst instead of `fraction` = {fraction} of it"),
+                )
+                .expected(format!(
+                    "a `slice` no longer than `length`, e.g. \"{}\"",
+                    Duration((length.as_nanos() / 10).max(MIN_INTERVAL.as_nanos()).min(length.as_nanos()))
+                ));
             r.push(e);
             return None;
         }
@@ -1016,6 +1038,9 @@ fn read_threads(
     let mut paths = Vec::new();
     let mut broken = Vec::new();
     let mut total_steps = 0usize;
+    // Once over the limits, one error says so; the tables after it are
+    // still read for their own errors.
+    let mut too_large = false;
     let mut first_line: BTreeMap<String, u32> = BTreeMap::new();
     let Some(v) = v else {
         return (out, paths, broken);
@@ -1202,10 +1227,14 @@ fn read_threads(
         if out.len() + count as usize > MAX_COUNT as usize
             || total_steps + more > crate::rtapp::MAX_TOTAL_STEPS
         {
-            let e = r
-                .err(tab.span.clone(), format!("{what} makes the file too large: {count} thread(s) of {steps} step(s) after {} thread(s)", out.len()))
-                .expected(format!("at most {MAX_COUNT} threads and {} program steps in all", crate::rtapp::MAX_TOTAL_STEPS));
-            r.push(e);
+            if !too_large {
+                too_large = true;
+                let e = r
+                    .err(tab.span.clone(), format!("{what} makes the file too large: {count} thread(s) of {steps} step(s) after {} thread(s)", out.len()))
+                    .expected(format!("at most {MAX_COUNT} threads and {} program steps in all", crate::rtapp::MAX_TOTAL_STEPS))
+                    .hint("the threads declared after this one are not counted");
+                r.push(e);
+            }
             continue;
         }
         total_steps += more;
@@ -1546,10 +1575,13 @@ fn read_stage(
             let factor = match pt.get("factor") {
                 Some(v) => {
                     let f = r.number(v, "factor")?;
-                    if !(f > 0.0 && f <= 1e6) {
+                    // A millionfold change either way: further would stop
+                    // the source or make its items free, not pace them.
+                    if !(1e-6..=1e6).contains(&f) {
+                        let text = text_of(r.src, v);
                         let e = r
-                            .err(v.span(), format!("`factor` = {f} is out of range"))
-                            .expected("a speed multiplier above 0, e.g. 2 (twice as fast)");
+                            .err(v.span(), format!("`factor` = {text} is out of range"))
+                            .expected("a speed multiplier from 0.000001 to 1000000, e.g. 2 (twice as fast) or 0.5 (half as fast)");
                         r.push(e);
                         return None;
                     }
@@ -1652,9 +1684,10 @@ fn read_player(r: &mut Reader<'_>, tab: &Tab<'_, '_>) -> Option<WorkloadSpec> {
         None => Some(0.4),
         Some(v) => match r.number(v, "spread")? {
             x if (0.0..1.0).contains(&x) => Some(x),
-            x => {
+            _ => {
+                let text = text_of(r.src, v);
                 let e = r
-                    .err(v.span(), format!("`spread` = {x} is out of range"))
+                    .err(v.span(), format!("`spread` = {text} is out of range"))
                     .expected("a relative spread in [0, 1), e.g. 0.4");
                 r.push(e);
                 None

@@ -303,6 +303,27 @@ fn tasks_past_the_limit_give_one_error() {
 }
 
 #[test]
+fn threads_past_the_limit_give_one_error() {
+    let mut text = String::from("[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n");
+    text.push_str(&one_thread_named("big", 99_999));
+    for i in 0..5 {
+        text.push_str(&one_thread_named(&format!("t{i}"), 1));
+    }
+    let e = errors(&text);
+    assert_eq!(e.len(), 1, "{e}");
+    assert!(
+        e.0[0]
+            .message
+            .starts_with("thread `t1` makes the file too large"),
+        "{e}"
+    );
+}
+
+fn one_thread_named(name: &str, count: u32) -> String {
+    format!("[[thread]]\nname = \"{name}\"\nscheduler = \"ts\"\ncount = {count}\nworkload = {{ kind = \"cpu-bound\" }}\n")
+}
+
+#[test]
 fn an_rtapp_thread_without_an_rtapp_file_is_explained_in_file_terms() {
     let h = parse_str(
         "[[scheduler]]\nname = \"fp\"\npolicy = \"fp\"\n\

@@ -159,6 +159,9 @@ pub fn run_main(args: &[String]) -> i32 {
         crate::diag!("{e}");
         return 2;
     }
+    if let Some(note) = opts.duration.and_then(|d| h.unreached_note(d)) {
+        crate::diag!("{note}");
+    }
     match run(&h, opts) {
         Ok(r) => crate::out::print_stdout(&if json {
             format!("{}\n", r.to_json())

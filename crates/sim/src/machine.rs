@@ -116,11 +116,18 @@ impl StealGen {
                         spec.cpu
                     ));
                 }
+                let length = length.as_nanos();
+                if slice > length && length > 0 {
+                    return Err(format!(
+                        "stolen time on cpu {}: the burst's `slice` ({slice} ns) is longer than its `length` ({length} ns)",
+                        spec.cpu
+                    ));
+                }
                 let on = crate::rng::to_u64(slice as f64 * fraction).clamp(1, slice - 1);
                 let start = start.as_nanos();
                 Kind::Burst {
                     start,
-                    end: start.saturating_add(length.as_nanos()),
+                    end: start.saturating_add(length),
                     on,
                     slice,
                 }

@@ -53,7 +53,8 @@ pub struct Args {
 ///
 /// # Errors
 /// An unreadable or malformed trace, or a thread that is not in it (input
-/// errors); a file that cannot be written.
+/// errors), or an output that cannot be written (a bad path on the
+/// command line: an input error too, as for `sim` and `analyze`).
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let output = args.output.as_deref().filter(|p| *p != Path::new("-"));
     if let Some(path) = output {
@@ -70,7 +71,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let json = trace.to_rtapp(&pids, args.repeat).map_err(input_error)?;
     match output {
         Some(path) => std::fs::write(path, &json)
-            .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))?,
+            .map_err(|e| input_error(format!("error: cannot write `{}`: {e}", path.display())))?,
         None => std::io::stdout().lock().write_all(json.as_bytes())?,
     }
     for pid in &pids {

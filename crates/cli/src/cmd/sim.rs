@@ -162,6 +162,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
+    if let Some(note) = h.unreached_note(duration) {
+        diag!("{note}");
+    }
+
     // From here on a signal stops the run at its next instant, so that
     // the report and the outputs cover the time simulated; until here,
     // with nothing to save, it ends hsched at once.
