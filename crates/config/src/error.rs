@@ -163,9 +163,13 @@ impl ConfigErrors {
     }
 }
 
+/// How many errors [`ConfigErrors`] shows: a generated file gone wrong
+/// can have a hundred thousand, and pages of them help no one.
+pub const MAX_SHOWN: usize = 100;
+
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
+        for (i, e) in self.0.iter().take(MAX_SHOWN).enumerate() {
             if i > 0 {
                 writeln!(f)?;
             }
@@ -173,6 +177,9 @@ impl fmt::Display for ConfigErrors {
         }
         match self.0.len() {
             0 | 1 => Ok(()),
+            n if n > MAX_SHOWN => {
+                write!(f, "\nfound {n} errors; the first {MAX_SHOWN} are shown\n")
+            }
             n => write!(f, "\nfound {n} errors\n"),
         }
     }

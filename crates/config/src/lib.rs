@@ -103,10 +103,16 @@ pub fn load_without_rtapp(path: &Path) -> Result<Hierarchy, ConfigErrors> {
     parse_str(&read_file(path, &name, None)?, &name)
 }
 
-/// The largest hierarchy or rt-app file [`load`] reads: 256 MiB, far more
-/// than the 100 000 threads a file may make, and a bound on the memory a
-/// path such as `/dev/zero` could otherwise take.
+/// The largest rt-app file [`load`] reads: 256 MiB, room for the 10 million
+/// program steps a workload may have, and a bound on the memory a path
+/// such as `/dev/zero` could otherwise take.
 pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// The largest hierarchy file [`load`] reads: 16 MiB, more than 100 000
+/// threads each declared in its own table (about 12 MB). Reading TOML
+/// takes 50 to 130 bytes of memory per byte of the file (a long array, a
+/// table per line, an error per table), so this bounds it to about 2 GB.
+pub const MAX_HIERARCHY_BYTES: u64 = 16 << 20;
 
 /// Reads the text file at `path`, refusing one longer than `max_bytes`
 /// (with an error of kind `InvalidData` that says so) instead of reading
@@ -136,7 +142,11 @@ fn read_file(
     file: &str,
     named_at: Option<(Span, &str)>,
 ) -> Result<String, ConfigErrors> {
-    read_text(path, MAX_FILE_BYTES).map_err(|e| {
+    let max = match named_at {
+        Some(_) => MAX_FILE_BYTES,
+        None => MAX_HIERARCHY_BYTES,
+    };
+    read_text(path, max).map_err(|e| {
         let mut err = match named_at {
             Some((span, _)) => ConfigError::at_span(
                 file,

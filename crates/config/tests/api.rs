@@ -563,5 +563,15 @@ fn files_are_read_up_to_a_limit() {
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
     // An endless device ends with an error, not with memory exhausted.
     let e = load(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(e.to_string().contains("longer than 16 MiB"), "{e}");
+    // An rt-app file may be longer than a hierarchy file.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let h = dir.join("read-limit-zero.toml");
+    std::fs::write(
+        &h,
+        "[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n[workload]\nrtapp = \"/dev/zero\"\n",
+    )
+    .unwrap();
+    let e = load(&h).unwrap_err();
     assert!(e.to_string().contains("longer than 256 MiB"), "{e}");
 }

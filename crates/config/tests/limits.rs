@@ -319,6 +319,19 @@ fn threads_past_the_limit_give_one_error() {
     );
 }
 
+#[test]
+fn a_flood_of_errors_shows_the_first_hundred_and_counts_them_all() {
+    let text: String = (0..250).map(|i| format!("[t{i}]\na = 1\n")).collect();
+    let e = errors(&text);
+    assert_eq!(e.len(), 250);
+    let shown = e.to_string();
+    assert_eq!(shown.matches("error: unknown key").count(), 100, "{shown}");
+    assert!(
+        shown.ends_with("found 250 errors; the first 100 are shown\n"),
+        "{shown}"
+    );
+}
+
 fn one_thread_named(name: &str, count: u32) -> String {
     format!("[[thread]]\nname = \"{name}\"\nscheduler = \"ts\"\ncount = {count}\nworkload = {{ kind = \"cpu-bound\" }}\n")
 }
