@@ -20,10 +20,11 @@ pub(crate) struct J {
     pub span: Range<usize>,
 }
 
-/// A JSON number as written, with its integer value when it is one.
+/// A JSON number: its integer value when it is one. Its text is the
+/// value's span (kept out of the tree, which holds one number per
+/// program step of a large file).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct JNum {
-    pub text: String,
     pub int: Option<i64>,
 }
 
@@ -273,7 +274,7 @@ impl<'a> Reader<'a> {
                 "a number such as `10000` (rt-app times are microseconds, without a unit)",
             ));
         }
-        let text = self.text[start..self.i].to_string();
+        let text = &self.text[start..self.i];
         let int = if is_int {
             text.parse::<i64>().ok()
         } else {
@@ -286,7 +287,7 @@ impl<'a> Reader<'a> {
                 "an integer that fits in 64 bits",
             ));
         }
-        Ok(JVal::Num(JNum { text, int }))
+        Ok(JVal::Num(JNum { int }))
     }
 
     /// A string at `i` (which is `"`): its value and span.
@@ -391,6 +392,10 @@ impl<'a> Reader<'a> {
                 None => return Err(self.err(open..open + 1, "unclosed array", "`]`")),
                 Some(b']') => {
                     self.i += 1;
+                    // Growth leaves up to half a vector unused (a pair in
+                    // room for four): the tree of a large file is kept
+                    // whole while it is read, so give it back.
+                    items.shrink_to_fit();
                     return Ok(JVal::Arr(items));
                 }
                 _ => {}
@@ -423,6 +428,7 @@ impl<'a> Reader<'a> {
                 None => return Err(self.err(open..open + 1, "unclosed object", "`}`")),
                 Some(b'}') => {
                     self.i += 1;
+                    members.shrink_to_fit();
                     return Ok(JVal::Obj(members));
                 }
                 Some(b'"') => {}
@@ -498,13 +504,7 @@ mod tests {
         assert_eq!(keys, ["run", "sleep", "run"]);
         assert_eq!(&text[m[2].1.span.clone()], "7");
         assert_eq!(&text[m[0].0.span.clone()], "\"run\"");
-        assert_eq!(
-            m[2].1.v,
-            JVal::Num(JNum {
-                text: "7".into(),
-                int: Some(7)
-            })
-        );
+        assert_eq!(m[2].1.v, JVal::Num(JNum { int: Some(7) }));
     }
 
     #[test]
