@@ -110,7 +110,7 @@ pub const MAX_FILE_BYTES: u64 = 256 << 20;
 
 /// The largest hierarchy file [`load`] reads: 16 MiB, more than 100 000
 /// threads each declared in its own table (about 12 MB). Reading TOML
-/// takes 50 to 130 bytes of memory per byte of the file (a long array, a
+/// takes 40 to 130 bytes of memory per byte of the file (a long array, a
 /// table per line, an error per table), so this bounds it to about 2 GB.
 pub const MAX_HIERARCHY_BYTES: u64 = 16 << 20;
 
