@@ -165,7 +165,7 @@ impl ConfigErrors {
 
 /// How many errors [`ConfigErrors`] shows: a generated file gone wrong
 /// can have a hundred thousand, and pages of them help no one.
-pub const MAX_SHOWN: usize = 100;
+const MAX_SHOWN: usize = 100;
 
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
