@@ -321,8 +321,32 @@ impl ParentView {
         ok
     }
 
+    /// Queues a hook's plan in the fixed order above: the planned
+    /// revocations; releases of the asking parents beyond `unserved` (one
+    /// per ready child without a processor) and of the held processors
+    /// that `used` says no child runs on; the planned grants; requests
+    /// until `unserved` parents ask.
+    pub(crate) fn queue_plan(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        revokes: &mut Vec<(VpId, RevokeReason)>,
+        grants: &mut Vec<(VpId, CpuId)>,
+        unserved: usize,
+        used: impl Fn(CpuId) -> bool,
+    ) {
+        for (vp, reason) in revokes.drain(..) {
+            ctx.revoke(vp, reason);
+        }
+        self.ask_at_most(ctx, unserved);
+        self.release_idle(ctx, used);
+        for (vp, cpu) in grants.drain(..) {
+            ctx.grant(vp, cpu);
+        }
+        self.ask_at_least(ctx, unserved);
+    }
+
     /// Releases asking parents from the back until at most `want` ask.
-    pub(crate) fn ask_at_most(&mut self, ctx: &mut Ctx<'_>, want: usize) {
+    fn ask_at_most(&mut self, ctx: &mut Ctx<'_>, want: usize) {
         let mut asking = self.asking();
         let mut i = self.view.len();
         while asking > want && i > 0 {
@@ -334,7 +358,7 @@ impl ParentView {
     }
 
     /// Requests waiting parents in order until at least `want` ask.
-    pub(crate) fn ask_at_least(&mut self, ctx: &mut Ctx<'_>, want: usize) {
+    fn ask_at_least(&mut self, ctx: &mut Ctx<'_>, want: usize) {
         let mut asking = self.asking();
         let mut i = 0;
         while asking < want && i < self.view.len() {
@@ -344,7 +368,7 @@ impl ParentView {
     }
 
     /// Releases every held processor for which `used` is false.
-    pub(crate) fn release_idle(&mut self, ctx: &mut Ctx<'_>, used: impl Fn(CpuId) -> bool) {
+    fn release_idle(&mut self, ctx: &mut Ctx<'_>, used: impl Fn(CpuId) -> bool) {
         let idle: Vec<usize> = self
             .held()
             .filter(|&(_, c)| !used(c))
@@ -930,25 +954,12 @@ impl<R: Rule> Edf<R> {
             self.preempt(ctx, v, reason);
             self.grant(ctx, b, cpu);
         }
-        // Queue the plan: revocations, parent releases (one asking parent
-        // per ready child without a processor; idle held ones released),
-        // grants, parent requests.
-        for (vp, reason) in self.revokes.drain(..) {
-            ctx.revoke(vp, reason);
-        }
-        let unserved = self
-            .kids
-            .iter()
-            .filter(|(_, k)| k.run == Run::Ready)
-            .count();
-        self.parents.ask_at_most(ctx, unserved);
         let kids = &self.kids;
+        let unserved = kids.iter().filter(|(_, k)| k.run == Run::Ready).count();
         self.parents
-            .release_idle(ctx, |c| kids.iter().any(|(_, k)| k.run == Run::Running(c)));
-        for (vp, cpu) in self.grants.drain(..) {
-            ctx.grant(vp, cpu);
-        }
-        self.parents.ask_at_least(ctx, unserved);
+            .queue_plan(ctx, &mut self.revokes, &mut self.grants, unserved, |c| {
+                kids.iter().any(|(_, k)| k.run == Run::Running(c))
+            });
         // Budget timer.
         let mut next = Instant::NEVER;
         for i in 0..self.kids.len() {

@@ -409,23 +409,12 @@ impl Linux24 {
                 }
             }
         }
-        // Queue the plan in the order described in `best`.
-        for (vp, reason) in self.revokes.drain(..) {
-            ctx.revoke(vp, reason);
-        }
-        let unserved = self
-            .kids
-            .iter()
-            .filter(|(_, t)| t.run == Run::Ready)
-            .count();
-        self.parents.ask_at_most(ctx, unserved);
         let kids = &self.kids;
+        let unserved = kids.iter().filter(|(_, t)| t.run == Run::Ready).count();
         self.parents
-            .release_idle(ctx, |c| kids.iter().any(|(_, t)| t.run == Run::Running(c)));
-        for (vp, cpu) in self.grants.drain(..) {
-            ctx.grant(vp, cpu);
-        }
-        self.parents.ask_at_least(ctx, unserved);
+            .queue_plan(ctx, &mut self.revokes, &mut self.grants, unserved, |c| {
+                kids.iter().any(|(_, t)| t.run == Run::Running(c))
+            });
         let mut next = Instant::NEVER;
         let running =
             (0..self.kids.len()).any(|i| matches!(self.kids.at(i).1.run, Run::Running(_)));
