@@ -98,10 +98,11 @@
 //! This file also holds the EDF dispatch core (`Edf`) that `best-rate`
 //! reuses with its own deadline rule.
 
+use crate::fp::{param_err, Run};
 use crate::registry::{check_child_params, PolicyInfo};
 use hsched_core::{
-    CpuId, Ctx, Duration, Instant, ParamError, ParamSpec, ParamValue, Params, Policy, PolicyError,
-    PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
+    CpuId, Ctx, Duration, Instant, ParamSpec, ParamValue, Params, Policy, PolicyError, PolicyEvent,
+    RevokeReason, Side, VpId, VpState, VpTable,
 };
 
 /// Registry entry.
@@ -206,34 +207,6 @@ fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
 // fixed order: revocations from children, releases of parent VPs (asking
 // ones first, then idle held ones), grants to children, requests to
 // parents.
-
-/// Where a VP stands as this instance last arranged it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Run {
-    /// Not asking for a processor.
-    Waiting,
-    /// Asking for a processor.
-    Ready,
-    /// Holding this processor.
-    Running(CpuId),
-}
-
-impl Run {
-    pub(crate) fn of(s: VpState) -> Run {
-        match s {
-            VpState::Waiting => Run::Waiting,
-            VpState::Ready => Run::Ready,
-            VpState::Running(c) => Run::Running(c),
-        }
-    }
-
-    pub(crate) fn cpu(self) -> Option<CpuId> {
-        match self {
-            Run::Running(c) => Some(c),
-            _ => None,
-        }
-    }
-}
 
 /// The eager view of this instance's parent VPs, by position in
 /// [`Ctx::parent_vps`].
@@ -399,23 +372,6 @@ impl ParentView {
         }
         Ok(())
     }
-}
-
-/// `base` with the keys of `update` replaced.
-pub(crate) fn merge(base: &Params, update: &Params) -> Params {
-    let mut out = base.clone();
-    for (k, v) in update.iter() {
-        out.insert(k, v.clone());
-    }
-    out
-}
-
-/// A `ParamError` for `key`.
-pub(crate) fn param_err(key: &str, message: impl Into<String>) -> PolicyError {
-    PolicyError::Param(ParamError {
-        key: key.to_string(),
-        message: message.into(),
-    })
 }
 
 // ----- parameter helpers (shared with best_rate and linux24) -----------------
@@ -1206,7 +1162,7 @@ macro_rules! edf_policy {
                 if let Some(nice) = $crate::best::nice_of(&$info, params)? {
                     self.edf.set_nice(ctx, vp, nice)?;
                 }
-                let merged = $crate::best::merge(ctx.vp_params(vp), params);
+                let merged = $crate::fp::merge(ctx.vp_params(vp), params);
                 ctx.set_vp_params(vp, merged);
                 Ok(())
             }

@@ -66,8 +66,9 @@
 
 use crate::best::{
     choice_or, duration_or, edf_policy, nice_pri, positive_duration_or, smooth, weight_num,
-    weight_or, Edf, Kid, Rule, Run, NICE_SPEC,
+    weight_or, Edf, Kid, Rule, NICE_SPEC,
 };
+use crate::fp::Run;
 use crate::registry::PolicyInfo;
 use hsched_core::{Duration, Instant, ParamSpec, Params, Policy, PolicyError, VpTable};
 

@@ -68,9 +68,8 @@
 //! ## Guarantees
 //! Best effort: `NULL ↦ NULL`.
 
-use crate::best::{
-    choice_or, merge, nice_quantum, param_err, positive_duration_or, ParentView, Run, NICE_SPEC,
-};
+use crate::best::{choice_or, nice_quantum, positive_duration_or, ParentView, NICE_SPEC};
+use crate::fp::{merge, param_err, Run};
 use crate::registry::PolicyInfo;
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
