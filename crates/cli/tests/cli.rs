@@ -1207,6 +1207,29 @@ fn an_imported_trace_replays_its_recorded_cpu_time() {
 }
 
 #[test]
+fn import_warns_of_a_jump_in_the_trace_clock() {
+    let o = run(&["import", TRACE]);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    // The last switch-out of python3, mistyped 1000 s late.
+    let text = std::fs::read_to_string(root().join(TRACE)).unwrap();
+    assert!(text.contains("15356.305990:"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("import");
+    std::fs::create_dir_all(&dir).unwrap();
+    let jump = dir.join("jump.trace");
+    std::fs::write(&jump, text.replace("15356.305990:", "16356.305990:")).unwrap();
+    let json = dir.join("jump.json");
+    let args = ["import", jump.to_str().unwrap(), "--comm", "python3", "-o"];
+    let o = run(&[&args[..], &[json.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("has no event for 1000.014s between lines 308 and 309"),
+        "{err}"
+    );
+    assert!(err.contains("python3-17463 are charged all of it"), "{err}");
+}
+
+#[test]
 fn import_refuses_what_it_cannot_read_or_find() {
     let o = run(&["import", TRACE, "--pid", "1"]);
     assert_eq!(o.status.code(), Some(2));

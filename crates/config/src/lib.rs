@@ -53,7 +53,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use model::*;
 pub use parse::{parse_str, parse_str_with_policies};
 pub use rtapp::{attach_rtapp, attach_rtapp_with_policies, glob_match, parse_rtapp};
-pub use sched_trace::{parse_sched_trace, Burst, SchedTrace, TracedThread};
+pub use sched_trace::{parse_sched_trace, Burst, SchedTrace, Silence, TracedThread};
 
 use std::path::Path;
 

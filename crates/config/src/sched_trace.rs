@@ -49,6 +49,26 @@ pub struct SchedTrace {
     pub threads: BTreeMap<u32, TracedThread>,
     /// Lines of other events that were skipped.
     pub skipped: usize,
+    /// The longest stretch with no event at all, `None` with a single
+    /// event (see [`SchedTrace::clock_jump`]).
+    pub longest_silence: Option<Silence>,
+}
+
+/// A stretch of a trace with no `sched_switch` or `sched_wakeup` event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Silence {
+    /// Line (1-based) of the event before it.
+    pub from_line: u32,
+    /// Line (1-based) of the event after it.
+    pub to_line: u32,
+    /// How long it lasts.
+    pub length: Duration,
+    /// The mean time between the trace's other events (`None` with only
+    /// two events).
+    pub usual: Option<Duration>,
+    /// The threads (pids) charged CPU time across it: running, or
+    /// runnable until a switch-out whose switch-in the trace lacks.
+    pub charged: Vec<u32>,
 }
 
 /// One thread's recorded history.
@@ -136,6 +156,10 @@ struct Builder {
     phase: Phase,
     /// CPU of the burst in progress (one is, unless `phase` is `Blocked`).
     used: u64,
+    /// Start and end of the trace's longest silence.
+    silence: (u64, u64),
+    /// Whether CPU time across it was charged to this thread.
+    across: bool,
 }
 
 /// Bad lines reported one by one; the rest are counted.
@@ -199,11 +223,13 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
     events.sort_by_key(|&(at, k, _)| (at, k));
     let start_ns = events[0].0;
     let end_ns = events[events.len() - 1].0;
+    let mut silence = longest_silence(&events, end_ns - start_ns);
+    let bounds = silence.as_ref().map_or((0, u64::MAX), |s| s.1);
     let mut threads: BTreeMap<u32, Builder> = BTreeMap::new();
     for (at, _, ev) in events {
         match ev {
             Event::Wakeup { pid, comm } => {
-                if let Some(b) = builder(&mut threads, pid, &comm, at) {
+                if let Some(b) = builder(&mut threads, pid, &comm, at, bounds) {
                     b.wake(at, start_ns);
                 }
             }
@@ -215,10 +241,10 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
                 next_pid,
                 next_comm,
             } => {
-                if let Some(b) = builder(&mut threads, prev_pid, &prev_comm, at) {
+                if let Some(b) = builder(&mut threads, prev_pid, &prev_comm, at, bounds) {
                     b.switch_out(at, prev_runnable, prev_dead);
                 }
-                if let Some(b) = builder(&mut threads, next_pid, &next_comm, at) {
+                if let Some(b) = builder(&mut threads, next_pid, &next_comm, at, bounds) {
                     b.switch_in(at, start_ns);
                 }
             }
@@ -228,6 +254,9 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
         .into_iter()
         .filter_map(|(pid, mut b)| {
             b.finish(end_ns);
+            if let Some(s) = silence.as_mut().filter(|_| b.across) {
+                s.0.charged.push(pid);
+            }
             (!b.thread.bursts.is_empty()).then_some((pid, b.thread))
         })
         .collect();
@@ -237,16 +266,41 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
         end_ns,
         threads,
         skipped,
+        longest_silence: silence.map(|s| s.0),
     })
 }
 
+/// The longest gap between consecutive events (time order; the first of
+/// equal gaps), with the mean of the others, and its start and end.
+fn longest_silence(events: &[(u64, usize, Event)], span: u64) -> Option<(Silence, (u64, u64))> {
+    let (k, length) = events
+        .windows(2)
+        .enumerate()
+        .map(|(k, w)| (k, w[1].0 - w[0].0))
+        .fold(None, |best: Option<(usize, u64)>, (k, gap)| match best {
+            Some((_, g)) if g >= gap => best,
+            _ => Some((k, gap)),
+        })?;
+    let others = events.len() as u64 - 2;
+    let usual = (span - length).checked_div(others).map(Duration);
+    let silence = Silence {
+        from_line: events[k].1 as u32 + 1,
+        to_line: events[k + 1].1 as u32 + 1,
+        length: Duration(length),
+        usual,
+        charged: Vec::new(),
+    };
+    Some((silence, (events[k].0, events[k + 1].0)))
+}
+
 /// The history of thread `pid` (first seen at `at`), its name brought up
-/// to date; `None` for the idle task.
+/// to date; `None` for the idle task. `silence`: see [`Builder`].
 fn builder<'a>(
     threads: &'a mut BTreeMap<u32, Builder>,
     pid: u32,
     comm: &str,
     at: u64,
+    silence: (u64, u64),
 ) -> Option<&'a mut Builder> {
     if pid == 0 {
         return None;
@@ -263,6 +317,8 @@ fn builder<'a>(
         },
         phase: Phase::Blocked { since: at },
         used: 0,
+        silence,
+        across: false,
     });
     if b.thread.comm != comm && !comm.is_empty() {
         b.thread.comm = comm.to_string();
@@ -322,7 +378,7 @@ impl Builder {
                 return;
             }
         };
-        self.used += at.saturating_sub(since);
+        self.charge(since, at);
         if runnable {
             self.phase = Phase::Runnable { since: at };
             return;
@@ -330,6 +386,12 @@ impl Builder {
         self.close();
         self.phase = Phase::Blocked { since: at };
         self.thread.exited |= dead;
+    }
+
+    /// CPU time from `since` to `at`.
+    fn charge(&mut self, since: u64, at: u64) {
+        self.used += at.saturating_sub(since);
+        self.across |= since <= self.silence.0 && at >= self.silence.1;
     }
 
     /// Ends the burst in progress (its sleep is filled in at the next
@@ -348,7 +410,7 @@ impl Builder {
     fn finish(&mut self, end: u64) {
         match self.phase {
             Phase::Running { since } => {
-                self.used += end.saturating_sub(since);
+                self.charge(since, end);
                 self.close();
             }
             Phase::Runnable { .. } => self.close(),
@@ -591,7 +653,27 @@ fn parse_wakeup(fields: &str, at: usize) -> Result<Event, LineError> {
     Ok(Event::Wakeup { pid: pid?, comm })
 }
 
+/// A silence is taken for a jump of the trace's clock when it lasts at
+/// least this long…
+const JUMP_MIN: Duration = Duration::from_secs(1);
+/// …and this many times the mean time between the other events.
+const JUMP_RATIO: u64 = 100;
+
 impl SchedTrace {
+    /// The longest silence, if it looks like a jump of the trace's clock
+    /// (two traces joined, a mistyped timestamp) rather than a pause: at
+    /// least a second, and a hundred times the usual time between events.
+    /// A thread that runs across a jump is charged all of it as CPU time,
+    /// and one that sleeps across it sleeps all of it in a replay; a
+    /// program that really paused that long is replayed as it ran.
+    pub fn clock_jump(&self) -> Option<&Silence> {
+        self.longest_silence.as_ref().filter(|s| {
+            s.usual.is_some_and(|u| {
+                s.length >= JUMP_MIN && s.length.as_nanos() / JUMP_RATIO >= u.as_nanos()
+            })
+        })
+    }
+
     /// The threads whose name is `comm`, in pid order.
     pub fn by_comm(&self, comm: &str) -> Vec<u32> {
         self.threads
@@ -788,6 +870,56 @@ mod tests {
         let a = parse_sched_trace(&lines.join("\n"), "a").unwrap();
         let b = parse_sched_trace(&swapped.join("\n"), "b").unwrap();
         assert_eq!(a.threads, b.threads);
+    }
+
+    #[test]
+    fn a_clock_jump_is_found_with_its_lines_and_who_ran_across_it() {
+        let t = parse_sched_trace(FTRACE, "t").unwrap();
+        let s = t.longest_silence.as_ref().unwrap();
+        assert_eq!((s.from_line, s.to_line), (8, 9));
+        assert_eq!(s.length, Duration(5_990_000));
+        assert!(t.clock_jump().is_none());
+        // A mistyped last switch-out, 1000 s late: app-42 ran across the
+        // silence and is charged 1000 s.
+        let typo = FTRACE.replace("100.011005: sched_switch", "1100.011005: sched_switch");
+        let t = parse_sched_trace(&typo, "t").unwrap();
+        let j = t.clock_jump().expect("a jump");
+        assert_eq!((j.from_line, j.to_line), (10, 11));
+        assert_eq!(j.charged, vec![42]);
+        assert_eq!(j.length, Duration(1_000_001_000_000));
+        assert!(t.threads[&42].cpu() > Duration::from_secs(1000));
+        // The same typo in the middle of the trace: it sorts to the end.
+        let typo = FTRACE.replace("100.002010: sched_switch", "1100.002010: sched_switch");
+        let j = parse_sched_trace(&typo, "t").unwrap().clock_jump().cloned();
+        assert_eq!(j.map(|j| (j.from_line, j.to_line)), Some((11, 6)));
+        // A mistyped first event, long before the others: nobody runs
+        // across it, but every thread's first wake-up moves 90 s later.
+        let early = FTRACE.replace("100.000000: sched_wakeup", "10.000000: sched_wakeup");
+        let t = parse_sched_trace(&early, "t").unwrap();
+        let j = t.clock_jump().expect("a jump");
+        assert_eq!((j.from_line, j.to_line, j.charged.len()), (4, 5, 0));
+    }
+
+    #[test]
+    fn a_program_that_pauses_regularly_is_no_clock_jump() {
+        // A filtered trace of one thread that runs 1 ms every 2 s.
+        let mut text = String::new();
+        for k in 0..5u64 {
+            let at = 100 + 2 * k;
+            text.push_str(&format!(
+                "<idle>-0 [000] d..2. {at}.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=42 next_prio=120\n\
+                 app-42 [000] d..2. {at}.001000: sched_switch: prev_comm=app prev_pid=42 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n"
+            ));
+        }
+        let t = parse_sched_trace(&text, "t").unwrap();
+        let s = t.longest_silence.as_ref().unwrap();
+        assert_eq!(s.length, Duration(1_999_000_000));
+        assert!(t.clock_jump().is_none(), "{s:?}");
+        // Two events: no usual gap to compare with.
+        let two: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+        let t = parse_sched_trace(&two.replace("100.001000", "900.0"), "t").unwrap();
+        assert!(t.longest_silence.as_ref().unwrap().usual.is_none());
+        assert!(t.clock_jump().is_none());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! an rt-app workload that the simulator and live mode replay.
 
 use crate::outcome::{input_error, Outcome};
-use hsched_config::SchedTrace;
+use hsched_config::{SchedTrace, Silence};
 use hsched_linux::diag;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -61,6 +61,9 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         crate::output::check_outputs(&[("TRACE", &args.trace)], &[("--output", path)])?;
     }
     let trace = crate::input::load_trace(&args.trace)?;
+    if let Some(j) = trace.clock_jump() {
+        diag!("{}", jump_warning(&trace, j));
+    }
     if args.pid.is_empty() && args.comm.is_empty() {
         std::io::stdout()
             .lock()
@@ -120,6 +123,35 @@ fn chosen(trace: &SchedTrace, args: &Args) -> anyhow::Result<Vec<u32>> {
         }
     }
     Ok(pids)
+}
+
+/// The warning for a silence that looks like a jump of the trace's clock.
+fn jump_warning(trace: &SchedTrace, j: &Silence) -> String {
+    let who: Vec<String> = j
+        .charged
+        .iter()
+        .filter_map(|pid| trace.threads.get(pid))
+        .map(|t| format!("{}-{}", t.comm, t.pid))
+        .collect();
+    let ran = if who.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} {} charged all of it as CPU time",
+            who.join(", "),
+            if who.len() == 1 { "is" } else { "are" }
+        )
+    };
+    format!(
+        "warning: `{}` has no event for {} between lines {} and {}, where its events are {} apart on average{ran}\n  \
+         = help: if the trace's clock jumped there (two traces joined, a mistyped timestamp), fix that line \
+         or import each side on its own; a program that really paused that long replays as it ran",
+        trace.file,
+        j.length,
+        j.from_line,
+        j.to_line,
+        j.usual.unwrap_or_default(),
+    )
 }
 
 /// The threads of a trace, busiest first.
