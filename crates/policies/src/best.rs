@@ -98,7 +98,7 @@
 //! This file also holds the EDF dispatch core (`Edf`) that `best-rate`
 //! reuses with its own deadline rule.
 
-use crate::fp::{param_err, Run};
+use crate::fp::{param_err, Parents, Run};
 use crate::registry::{check_child_params, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, ParamSpec, ParamValue, Params, Policy, PolicyError, PolicyEvent,
@@ -190,188 +190,6 @@ pub(crate) const NICE_SPEC: ParamSpec = ParamSpec {
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
     Ok(Box::new(Best::new(BestConfig::from_params(params)?)))
-}
-
-// ----- views of VP states (shared with best_rate and linux24) ---------------
-//
-// The HSI applies a hook's actions after the hook returns, one at a time,
-// delivering each one's notifications before the next. Notifications for
-// this instance that arise meanwhile (a parent asked for a processor grants
-// it at once; a child revoked or granted one releases its VP at once) wait
-// until the hook's actions are all applied, and an action that went stale
-// in the meantime is dropped by the HSI. These policies therefore keep an
-// eager view of every VP, updated when an action is planned; act only on
-// VPs the HSI agrees with (a disagreement means a notification is on its
-// way) or that the current hook itself planned for; reconcile grants the
-// HSI dropped at the start of each hook; and queue a hook's actions in a
-// fixed order: revocations from children, releases of parent VPs (asking
-// ones first, then idle held ones), grants to children, requests to
-// parents.
-
-/// The eager view of this instance's parent VPs, by position in
-/// [`Ctx::parent_vps`].
-#[derive(Debug, Default)]
-pub(crate) struct ParentView {
-    view: Vec<Run>,
-}
-
-impl ParentView {
-    /// Builds the view from the HSI when the set of parent VPs changed.
-    pub(crate) fn ensure(&mut self, ctx: &Ctx<'_>) {
-        if self.view.len() != ctx.parent_vps().len() {
-            self.view = ctx
-                .parent_vps()
-                .iter()
-                .map(|&p| Run::of(ctx.vp_state(p)))
-                .collect();
-        }
-    }
-
-    /// How many parent VPs (processors this instance may hold at once).
-    pub(crate) fn len(&self) -> usize {
-        self.view.len()
-    }
-
-    fn index(ctx: &Ctx<'_>, vp: VpId) -> Option<usize> {
-        ctx.parent_vps().iter().position(|&p| p == vp)
-    }
-
-    fn settled(&self, ctx: &Ctx<'_>, i: usize) -> bool {
-        ctx.parent_vps()
-            .get(i)
-            .is_some_and(|&p| Run::of(ctx.vp_state(p)) == self.view[i])
-    }
-
-    /// Parent VP `vp` was granted `cpu`; false when an outer hook already
-    /// queued its release (which gives the processor back).
-    pub(crate) fn on_grant(&mut self, ctx: &Ctx<'_>, vp: VpId, cpu: CpuId) -> bool {
-        self.ensure(ctx);
-        match Self::index(ctx, vp) {
-            Some(i) if self.view[i] != Run::Waiting => {
-                self.view[i] = Run::Running(cpu);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Parent VP `vp` lost its processor: which one, if the view had it.
-    pub(crate) fn on_revoke(&mut self, ctx: &Ctx<'_>, vp: VpId) -> Option<CpuId> {
-        self.ensure(ctx);
-        let i = Self::index(ctx, vp)?;
-        let c = self.view[i].cpu()?;
-        self.view[i] = Run::Ready;
-        Some(c)
-    }
-
-    /// Processors held, as (parent index, processor), in parent order.
-    pub(crate) fn held(&self) -> impl Iterator<Item = (usize, CpuId)> + '_ {
-        self.view
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| r.cpu().map(|c| (i, c)))
-    }
-
-    fn asking(&self) -> usize {
-        self.view.iter().filter(|r| **r == Run::Ready).count()
-    }
-
-    fn request(&mut self, ctx: &mut Ctx<'_>, i: usize) -> bool {
-        let ok = self.view[i] == Run::Waiting && self.settled(ctx, i);
-        if ok {
-            self.view[i] = Run::Ready;
-            ctx.request(ctx.parent_vps()[i]);
-        }
-        ok
-    }
-
-    fn release(&mut self, ctx: &mut Ctx<'_>, i: usize) -> bool {
-        let ok = self.view[i] != Run::Waiting && self.settled(ctx, i);
-        if ok {
-            self.view[i] = Run::Waiting;
-            ctx.release(ctx.parent_vps()[i]);
-        }
-        ok
-    }
-
-    /// Queues a hook's plan in the fixed order above: the planned
-    /// revocations; releases of the asking parents beyond `unserved` (one
-    /// per ready child without a processor) and of the held processors
-    /// that `used` says no child runs on; the planned grants; requests
-    /// until `unserved` parents ask.
-    pub(crate) fn queue_plan(
-        &mut self,
-        ctx: &mut Ctx<'_>,
-        revokes: &mut Vec<(VpId, RevokeReason)>,
-        grants: &mut Vec<(VpId, CpuId)>,
-        unserved: usize,
-        used: impl Fn(CpuId) -> bool,
-    ) {
-        for (vp, reason) in revokes.drain(..) {
-            ctx.revoke(vp, reason);
-        }
-        self.ask_at_most(ctx, unserved);
-        self.release_idle(ctx, used);
-        for (vp, cpu) in grants.drain(..) {
-            ctx.grant(vp, cpu);
-        }
-        self.ask_at_least(ctx, unserved);
-    }
-
-    /// Releases asking parents from the back until at most `want` ask.
-    fn ask_at_most(&mut self, ctx: &mut Ctx<'_>, want: usize) {
-        let mut asking = self.asking();
-        let mut i = self.view.len();
-        while asking > want && i > 0 {
-            i -= 1;
-            if self.view[i] == Run::Ready {
-                asking -= self.release(ctx, i) as usize;
-            }
-        }
-    }
-
-    /// Requests waiting parents in order until at least `want` ask.
-    fn ask_at_least(&mut self, ctx: &mut Ctx<'_>, want: usize) {
-        let mut asking = self.asking();
-        let mut i = 0;
-        while asking < want && i < self.view.len() {
-            asking += self.request(ctx, i) as usize;
-            i += 1;
-        }
-    }
-
-    /// Releases every held processor for which `used` is false.
-    fn release_idle(&mut self, ctx: &mut Ctx<'_>, used: impl Fn(CpuId) -> bool) {
-        let idle: Vec<usize> = self
-            .held()
-            .filter(|&(_, c)| !used(c))
-            .map(|(i, _)| i)
-            .collect();
-        for i in idle {
-            self.release(ctx, i);
-        }
-    }
-
-    /// Every parent VP is settled (true after each input).
-    pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
-        if self.view.len() != ctx.parent_vps().len() {
-            return Err(format!(
-                "tracks {} parent VPs but has {}",
-                self.view.len(),
-                ctx.parent_vps().len()
-            ));
-        }
-        for (i, &p) in ctx.parent_vps().iter().enumerate() {
-            if Run::of(ctx.vp_state(p)) != self.view[i] {
-                return Err(format!(
-                    "believes parent {p} is {:?} but it is {:?}",
-                    self.view[i],
-                    ctx.vp_state(p)
-                ));
-            }
-        }
-        Ok(())
-    }
 }
 
 // ----- parameter helpers (shared with best_rate and linux24) -----------------
@@ -744,7 +562,9 @@ pub(crate) trait Rule: Send + 'static {
 pub(crate) struct Edf<R: Rule> {
     pub rule: R,
     pub kids: VpTable<Kid<R::X>>,
-    parents: ParentView,
+    /// The eager view of the parent VPs; `Parents::queue_plan` queues each
+    /// hook's actions in `crate::fp`'s fixed order.
+    parents: Parents,
     /// Planned revocations, queued first by `settle`.
     revokes: Vec<(VpId, RevokeReason)>,
     /// Planned grants, queued after parent releases by `settle`.
@@ -769,7 +589,7 @@ impl<R: Rule> Edf<R> {
         Edf {
             rule,
             kids: VpTable::new(Side::Child),
-            parents: ParentView::default(),
+            parents: Parents::default(),
             revokes: Vec::new(),
             grants: Vec::new(),
             next_seq: 0,
@@ -939,7 +759,7 @@ impl<R: Rule> Edf<R> {
     }
 
     pub(crate) fn init(&mut self, ctx: &mut Ctx<'_>) {
-        self.parents.ensure(ctx);
+        self.parents.init(ctx);
     }
 
     pub(crate) fn register_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId, nice: i64) {
@@ -1001,7 +821,7 @@ impl<R: Rule> Edf<R> {
 
     pub(crate) fn grant_parent(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
         self.enter(ctx);
-        if self.parents.on_grant(ctx, parent_vp, cpu) {
+        if self.parents.on_grant(ctx, parent_vp, cpu).is_some() {
             self.settle(ctx);
         }
     }
@@ -1013,7 +833,7 @@ impl<R: Rule> Edf<R> {
         reason: RevokeReason,
     ) {
         self.enter(ctx);
-        if let Some(cpu) = self.parents.on_revoke(ctx, parent_vp) {
+        if let Some((_, cpu)) = self.parents.on_revoke(ctx, parent_vp) {
             if let Some(i) = self.on_cpu(cpu).filter(|&i| self.usable(ctx, i)) {
                 self.preempt(ctx, i, reason);
             }

@@ -41,23 +41,24 @@
 //!
 //! ## Shared machinery
 //! This file also holds `Parents` and `PrioSet` (crate-private), the
-//! multiprocessor bookkeeping that `ts`, `limit` and `join` reuse: an eager
-//! view of VP states and a fixed order of actions that stay correct when a
-//! hook of this instance runs nested inside the application of its own
-//! earlier actions (see the comment above `Run`). With more than eight
-//! children `PrioSet` keeps the ready children in one FIFO per priority and
-//! the child planned on each processor, so a decision is a look at the
-//! queue's top and at the processors rather than a pass over every child
-//! (docs/performance.md, "Indexed priority sets" and "The time-sharing
-//! leaf, cut further"). An instance with more than eight parent VPs (one
-//! under a many-processor parent) also keeps its parent VPs by state as bit
-//! sets, finds a parent VP's entry through the VP's tag, and keeps its
-//! running children by rank, so that the usual hook costs about the same
-//! on 64 processors as on 2 (docs/performance.md, "Independent of the
-//! processor count"). One child under one
-//! parent VP, the commonest shape in a deep hierarchy, takes a shortcut for
-//! the grant and the revocation that carry a context switch through it
-//! (docs/performance.md, "Context switch through the hierarchy").
+//! multiprocessor bookkeeping that `ts`, `limit`, `join`, `best`,
+//! `best-rate` and `linux24` reuse: an eager view of VP states and a fixed
+//! order of actions that stay correct when a hook of this instance runs
+//! nested inside the application of its own earlier actions (see the
+//! comment above `Run`). With more than eight children `PrioSet` keeps the
+//! ready children in one FIFO per priority and the child planned on each
+//! processor, so a decision is a look at the queue's top and at the
+//! processors rather than a pass over every child (docs/performance.md,
+//! "Indexed priority sets" and "The time-sharing leaf, cut further"). An
+//! instance with more than eight parent VPs (one under a many-processor
+//! parent) also keeps its parent VPs by state as bit sets, finds a parent
+//! VP's entry through the VP's tag, and keeps its running children by rank,
+//! so that the usual hook costs about the same on 64 processors as on 2
+//! (docs/performance.md, "Independent of the processor count"). One child
+//! under one parent VP, the commonest shape in a deep hierarchy, takes a
+//! shortcut for the grant and the revocation that carry a context switch
+//! through it (docs/performance.md, "Context switch through the
+//! hierarchy").
 
 use crate::registry::{check_child_params, PolicyInfo};
 use hsched_core::{
@@ -517,9 +518,9 @@ impl Parents {
 
     /// Parent VP `vp` was granted `cpu`. Returns its index when the grant
     /// is wanted; `None` when this instance has released the VP since, or
-    /// the grant is already stale (the notification waited while this
-    /// instance was busy and the VP has been revoked since: the revoke's own
-    /// notification follows).
+    /// the VP no longer runs on `cpu` (a safeguard: the HSI drops a grant
+    /// that went stale while waiting, with its matching revocation, before
+    /// delivering it).
     #[inline]
     pub(crate) fn on_grant(&mut self, ctx: &Ctx<'_>, vp: VpId, cpu: CpuId) -> Option<usize> {
         self.ensure(ctx);
@@ -715,6 +716,31 @@ impl Parents {
                 }
             }
         }
+    }
+
+    /// Queues a hook's plan in the fixed order of rule 3 above, for owners
+    /// that collect their child actions first (`best`, `best-rate`,
+    /// `linux24`): the planned revocations; releases of the asking parents
+    /// beyond `unserved` (ready children without a processor) and of the
+    /// held processors that `used` says no child runs on; the planned
+    /// grants; requests until `unserved` parents ask.
+    pub(crate) fn queue_plan(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        revokes: &mut Vec<(VpId, RevokeReason)>,
+        grants: &mut Vec<(VpId, CpuId)>,
+        unserved: usize,
+        used: impl Fn(CpuId) -> bool,
+    ) {
+        for (vp, reason) in revokes.drain(..) {
+            ctx.revoke(vp, reason);
+        }
+        self.ask_at_most(ctx, unserved);
+        self.release_idle(ctx, used);
+        for (vp, cpu) in grants.drain(..) {
+            ctx.grant(vp, cpu);
+        }
+        self.ask_at_least(ctx, unserved);
     }
 
     /// Releases every held processor that no child is planned on, as

@@ -68,8 +68,8 @@
 //! ## Guarantees
 //! Best effort: `NULL ↦ NULL`.
 
-use crate::best::{choice_or, nice_quantum, positive_duration_or, ParentView, NICE_SPEC};
-use crate::fp::{merge, param_err, Run};
+use crate::best::{choice_or, nice_quantum, positive_duration_or, NICE_SPEC};
+use crate::fp::{merge, param_err, Parents, Run};
 use crate::registry::PolicyInfo;
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
@@ -194,7 +194,7 @@ struct Task {
 pub struct Linux24 {
     cfg: Linux24Config,
     kids: VpTable<Task>,
-    parents: ParentView,
+    parents: Parents,
     /// Planned revocations, queued first by `settle`.
     revokes: Vec<(VpId, RevokeReason)>,
     /// Planned grants, queued after parent releases by `settle`.
@@ -220,7 +220,7 @@ impl Linux24 {
         Linux24 {
             cfg,
             kids: VpTable::new(Side::Child),
-            parents: ParentView::default(),
+            parents: Parents::default(),
             revokes: Vec::new(),
             grants: Vec::new(),
             next_seq: 0,
@@ -446,7 +446,7 @@ impl Policy for Linux24 {
     }
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
-        self.parents.ensure(ctx);
+        self.parents.init(ctx);
     }
 
     fn register_vp(
@@ -523,14 +523,14 @@ impl Policy for Linux24 {
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
         self.enter(ctx);
-        if self.parents.on_grant(ctx, parent_vp, cpu) {
+        if self.parents.on_grant(ctx, parent_vp, cpu).is_some() {
             self.settle(ctx);
         }
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
         self.enter(ctx);
-        if let Some(cpu) = self.parents.on_revoke(ctx, parent_vp) {
+        if let Some((_, cpu)) = self.parents.on_revoke(ctx, parent_vp) {
             if let Some(i) = self.on_cpu(cpu).filter(|&i| self.usable(ctx, i)) {
                 self.preempt(ctx, i, reason);
             }
