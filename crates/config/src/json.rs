@@ -8,6 +8,7 @@
 //! or `}` (`"suspend",`, a `workgen` shorthand) reads as `null`. Nesting is
 //! limited to [`MAX_DEPTH`] so hostile input cannot exhaust the stack.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// Deepest nesting accepted.
@@ -15,8 +16,8 @@ pub(crate) const MAX_DEPTH: usize = 64;
 
 /// A JSON value with its byte span.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct J {
-    pub v: JVal,
+pub(crate) struct J<'a> {
+    pub v: JVal<'a>,
     pub span: Range<usize>,
 }
 
@@ -28,25 +29,27 @@ pub(crate) struct JNum {
     pub int: Option<i64>,
 }
 
-/// A key of an object, with its span (quotes included).
+/// A key of an object, with its span (quotes included). Keys and strings
+/// borrow from the text unless they hold escapes: a large rt-app file has
+/// a key per program step.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct JKey {
-    pub name: String,
+pub(crate) struct JKey<'a> {
+    pub name: Cow<'a, str>,
     pub span: Range<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum JVal {
+pub(crate) enum JVal<'a> {
     Null,
     Bool(bool),
     Num(JNum),
-    Str(String),
-    Arr(Vec<J>),
+    Str(Cow<'a, str>),
+    Arr(Vec<J<'a>>),
     /// Members in file order, repeated keys kept.
-    Obj(Vec<(JKey, J)>),
+    Obj(Vec<(JKey<'a>, J<'a>)>),
 }
 
-impl JVal {
+impl JVal<'_> {
     /// What kind of value this is, for messages.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -78,7 +81,7 @@ struct Reader<'a> {
 type R<T> = Result<T, JsonError>;
 
 /// Parses one JSON document.
-pub(crate) fn parse(text: &str) -> R<J> {
+pub(crate) fn parse(text: &str) -> R<J<'_>> {
     let mut r = Reader {
         s: text.as_bytes(),
         text,
@@ -178,7 +181,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> R<J> {
+    fn value(&mut self, depth: usize) -> R<J<'a>> {
         if depth > MAX_DEPTH {
             return Err(self.err(
                 self.i..self.i + 1,
@@ -210,7 +213,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn literal(&mut self) -> R<JVal> {
+    fn literal(&mut self) -> R<JVal<'a>> {
         for (word, v) in [
             ("true", JVal::Bool(true)),
             ("false", JVal::Bool(false)),
@@ -234,7 +237,7 @@ impl<'a> Reader<'a> {
         ))
     }
 
-    fn number(&mut self) -> R<JVal> {
+    fn number(&mut self) -> R<JVal<'a>> {
         let start = self.i;
         if self.peek() == Some(b'-') {
             self.i += 1;
@@ -291,9 +294,19 @@ impl<'a> Reader<'a> {
     }
 
     /// A string at `i` (which is `"`): its value and span.
-    fn string(&mut self) -> R<(String, Range<usize>)> {
+    fn string(&mut self) -> R<(Cow<'a, str>, Range<usize>)> {
         let start = self.i;
         self.i += 1;
+        // Without escapes, the string is the text between the quotes.
+        let plain = self.s[self.i..]
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\')
+            .filter(|&n| self.s[self.i + n] == b'"');
+        if let Some(n) = plain {
+            let text = &self.text[self.i..self.i + n];
+            self.i += n + 1;
+            return Ok((Cow::Borrowed(text), start..self.i));
+        }
         let mut out = String::new();
         loop {
             let Some(c) = self.peek() else {
@@ -302,7 +315,7 @@ impl<'a> Reader<'a> {
             match c {
                 b'"' => {
                     self.i += 1;
-                    return Ok((out, start..self.i));
+                    return Ok((Cow::Owned(out), start..self.i));
                 }
                 b'\\' => {
                     let esc_at = self.i;
@@ -382,7 +395,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> R<JVal> {
+    fn array(&mut self, depth: usize) -> R<JVal<'a>> {
         let open = self.i;
         self.i += 1;
         let mut items = Vec::new();
@@ -418,7 +431,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> R<JVal> {
+    fn object(&mut self, depth: usize) -> R<JVal<'a>> {
         let open = self.i;
         self.i += 1;
         let mut members = Vec::new();
@@ -488,7 +501,7 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
-    fn obj(j: &J) -> &[(JKey, J)] {
+    fn obj<'j, 't>(j: &'j J<'t>) -> &'j [(JKey<'t>, J<'t>)] {
         match &j.v {
             JVal::Obj(m) => m,
             _ => panic!("not an object"),
@@ -500,7 +513,7 @@ mod tests {
         let text = "{ /* c */ \"run\": 10, \"sleep\": 5, // x\n \"run\": 7, }";
         let j = parse(text).unwrap();
         let m = obj(&j);
-        let keys: Vec<&str> = m.iter().map(|(k, _)| k.name.as_str()).collect();
+        let keys: Vec<&str> = m.iter().map(|(k, _)| &*k.name).collect();
         assert_eq!(keys, ["run", "sleep", "run"]);
         assert_eq!(&text[m[2].1.span.clone()], "7");
         assert_eq!(&text[m[0].0.span.clone()], "\"run\"");
@@ -517,6 +530,16 @@ mod tests {
             JVal::Arr(a) => assert_eq!(a.len(), 4),
             _ => panic!(),
         }
+        // Strings and keys without escapes borrow from the text.
+        let text = r#"{"rün": "plain é", "a\tb": "c\u0041"}"#;
+        let j = parse(text).unwrap();
+        let m = obj(&j);
+        assert!(matches!(&m[0].0.name, Cow::Borrowed("rün")));
+        assert!(matches!(&m[0].1.v, JVal::Str(Cow::Borrowed("plain é"))));
+        assert!(matches!(&m[1].0.name, Cow::Owned(k) if k == "a\tb"));
+        assert!(matches!(&m[1].1.v, JVal::Str(Cow::Owned(v)) if v == "cA"));
+        assert_eq!(&text[m[0].1.span.clone()], "\"plain é\"");
+        assert_eq!(&text[m[1].1.span.clone()], r#""c\u0041""#);
     }
 
     #[test]

@@ -229,7 +229,7 @@ impl Rd<'_> {
         Some(Duration::from_micros(n as u64))
     }
 
-    fn obj<'j>(&mut self, v: &'j J, what: &str) -> Option<&'j [(JKey, J)]> {
+    fn obj<'j, 't>(&mut self, v: &'j J<'t>, what: &str) -> Option<&'j [(JKey<'t>, J<'t>)]> {
         match &v.v {
             JVal::Obj(m) => Some(m),
             other => {
@@ -255,7 +255,7 @@ impl Rd<'_> {
             if events_ok && event_of(&k.name).is_some() {
                 continue;
             }
-            if let Some(&first) = seen.get(k.name.as_str()) {
+            if let Some(&first) = seen.get(&*k.name) {
                 let (line, col) = self.src.line_col(first);
                 set(
                     self.err(
@@ -307,7 +307,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
     let mut default_policy = "SCHED_OTHER".to_string();
     let mut tasks_v = None;
     for (k, v) in top {
-        match k.name.as_str() {
+        match &*k.name {
             "tasks" => tasks_v = Some(v),
             "global" => {
                 let Some(g) = rd.obj(v, "`global`") else {
@@ -315,7 +315,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
                 };
                 rd.duplicates(g, "`global`", false);
                 for (gk, gv) in g {
-                    match gk.name.as_str() {
+                    match &*gk.name {
                         "duration" => {
                             // rt-app: a duration of 0 or less means "until the tasks end".
                             match rd.int(gv, "`duration` (seconds)") {
@@ -434,8 +434,8 @@ fn policy_name(rd: &mut Rd<'_>, v: &J, what: &str) -> Option<String> {
         );
         return None;
     };
-    if POLICIES.contains(&s.as_str()) {
-        return Some(s.clone());
+    if POLICIES.contains(&s.as_ref()) {
+        return Some(s.to_string());
     }
     if s == "SCHED_BATCH" || s == "SCHED_IDLE" {
         set(rd.err(v.span.clone(), format!("{what} `{s}` is not supported")), Some(&one_of(POLICIES)), Some("hsched maps rt-app policies onto its own schedulers; SCHED_BATCH and SCHED_IDLE have no counterpart".into()));
@@ -466,7 +466,7 @@ fn read_events(
     let mut steps = Vec::new();
     let mut any_event = false;
     for (k, v) in m {
-        let name = k.name.as_str();
+        let name = &*k.name;
         if extra.contains(&name) {
             continue;
         }
@@ -525,7 +525,7 @@ fn read_events(
                 let mut absolute = false;
                 let mut reference = "unknown".to_string();
                 for (tk, tv) in t {
-                    match tk.name.as_str() {
+                    match &*tk.name {
                         "period" => period = rd.micros(tv, &format!("the timer period in task `{task}`")),
                         "mode" => match &tv.v {
                             JVal::Str(s) if s == "absolute" => absolute = true,
@@ -533,7 +533,7 @@ fn read_events(
                             _ => set(rd.err(tv.span.clone(), format!("timer `mode` in task `{task}` must be \"absolute\" or \"relative\"")), Some("\"absolute\" or \"relative\" (the default)"), None),
                         },
                         "ref" => match &tv.v {
-                            JVal::Str(s) => reference = s.clone(),
+                            JVal::Str(s) => reference = s.to_string(),
                             _ => set(rd.err(tv.span.clone(), format!("timer `ref` in task `{task}` must be a string")), Some("\"unique\", or a timer name"), None),
                         },
                         other => set(rd.err(tk.span.clone(), format!("unknown key `{other}` in a timer of task `{task}`")), Some("`ref`, `period` and `mode`"), did_you_mean(other, ["ref", "period", "mode"])),
@@ -723,7 +723,9 @@ fn read_task(
                 Some("a shared rt-app timer advances once per waiter, which hsched does not model; use `\"ref\": \"unique\"`".into()),
             );
         }
-        timer_owner.entry(t.clone()).or_insert_with(|| name.clone());
+        timer_owner
+            .entry(t.clone())
+            .or_insert_with(|| name.to_string());
     }
     let Some(program) = program else { return };
     if rd.errs.len() > before {
@@ -754,7 +756,7 @@ fn read_task(
     let (line, col) = rd.src.line_col(key.span.start);
     for k in 0..instance {
         let tname = if k == 0 {
-            name.clone()
+            name.to_string()
         } else {
             format!("{name}-{k}")
         };
@@ -773,10 +775,10 @@ fn read_task(
 /// without one); `dl-runtime`, `dl-period`, `dl-deadline` for
 /// SCHED_DEADLINE, with rt-app's defaults (period = runtime, deadline =
 /// period).
-fn read_sched_fields<'j>(
+fn read_sched_fields<'j, 't>(
     rd: &mut Rd<'_>,
     key: &JKey,
-    get: &dyn Fn(&str) -> Option<&'j J>,
+    get: &dyn Fn(&str) -> Option<&'j J<'t>>,
     name: &str,
     default_policy: &str,
 ) -> Params {
@@ -897,7 +899,7 @@ fn read_phases(
                 Some("events inside a phase when the task has `phases`"),
                 Some("rt-app ignores such events; move it into a phase".into()),
             );
-        } else if !TASK_KEYS.contains(&k.name.as_str()) {
+        } else if !TASK_KEYS.contains(&&*k.name) {
             match UNSUPPORTED_TASK_KEYS.iter().find(|(u, _)| *u == k.name) {
                 Some((_, why)) => set(
                     rd.err(
@@ -944,7 +946,7 @@ fn read_phases(
         };
         rd.duplicates(pm, &format!("phase `{}` of task `{name}`", pk.name), true);
         for (k, _) in pm {
-            if PHASE_SCHEDULING_KEYS.contains(&k.name.as_str()) {
+            if PHASE_SCHEDULING_KEYS.contains(&&*k.name) {
                 set(
                     rd.err(k.span.clone(), format!("`{}` in phase `{}` of task `{name}` is not supported", k.name, pk.name)),
                     Some("`loop` and events inside a phase"),
@@ -976,7 +978,7 @@ fn read_phases(
             None => 1,
         };
         unrolled += steps.len() as u128 * ploop.max(0) as u128;
-        read.push((pk.name.clone(), steps, ploop, pk.span.clone()));
+        read.push((pk.name.to_string(), steps, ploop, pk.span.clone()));
         // Refused before the rest is read: a file of many phases would
         // otherwise be read in full only to be refused.
         if read.len() > 1 && read[0].2 > 0 && unrolled > MAX_STEPS as u128 {
@@ -1095,12 +1097,12 @@ pub fn attach_rtapp_with_policies(
     let mut jdiag = Diag::new(&json_file, None, None);
     g.threads
         .retain(|t| t.rtapp.as_ref().is_none_or(|b| b.declared));
-    let tasks: BTreeMap<&str, &RtAppTask> = w.tasks.iter().map(|t| (t.name.as_str(), t)).collect();
-    let task_names: Vec<&str> = w.tasks.iter().map(|t| t.name.as_str()).collect();
+    let tasks: BTreeMap<&str, &RtAppTask> = w.tasks.iter().map(|t| (&*t.name, t)).collect();
+    let task_names: Vec<&str> = w.tasks.iter().map(|t| &*t.name).collect();
     let mut claimed: BTreeMap<String, String> = BTreeMap::new();
     // By name: one look-up per task, among up to MAX_SCHEDULERS.
     let by_name: BTreeMap<&str, &SchedulerSpec> =
-        g.schedulers.iter().map(|s| (s.name.as_str(), s)).collect();
+        g.schedulers.iter().map(|s| (&*s.name, s)).collect();
     let sched_policy = |name: &str| {
         by_name
             .get(name)
