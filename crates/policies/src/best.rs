@@ -789,6 +789,12 @@ impl<R: Rule> Edf<R> {
         let Some(i) = self.kids.index_of(ctx, vp) else {
             return;
         };
+        if ctx.vp_state(vp) != VpState::Ready {
+            // Stale: released since, or already granted after a later
+            // request that this one stands for.
+            self.settle(ctx);
+            return;
+        }
         // The wake-up time: the thread's own when the child is a thread
         // (it differs from now only when a runnable thread moves here).
         let at = ctx
@@ -814,8 +820,12 @@ impl<R: Rule> Edf<R> {
         let Some(i) = self.kids.index_of(ctx, vp) else {
             return;
         };
-        self.account(ctx, i);
-        self.kids.at_mut(i).1.run = Run::Waiting;
+        if ctx.vp_state(vp) == VpState::Waiting {
+            self.account(ctx, i);
+            self.kids.at_mut(i).1.run = Run::Waiting;
+        }
+        // Otherwise stale: the child asked again since, and the request
+        // (already handled, or still to come) decides.
         self.settle(ctx);
     }
 

@@ -129,11 +129,15 @@ impl Fp {
         Ok(params.i64("priority")?)
     }
 
-    fn taken(&self, prio: i64, except: Option<VpId>) -> bool {
+    /// Whether another child than `vp`'s holds `prio`. A child instance on
+    /// several processors registers a VP per processor, all with its one
+    /// priority: they do not make it taken for each other.
+    fn taken(&self, ctx: &Ctx<'_>, prio: i64, vp: VpId) -> bool {
+        let child = ctx.vp_child(vp);
         self.set
             .kids
             .iter()
-            .any(|(vp, e)| e.prio == prio && Some(vp) != except)
+            .any(|(v, e)| e.prio == prio && ctx.vp_child(v) != child)
     }
 
     /// Plans and queues the actions; the hook has called `begin`.
@@ -158,7 +162,7 @@ impl Policy for Fp {
         params: &Params,
     ) -> Result<(), PolicyError> {
         let prio = Self::priority(params)?.unwrap_or(0);
-        if self.unique && self.taken(prio, None) {
+        if self.unique && self.taken(ctx, prio, vp) {
             return Err(PolicyError::Refused(format!(
                 "priority {prio} is taken and this fp scheduler admits one child per priority"
             )));
@@ -212,7 +216,7 @@ impl Policy for Fp {
         let Some(prio) = Self::priority(params)? else {
             return Ok(());
         };
-        if self.unique && self.taken(prio, Some(vp)) {
+        if self.unique && self.taken(ctx, prio, vp) {
             return Err(PolicyError::Refused(format!("priority {prio} is taken")));
         }
         self.set.set_prio(i, prio);

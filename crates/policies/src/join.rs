@@ -294,14 +294,18 @@ impl Policy for Join {
             return;
         };
         let Some(vp) = self.child else { return };
-        if self.run != Run::Running(cpu)
-            || self.kept != Some(i)
-            || ctx.vp_state(vp) != VpState::Running(cpu)
-        {
+        if self.run != Run::Running(cpu) || self.kept != Some(i) {
             return;
         }
-        // Quiet: keep asking the revoking parent, ask the others again.
-        ctx.revoke(vp, reason);
+        match ctx.vp_state(vp) {
+            // Quiet: keep asking the revoking parent, ask the others again.
+            VpState::Running(c) if c == cpu => ctx.revoke(vp, reason),
+            // The grant to it never took effect (the processor was revoked
+            // before it was applied, and it was dropped as stale): it is
+            // simply ready.
+            VpState::Ready => {}
+            _ => return,
+        }
         if i + 1 == self.parents.len() && reason == RevokeReason::BudgetExhausted {
             self.overrun = true;
         }

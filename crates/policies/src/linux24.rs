@@ -480,6 +480,12 @@ impl Policy for Linux24 {
         let Some(w) = self.kids.index_of(ctx, vp) else {
             return;
         };
+        if ctx.vp_state(vp) != VpState::Ready {
+            // Stale: released since, or already granted after a later
+            // request that this one stands for.
+            self.settle(ctx);
+            return;
+        }
         self.next_seq += 1;
         let seq = self.next_seq;
         let t = self.kids.at_mut(w).1;
@@ -516,8 +522,12 @@ impl Policy for Linux24 {
         let Some(i) = self.kids.index_of(ctx, vp) else {
             return;
         };
-        self.account(ctx, i);
-        self.kids.at_mut(i).1.run = Run::Waiting;
+        if ctx.vp_state(vp) == VpState::Waiting {
+            self.account(ctx, i);
+            self.kids.at_mut(i).1.run = Run::Waiting;
+        }
+        // Otherwise stale: the child asked again since, and the request
+        // (already handled, or still to come) decides.
         self.settle(ctx);
     }
 

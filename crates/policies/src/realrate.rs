@@ -398,6 +398,12 @@ impl RealRateConfig {
         }
         Ok(c)
     }
+
+    /// An adaptive child's first proportion: `initial`, but not below
+    /// `floor`, which bounds every adaptive child.
+    fn first_proportion(&self) -> f64 {
+        self.initial.max(self.floor)
+    }
 }
 
 /// A child's class (Fig 2).
@@ -996,7 +1002,17 @@ impl RealRate {
                 "{vp} is not a child of this scheduler"
             )));
         };
-        let mut merged = ctx.vp_params(vp).clone();
+        // A change to an adaptive class hands the child to the controller:
+        // the proportion it had as a real-time or aperiodic child goes (it
+        // starts again as a new adaptive child does); merged in, it would
+        // make the request refused.
+        let adaptive = matches!(change.str("class")?, Some("real-rate" | "misc"));
+        let mut merged = Params::new();
+        for (k, v) in ctx.vp_params(vp).iter() {
+            if !(adaptive && k == "proportion") {
+                merged.insert(k, v.clone());
+            }
+        }
         for (k, v) in change.iter() {
             merged.insert(k, v.clone());
         }
@@ -1019,7 +1035,7 @@ impl RealRate {
         self.adaptive = adaptive_after;
         let new_p = match spec.proportion {
             Some(p) => p,
-            None if was_rt => self.cfg.initial,
+            None if was_rt => self.cfg.first_proportion(),
             None => old.proportion,
         };
         if let Some(c) = self.core.children.get_mut(ctx, vp) {
@@ -1074,7 +1090,7 @@ impl Policy for RealRate {
         self.admit(rt_after, adaptive_after)?;
         self.rt_load = rt_after;
         self.adaptive = adaptive_after;
-        let proportion = spec.proportion.unwrap_or(self.cfg.initial);
+        let proportion = spec.proportion.unwrap_or(self.cfg.first_proportion());
         let now = ctx.now();
         let child = Child {
             slot: self.core.new_slot(),
