@@ -9,16 +9,23 @@
 //!
 //! The generator keeps within every documented limit, admission control
 //! included: the sum of every reservation a `rez` or `realrate` instance is
-//! ever asked for stays below its cap, and Join and Limit get at most one
-//! child ever. So every file must be accepted (a refusal is a generator or
-//! checker bug, counted and shown) and every run must succeed. Each run's
-//! report must then satisfy the accounting identities of docs/metrics.md,
-//! and a share of the seeds are run again to check that a rerun, the
-//! protocol checker and a trace change nothing in the report.
+//! ever asked for stays below its cap (a Rez-FB instance, whose corrected
+//! amounts grow into that headroom, takes children at time 0 only), and
+//! Join and Limit get at most one child ever. So every file should be
+//! accepted (refusals are counted and the first is shown; more than a
+//! fifth fails the test) and every run must succeed. Each report must then
+//! satisfy the identities of docs/metrics.md and what the protocol implies
+//! (no scheduler passes on more supply than it receives, and exactly that
+//! where no thread moved and no Join shares it; Limit and hard
+//! reservations never exceed their amount per period, give or take a
+//! tick), and end with each thread where the operations put it. A share
+//! of the seeds are run again: a rerun, and a run without the protocol
+//! checker but with a trace, must give the same report.
 //!
 //! `HSCHED_SEEDS=N` runs N seeds (default 400) from `HSCHED_FIRST_SEED`
-//! (default 0); `HSCHED_SEED=N` runs one seed and prints its file. A failure prints the seed and the file, which is also
-//! written to `target/tmp/random-run-SEED.toml`; replay it with
+//! (default 0); `HSCHED_SEED=N` runs one seed and prints its file. A
+//! failure prints the seed and the file, which is also written to
+//! `target/tmp/random-run-SEED.toml`; replay it with
 //! `hsched sim target/tmp/random-run-SEED.toml --check-protocol`.
 
 use hsched_policies::{registry, PolicyInfo};
