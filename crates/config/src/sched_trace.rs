@@ -156,9 +156,8 @@ struct Builder {
     phase: Phase,
     /// CPU of the burst in progress (one is, unless `phase` is `Blocked`).
     used: u64,
-    /// Start and end of the trace's longest silence.
-    silence: (u64, u64),
-    /// Whether CPU time across it was charged to this thread.
+    /// Whether CPU time across the trace's longest silence was charged to
+    /// this thread.
     across: bool,
 }
 
@@ -229,7 +228,7 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
     for (at, _, ev) in events {
         match ev {
             Event::Wakeup { pid, comm } => {
-                if let Some(b) = builder(&mut threads, pid, &comm, at, bounds) {
+                if let Some(b) = builder(&mut threads, pid, &comm, at) {
                     b.wake(at, start_ns);
                 }
             }
@@ -241,10 +240,10 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
                 next_pid,
                 next_comm,
             } => {
-                if let Some(b) = builder(&mut threads, prev_pid, &prev_comm, at, bounds) {
-                    b.switch_out(at, prev_runnable, prev_dead);
+                if let Some(b) = builder(&mut threads, prev_pid, &prev_comm, at) {
+                    b.switch_out(at, prev_runnable, prev_dead, bounds);
                 }
-                if let Some(b) = builder(&mut threads, next_pid, &next_comm, at, bounds) {
+                if let Some(b) = builder(&mut threads, next_pid, &next_comm, at) {
                     b.switch_in(at, start_ns);
                 }
             }
@@ -253,7 +252,7 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
     let threads = threads
         .into_iter()
         .filter_map(|(pid, mut b)| {
-            b.finish(end_ns);
+            b.finish(end_ns, bounds);
             if let Some(s) = silence.as_mut().filter(|_| b.across) {
                 s.0.charged.push(pid);
             }
@@ -294,13 +293,12 @@ fn longest_silence(events: &[(u64, usize, Event)], span: u64) -> Option<(Silence
 }
 
 /// The history of thread `pid` (first seen at `at`), its name brought up
-/// to date; `None` for the idle task. `silence`: see [`Builder`].
+/// to date; `None` for the idle task.
 fn builder<'a>(
     threads: &'a mut BTreeMap<u32, Builder>,
     pid: u32,
     comm: &str,
     at: u64,
-    silence: (u64, u64),
 ) -> Option<&'a mut Builder> {
     if pid == 0 {
         return None;
@@ -317,7 +315,6 @@ fn builder<'a>(
         },
         phase: Phase::Blocked { since: at },
         used: 0,
-        silence,
         across: false,
     });
     if b.thread.comm != comm && !comm.is_empty() {
@@ -356,7 +353,8 @@ impl Builder {
         self.phase = Phase::Running { since: at };
     }
 
-    fn switch_out(&mut self, at: u64, runnable: bool, dead: bool) {
+    /// `silence`: start and end of the trace's longest silence.
+    fn switch_out(&mut self, at: u64, runnable: bool, dead: bool, silence: (u64, u64)) {
         let since = match self.phase {
             Phase::Running { since } => since,
             Phase::Runnable { since } => {
@@ -378,7 +376,7 @@ impl Builder {
                 return;
             }
         };
-        self.charge(since, at);
+        self.charge(since, at, silence);
         if runnable {
             self.phase = Phase::Runnable { since: at };
             return;
@@ -388,10 +386,10 @@ impl Builder {
         self.thread.exited |= dead;
     }
 
-    /// CPU time from `since` to `at`.
-    fn charge(&mut self, since: u64, at: u64) {
+    /// CPU time from `since` to `at`; `silence` as for `switch_out`.
+    fn charge(&mut self, since: u64, at: u64, silence: (u64, u64)) {
         self.used += at.saturating_sub(since);
-        self.across |= since <= self.silence.0 && at >= self.silence.1;
+        self.across |= since <= silence.0 && at >= silence.1;
     }
 
     /// Ends the burst in progress (its sleep is filled in at the next
@@ -407,10 +405,10 @@ impl Builder {
     /// The trace ended: a running thread's slice ends there; a sleeping
     /// one's last sleep lasts to the end (so that a replay run over and
     /// over keeps the recorded pace).
-    fn finish(&mut self, end: u64) {
+    fn finish(&mut self, end: u64, silence: (u64, u64)) {
         match self.phase {
             Phase::Running { since } => {
-                self.charge(since, end);
+                self.charge(since, end, silence);
                 self.close();
             }
             Phase::Runnable { .. } => self.close(),
