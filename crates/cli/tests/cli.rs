@@ -771,6 +771,31 @@ fn runs_summarize_the_reports_of_consecutive_seeds() {
     let o = run(&["sim", file, "--runs", "2", "--duration", "1s"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).starts_with("2 runs of 1.000s"), "{}", stdout(&o));
+    // Only the reports kept for `--json` need a temporary file.
+    let no_tmp = |json: bool| {
+        let mut c = hsched();
+        c.current_dir(root())
+            .args(["sim", file, "--runs", "2", "--duration", "1s"])
+            .env("TMPDIR", root().join("no-such-dir"));
+        if json {
+            c.arg("--json");
+        }
+        c.output().unwrap()
+    };
+    let o = no_tmp(false);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        stdout(&run(&["sim", file, "--runs", "2", "--duration", "1s"]))
+    );
+    let o = no_tmp(true);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot summarize the runs"),
+        "{}",
+        stderr(&o)
+    );
+    assert_no_crash(&o);
     for bad in [
         &["--runs", "0"][..],
         &["--runs", "2", "--trace", "t.json"],

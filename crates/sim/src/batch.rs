@@ -10,9 +10,9 @@
 //! lateness, dispatch latency and gap. docs/metrics.md defines each figure.
 //!
 //! Memory does not grow with the number of runs: at most one report per
-//! worker waits for the runs before it, and what the summary needs once
-//! every run is in (each figure again for the standard deviations, each
-//! report for the JSON) waits in temporary files.
+//! worker waits for the runs before it, each figure is folded in at once
+//! (Welford's method for the standard deviations), and only the reports
+//! kept for the JSON wait in a temporary file.
 
 use crate::report::{clip, fmt_ns, fmt_signed, name_width, pretty_json};
 use crate::{Report, SimError, SimOptions, ThreadReport};
@@ -21,7 +21,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
+use std::io::{self, BufWriter, Seek, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -196,16 +196,21 @@ impl Spread {
     pub fn of(xs: &[f64]) -> Spread {
         let mut f = Fold::EMPTY;
         xs.iter().for_each(|&x| f.add(x));
-        let mean = f.mean();
-        f.spread(xs.iter().map(|x| (x - mean) * (x - mean)).sum())
+        f.spread()
     }
 }
 
-/// One figure's running totals over the runs, for its [`Spread`].
+/// One figure's running totals over the runs, for its [`Spread`], in one
+/// pass: the sum for the mean, and Welford's running mean and sum of
+/// squared deviations for the standard deviation (stable where the
+/// deviations are tiny against the values, as shares over many runs of one
+/// hierarchy are).
 #[derive(Clone, Copy, Debug)]
 struct Fold {
     n: usize,
     sum: f64,
+    running: f64,
+    m2: f64,
     min: f64,
     max: f64,
 }
@@ -216,6 +221,8 @@ impl Fold {
     const EMPTY: Fold = Fold {
         n: 0,
         sum: -0.0,
+        running: 0.0,
+        m2: 0.0,
         min: f64::INFINITY,
         max: f64::NEG_INFINITY,
     };
@@ -223,6 +230,9 @@ impl Fold {
     fn add(&mut self, x: f64) {
         self.n += 1;
         self.sum += x;
+        let d = x - self.running;
+        self.running += d / self.n as f64;
+        self.m2 += d * (x - self.running);
         self.min = self.min.min(x);
         self.max = self.max.max(x);
     }
@@ -231,9 +241,7 @@ impl Fold {
         self.sum / self.n as f64
     }
 
-    /// The spread, given the sum of the squared deviations from
-    /// [`Fold::mean`] of the same values in the same order.
-    fn spread(&self, squares: f64) -> Spread {
+    fn spread(&self) -> Spread {
         if self.n == 0 {
             return Spread {
                 mean: 0.0,
@@ -243,7 +251,7 @@ impl Fold {
             };
         }
         let n = self.n as f64;
-        let var = if self.n > 1 { squares / (n - 1.0) } else { 0.0 };
+        let var = if self.n > 1 { self.m2 / (n - 1.0) } else { 0.0 };
         Spread {
             mean: self.mean(),
             sd: var.sqrt(),
@@ -364,9 +372,9 @@ impl ThreadTotals {
 /// into a [`Batch`]. Threads, schedulers and principals are those of the
 /// first report, found by name in the others. Each report's figures with a
 /// spread (thread shares and frame rates, scheduler and principal shares,
-/// idle and stolen time, in that order) wait in a temporary file until
-/// every mean is known; the reports themselves, when kept for
-/// [`Batch::write_json`], in another.
+/// idle and stolen time, in that order) are folded in at once; the reports
+/// themselves, when kept for [`Batch::write_json`], wait in a temporary
+/// file.
 #[derive(Debug)]
 pub struct BatchBuilder {
     seeds: Vec<u64>,
@@ -378,7 +386,6 @@ pub struct BatchBuilder {
     principals: Vec<String>,
     /// One per figure with a spread, in the order above.
     folds: Vec<Fold>,
-    figures: BufWriter<File>,
     reports: Option<BufWriter<File>>,
 }
 
@@ -386,7 +393,8 @@ impl BatchBuilder {
     /// An empty summary; `keep_reports` keeps every report for the JSON.
     ///
     /// # Errors
-    /// A temporary file cannot be created (see [`std::env::temp_dir`]).
+    /// With `keep_reports`, a temporary file cannot be created (see
+    /// [`std::env::temp_dir`]).
     pub fn new(keep_reports: bool) -> io::Result<BatchBuilder> {
         Ok(BatchBuilder {
             seeds: Vec::new(),
@@ -398,7 +406,6 @@ impl BatchBuilder {
             principals: Vec::new(),
             // A summary without threads has the machine's two.
             folds: vec![Fold::EMPTY; 2],
-            figures: BufWriter::new(scratch_file()?),
             reports: if keep_reports {
                 Some(BufWriter::new(scratch_file()?))
             } else {
@@ -449,7 +456,6 @@ impl BatchBuilder {
                 fold.add(*x);
             }
         }
-        write_row(&mut self.figures, &row)?;
         if let Some(out) = &mut self.reports {
             out.write_all(if self.seeds.is_empty() { b"\n" } else { b",\n" })?;
             out.write_all(REPORT_INDENT)?;
@@ -477,24 +483,9 @@ impl BatchBuilder {
             schedulers,
             principals,
             folds,
-            figures,
             reports,
         } = self;
-        // The second pass of the standard deviations, from `Iterator::sum`'s
-        // start, as in [`Spread::of`].
-        let means: Vec<f64> = folds.iter().map(Fold::mean).collect();
-        let mut squares = vec![-0.0; folds.len()];
-        let mut figures = BufReader::new(rewound(figures)?);
-        let mut row = Vec::with_capacity(folds.len());
-        for _ in &seeds {
-            read_row(&mut figures, folds.len(), &mut row)?;
-            for ((sq, x), mean) in squares.iter_mut().zip(&row).zip(&means) {
-                if let Some(x) = x {
-                    *sq += (x - mean) * (x - mean);
-                }
-            }
-        }
-        let spread = |k: usize| folds[k].spread(squares[k]);
+        let spread = |k: usize| folds[k].spread();
         let shares = |names: Vec<String>, first: usize| {
             names
                 .into_iter()
@@ -548,37 +539,6 @@ fn named<'a, T>(list: &'a [T], k: usize, name: &str, name_of: fn(&T) -> &String)
     list.get(k)
         .filter(|x| name_of(x) == name)
         .or_else(|| list.iter().find(|x| name_of(x) == name))
-}
-
-/// A figure a run lacks is one byte, one it has nine.
-fn write_row(out: &mut impl Write, row: &[Option<f64>]) -> io::Result<()> {
-    for x in row {
-        match x {
-            None => out.write_all(&[0])?,
-            Some(x) => {
-                out.write_all(&[1])?;
-                out.write_all(&x.to_le_bytes())?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Reads back a row of `len` figures [`write_row`] wrote.
-fn read_row(input: &mut impl Read, len: usize, row: &mut Vec<Option<f64>>) -> io::Result<()> {
-    row.clear();
-    for _ in 0..len {
-        let mut tag = [0];
-        input.read_exact(&mut tag)?;
-        row.push(if tag[0] == 0 {
-            None
-        } else {
-            let mut x = [0; 8];
-            input.read_exact(&mut x)?;
-            Some(f64::from_le_bytes(x))
-        });
-    }
-    Ok(())
 }
 
 /// Where a report starts in the summary's JSON: in `reports`, two levels
@@ -929,5 +889,18 @@ mod tests {
         b.write_json(&mut without).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&without).unwrap();
         assert!(v.get("reports").is_none());
+    }
+
+    #[test]
+    fn the_spread_is_exact_far_from_zero() {
+        // Sample standard deviation of 4, 7, 13, 16: √30. The naive sum of
+        // squares minus n·mean² loses it entirely at 1e9 offsets.
+        for offset in [0.0, 1e9, 1e12] {
+            let xs = [4.0, 7.0, 13.0, 16.0].map(|x| x + offset);
+            let s = Spread::of(&xs);
+            assert!((s.sd - 30f64.sqrt()).abs() < 1e-9, "{offset}: {s:?}");
+            assert_eq!((s.mean, s.min, s.max), (offset + 10.0, xs[0], xs[3]));
+        }
+        assert_eq!(Spread::of(&[0.25]).sd, 0.0);
     }
 }

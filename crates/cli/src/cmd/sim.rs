@@ -376,10 +376,11 @@ fn remove_outputs(e: anyhow::Error, args: &Args) -> anyhow::Error {
     }
 }
 
-/// The runs' summary keeps what it needs until the end in temporary files.
+/// With `--json`, the runs' summary keeps their reports until the end in a
+/// temporary file.
 fn summary_failed(e: std::io::Error) -> anyhow::Error {
     anyhow::anyhow!(
-        "cannot summarize the runs: {e}\n  = hint: set TMPDIR to a directory with room for the runs' figures"
+        "cannot summarize the runs: {e}\n  = hint: set TMPDIR to a directory with room for the runs' reports"
     )
 }
 
