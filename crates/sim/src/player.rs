@@ -771,7 +771,11 @@ impl PlayerWorkload {
                     if f.done_at.is_some_and(|d| d <= f.display) {
                         cx.job_with_deadline(f.display);
                     } else {
+                        // Not shown at its display time: a missed deadline,
+                        // as a skipped video frame is (docs/metrics.md).
                         cx.stats.dropped += 1;
+                        cx.stats.misses += 1;
+                        cx.missed += 1;
                     }
                 }
                 let c = cost.max(1);

@@ -1540,11 +1540,9 @@ fn check(r: &Report, e: &Expect) -> Result<(), String> {
             t.share,
             t.cpu_ns
         );
-        // A video's dropped frame is a miss; a player's (priority-progress
-        // adaptation) is counted in `dropped` only.
-        let dropped_missed = t.workload != "player";
+        // A dropped frame (video or player) is a missed deadline.
         ensure!(
-            t.deadline_hits <= t.jobs && (!dropped_missed || t.dropped <= t.deadline_misses),
+            t.deadline_hits <= t.jobs && t.dropped <= t.deadline_misses,
             "{name}: {} jobs, {} hits, {} misses, {} dropped",
             t.jobs,
             t.deadline_hits,

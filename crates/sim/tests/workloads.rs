@@ -250,8 +250,16 @@ fn players_under_coop_poll_and_beat_time_sharing_under_saturation() {
         worst(&ts)
     );
     assert!(worst(&coop) < 3.0);
-    // Saturated: frames are dropped, the processor is never idle.
+    // Saturated: frames are dropped, the processor is never idle. A frame
+    // not shown at its display time is a missed deadline.
     assert!(coop.threads.iter().map(|t| t.dropped).sum::<u64>() > 0);
+    for t in coop.threads.iter().chain(&ts.threads) {
+        assert_eq!(
+            t.deadline_misses,
+            t.jobs - t.deadline_hits + t.dropped,
+            "{t:?}"
+        );
+    }
     assert_eq!(coop.machine.idle_ns, 0);
     // Deterministic.
     assert_eq!(coop, sim(&players("coop", 10), 6.0));
