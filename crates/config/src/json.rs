@@ -14,11 +14,49 @@ use std::ops::Range;
 /// Deepest nesting accepted.
 pub(crate) const MAX_DEPTH: usize = 64;
 
+/// Longest text read: spans hold `u32` offsets. Files are limited to far
+/// less (`MAX_FILE_BYTES`), but [`parse`] also takes any `&str`.
+pub(crate) const MAX_TEXT_BYTES: usize = u32::MAX as usize;
+
+/// A byte range of the text, in 8 bytes instead of a `Range<usize>`'s 16:
+/// the tree of a large rt-app file holds one per key and one per value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ByteSpan {
+    start: u32,
+    end: u32,
+}
+
+impl ByteSpan {
+    /// `start..end`, both at most [`MAX_TEXT_BYTES`] (which [`parse`]
+    /// checks before it reads, so no offset of the text is cut).
+    fn new(r: Range<usize>) -> Self {
+        debug_assert!(r.start <= r.end && r.end <= MAX_TEXT_BYTES, "{r:?}");
+        ByteSpan {
+            start: r.start as u32,
+            end: r.end as u32,
+        }
+    }
+
+    pub fn start(self) -> usize {
+        self.start as usize
+    }
+
+    pub fn range(self) -> Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+impl From<ByteSpan> for Range<usize> {
+    fn from(s: ByteSpan) -> Self {
+        s.range()
+    }
+}
+
 /// A JSON value with its byte span.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct J<'a> {
     pub v: JVal<'a>,
-    pub span: Range<usize>,
+    pub span: ByteSpan,
 }
 
 /// A JSON number: its integer value when it is one. Its text is the
@@ -35,7 +73,7 @@ pub(crate) struct JNum {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct JKey<'a> {
     pub name: Cow<'a, str>,
-    pub span: Range<usize>,
+    pub span: ByteSpan,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -67,7 +105,7 @@ impl JVal<'_> {
 /// A syntax error: where and what.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct JsonError {
-    pub span: Range<usize>,
+    pub span: ByteSpan,
     pub message: String,
     pub expected: String,
 }
@@ -82,6 +120,22 @@ type R<T> = Result<T, JsonError>;
 
 /// Parses one JSON document.
 pub(crate) fn parse(text: &str) -> R<J<'_>> {
+    parse_within(text, MAX_TEXT_BYTES)
+}
+
+/// [`parse`] with the length limit as an argument, so a test can check the
+/// refusal without a 4 GiB text.
+fn parse_within(text: &str, max_bytes: usize) -> R<J<'_>> {
+    if text.len() > max_bytes {
+        return Err(JsonError {
+            span: ByteSpan::new(0..0),
+            message: format!(
+                "the text is {} bytes long, more than the {max_bytes} this reader takes",
+                text.len()
+            ),
+            expected: format!("a text of at most {max_bytes} bytes"),
+        });
+    }
     let mut r = Reader {
         s: text.as_bytes(),
         text,
@@ -116,7 +170,7 @@ impl<'a> Reader<'a> {
         expected: impl Into<String>,
     ) -> JsonError {
         JsonError {
-            span,
+            span: ByteSpan::new(span),
             message: message.into(),
             expected: expected.into(),
         }
@@ -183,8 +237,10 @@ impl<'a> Reader<'a> {
 
     fn value(&mut self, depth: usize) -> R<J<'a>> {
         if depth > MAX_DEPTH {
+            // At the end of the text there is no character to underline
+            // (and `i + 1` would pass MAX_TEXT_BYTES).
             return Err(self.err(
-                self.i..self.i + 1,
+                self.i..(self.i + 1).min(self.s.len()),
                 format!("nesting deeper than {MAX_DEPTH} levels"),
                 "a flatter document",
             ));
@@ -209,7 +265,7 @@ impl<'a> Reader<'a> {
         };
         Ok(J {
             v,
-            span: start..self.i,
+            span: ByteSpan::new(start..self.i),
         })
     }
 
@@ -294,7 +350,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string at `i` (which is `"`): its value and span.
-    fn string(&mut self) -> R<(Cow<'a, str>, Range<usize>)> {
+    fn string(&mut self) -> R<(Cow<'a, str>, ByteSpan)> {
         let start = self.i;
         self.i += 1;
         // Without escapes, the string is the text between the quotes.
@@ -305,7 +361,7 @@ impl<'a> Reader<'a> {
         if let Some(n) = plain {
             let text = &self.text[self.i..self.i + n];
             self.i += n + 1;
-            return Ok((Cow::Borrowed(text), start..self.i));
+            return Ok((Cow::Borrowed(text), ByteSpan::new(start..self.i)));
         }
         let mut out = String::new();
         loop {
@@ -315,7 +371,7 @@ impl<'a> Reader<'a> {
             match c {
                 b'"' => {
                     self.i += 1;
-                    return Ok((Cow::Owned(out), start..self.i));
+                    return Ok((Cow::Owned(out), ByteSpan::new(start..self.i)));
                 }
                 b'\\' => {
                     let esc_at = self.i;
@@ -466,7 +522,7 @@ impl<'a> Reader<'a> {
                 // `"suspend",`: a key alone reads as null.
                 Some(b',' | b'}') => J {
                     v: JVal::Null,
-                    span: kspan.clone(),
+                    span: kspan,
                 },
                 None => return Err(self.err(open..open + 1, "unclosed object", "`}`")),
                 Some(_) => {
@@ -515,8 +571,8 @@ mod tests {
         let m = obj(&j);
         let keys: Vec<&str> = m.iter().map(|(k, _)| &*k.name).collect();
         assert_eq!(keys, ["run", "sleep", "run"]);
-        assert_eq!(&text[m[2].1.span.clone()], "7");
-        assert_eq!(&text[m[0].0.span.clone()], "\"run\"");
+        assert_eq!(&text[m[2].1.span.range()], "7");
+        assert_eq!(&text[m[0].0.span.range()], "\"run\"");
         assert_eq!(m[2].1.v, JVal::Num(JNum { int: Some(7) }));
     }
 
@@ -538,8 +594,8 @@ mod tests {
         assert!(matches!(&m[0].1.v, JVal::Str(Cow::Borrowed("plain é"))));
         assert!(matches!(&m[1].0.name, Cow::Owned(k) if k == "a\tb"));
         assert!(matches!(&m[1].1.v, JVal::Str(Cow::Owned(v)) if v == "cA"));
-        assert_eq!(&text[m[0].1.span.clone()], "\"plain é\"");
-        assert_eq!(&text[m[1].1.span.clone()], r#""c\u0041""#);
+        assert_eq!(&text[m[0].1.span.range()], "\"plain é\"");
+        assert_eq!(&text[m[1].1.span.range()], r#""c\u0041""#);
     }
 
     #[test]
@@ -563,5 +619,43 @@ mod tests {
         }
         let deep = "[".repeat(10_000);
         assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn refuses_text_longer_than_spans_hold() {
+        // `parse` does the same with MAX_TEXT_BYTES, the largest offset a
+        // span holds; a text that long is not allocated here.
+        assert_eq!(MAX_TEXT_BYTES, u32::MAX as usize);
+        let text = "[1, 2]";
+        assert!(parse_within(text, text.len()).is_ok());
+        let e = parse_within(text, text.len() - 1).unwrap_err();
+        assert_eq!(e.span.range(), 0..0);
+        assert_eq!(
+            e.message,
+            "the text is 6 bytes long, more than the 5 this reader takes"
+        );
+    }
+
+    #[test]
+    fn spans_at_the_end_stay_within_the_text() {
+        // The value after the last `:` is one level too deep, and missing.
+        let text = "{\"a\":".repeat(MAX_DEPTH + 1);
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.starts_with("nesting deeper"), "{}", e.message);
+        assert_eq!(e.span.range(), text.len()..text.len());
+    }
+
+    /// The tree holds a `J` per value and a `(JKey, J)` per member. With
+    /// `Range<usize>` spans they took 48 and 88 bytes (a `JKey` 40).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn tree_layout() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<ByteSpan>(), 8);
+        // A 24-byte payload (a `Cow`, a `Vec`) and the tag beside it.
+        assert_eq!(size_of::<JVal>(), 32);
+        assert_eq!(size_of::<J>(), 40);
+        assert_eq!(size_of::<JKey>(), 32);
+        assert_eq!(size_of::<(JKey, J)>(), 72);
     }
 }

@@ -15,7 +15,7 @@
 
 use crate::check::{check_child_params, check_timeline, find_policy, TimelineSites};
 use crate::error::{did_you_mean, one_of, one_of_these, ConfigError, ConfigErrors, Source};
-use crate::json::{self, JKey, JVal, J};
+use crate::json::{self, ByteSpan, JKey, JVal, J};
 use crate::model::*;
 use crate::read::{unprintable, Diag};
 use hsched_core::time::{MAX_PARSED, MAX_PARSED_TEXT};
@@ -178,10 +178,10 @@ struct Rd<'s> {
 impl Rd<'_> {
     fn err(
         &mut self,
-        span: std::ops::Range<usize>,
+        span: impl Into<std::ops::Range<usize>>,
         message: impl Into<String>,
     ) -> &mut ConfigError {
-        let e = self.src.error(span, message);
+        let e = self.src.error(span.into(), message);
         self.errs.push(e);
         self.errs.last_mut().expect("just pushed")
     }
@@ -193,10 +193,7 @@ impl Rd<'_> {
             other => {
                 let k = other.kind();
                 set(
-                    self.err(
-                        v.span.clone(),
-                        format!("{what} must be an integer, found {k}"),
-                    ),
+                    self.err(v.span, format!("{what} must be an integer, found {k}")),
                     Some("an integer (rt-app times are microseconds)"),
                     None,
                 );
@@ -211,7 +208,7 @@ impl Rd<'_> {
         let n = self.int(v, what)?;
         if n < 0 {
             set(
-                self.err(v.span.clone(), format!("{what} is negative ({n})")),
+                self.err(v.span, format!("{what} is negative ({n})")),
                 Some("a number of microseconds, 0 or more"),
                 None,
             );
@@ -220,7 +217,7 @@ impl Rd<'_> {
         let max = MAX_PARSED.as_nanos() / 1000;
         if n as u64 > max {
             set(
-                self.err(v.span.clone(), format!("{what} is too long ({n} us)")),
+                self.err(v.span, format!("{what} is too long ({n} us)")),
                 Some(&format!("at most {max} us, that is {MAX_PARSED_TEXT}")),
                 None,
             );
@@ -235,10 +232,7 @@ impl Rd<'_> {
             other => {
                 let k = other.kind();
                 set(
-                    self.err(
-                        v.span.clone(),
-                        format!("{what} must be an object, found {k}"),
-                    ),
+                    self.err(v.span, format!("{what} must be an object, found {k}")),
                     Some("an object `{ ... }`"),
                     None,
                 );
@@ -258,15 +252,12 @@ impl Rd<'_> {
             if let Some(&first) = seen.get(&*k.name) {
                 let (line, col) = self.src.line_col(first);
                 set(
-                    self.err(
-                        k.span.clone(),
-                        format!("`{}` appears twice in {what}", k.name),
-                    ),
+                    self.err(k.span, format!("`{}` appears twice in {what}", k.name)),
                     Some("each key once"),
                     Some(format!("the first one is at {line}:{col}")),
                 );
             } else {
-                seen.insert(&k.name, k.span.start);
+                seen.insert(&k.name, k.span.start());
             }
         }
     }
@@ -294,7 +285,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
         Err(e) => {
             let err = rd
                 .src
-                .error(e.span, format!("invalid JSON: {}", e.message))
+                .error(e.span.into(), format!("invalid JSON: {}", e.message))
                 .expected(e.expected);
             return Err(ConfigErrors::one(err));
         }
@@ -321,7 +312,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
                             match rd.int(gv, "`duration` (seconds)") {
                                 Some(s) if s > MAX_DURATION_S => set(
                                     rd.err(
-                                        gv.span.clone(),
+                                        gv.span,
                                         format!("`duration` of {s} s is longer than hsched runs"),
                                     ),
                                     Some(&format!(
@@ -348,10 +339,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
                                 .copied()
                                 .collect();
                             set(
-                                rd.err(
-                                    gk.span.clone(),
-                                    format!("unknown key `{other}` in `global`"),
-                                ),
+                                rd.err(gk.span, format!("unknown key `{other}` in `global`")),
                                 Some(&one_of(&all)),
                                 did_you_mean(other, all.iter().copied()),
                             );
@@ -361,7 +349,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
             }
             "resources" => {
                 set(
-                    rd.err(k.span.clone(), "`resources` is not supported: it declares mutexes, conditions, barriers and other shared objects that hsched does not model"),
+                    rd.err(k.span, "`resources` is not supported: it declares mutexes, conditions, barriers and other shared objects that hsched does not model"),
                     Some("`tasks` and `global`"),
                     None,
                 );
@@ -369,7 +357,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
             other => {
                 set(
                     rd.err(
-                        k.span.clone(),
+                        k.span,
                         format!("unknown key `{other}` at the top of an rt-app file"),
                     ),
                     Some("`tasks` and `global`"),
@@ -382,7 +370,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
     match tasks_v {
         None => set(
             rd.err(
-                doc.span.start..doc.span.start + 1,
+                doc.span.start()..doc.span.start() + 1,
                 "the rt-app file has no `tasks`",
             ),
             Some("`\"tasks\": { \"name\": { ... } }`"),
@@ -400,7 +388,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
                 }
                 if m.is_empty() {
                     set(
-                        rd.err(tv.span.clone(), "`tasks` is empty"),
+                        rd.err(tv.span, "`tasks` is empty"),
                         Some("at least one task"),
                         None,
                     );
@@ -425,10 +413,7 @@ fn policy_name(rd: &mut Rd<'_>, v: &J, what: &str) -> Option<String> {
     let JVal::Str(s) = &v.v else {
         let k = v.v.kind();
         set(
-            rd.err(
-                v.span.clone(),
-                format!("{what} must be a string, found {k}"),
-            ),
+            rd.err(v.span, format!("{what} must be a string, found {k}")),
             Some(&one_of(POLICIES)),
             None,
         );
@@ -438,13 +423,10 @@ fn policy_name(rd: &mut Rd<'_>, v: &J, what: &str) -> Option<String> {
         return Some(s.to_string());
     }
     if s == "SCHED_BATCH" || s == "SCHED_IDLE" {
-        set(rd.err(v.span.clone(), format!("{what} `{s}` is not supported")), Some(&one_of(POLICIES)), Some("hsched maps rt-app policies onto its own schedulers; SCHED_BATCH and SCHED_IDLE have no counterpart".into()));
+        set(rd.err(v.span, format!("{what} `{s}` is not supported")), Some(&one_of(POLICIES)), Some("hsched maps rt-app policies onto its own schedulers; SCHED_BATCH and SCHED_IDLE have no counterpart".into()));
     } else {
         set(
-            rd.err(
-                v.span.clone(),
-                format!("{what} `{s}` is not a scheduling policy"),
-            ),
+            rd.err(v.span, format!("{what} `{s}` is not a scheduling policy")),
             Some(&one_of(POLICIES)),
             did_you_mean(s, POLICIES.iter().copied()),
         );
@@ -474,7 +456,7 @@ fn read_events(
             if let Some((_, why)) = UNSUPPORTED_TASK_KEYS.iter().find(|(u, _)| *u == name) {
                 set(
                     rd.err(
-                        k.span.clone(),
+                        k.span,
                         format!("`{name}` in task `{task}` is not supported"),
                     ),
                     Some(&format!(
@@ -487,10 +469,7 @@ fn read_events(
             } else {
                 let all: Vec<&str> = SUPPORTED_EVENTS.iter().chain(extra).copied().collect();
                 set(
-                    rd.err(
-                        k.span.clone(),
-                        format!("unknown key `{name}` in task `{task}`"),
-                    ),
+                    rd.err(k.span, format!("unknown key `{name}` in task `{task}`")),
                     Some(&one_of(&all)),
                     did_you_mean(name, all.iter().copied()),
                 );
@@ -500,7 +479,7 @@ fn read_events(
         any_event = true;
         if !SUPPORTED_EVENTS.contains(&ev) {
             set(
-                rd.err(k.span.clone(), format!("rt-app event `{name}` in task `{task}` is not supported")),
+                rd.err(k.span, format!("rt-app event `{name}` in task `{task}` is not supported")),
                 Some(&format!("the events {} (by prefix: `run0`, `sleep1`, ...)", one_of(SUPPORTED_EVENTS))),
                 Some(format!("hsched models CPU demand and timing only; `{ev}` needs shared objects, memory or I/O that the simulator does not have")),
             );
@@ -530,13 +509,13 @@ fn read_events(
                         "mode" => match &tv.v {
                             JVal::Str(s) if s == "absolute" => absolute = true,
                             JVal::Str(s) if s == "relative" => absolute = false,
-                            _ => set(rd.err(tv.span.clone(), format!("timer `mode` in task `{task}` must be \"absolute\" or \"relative\"")), Some("\"absolute\" or \"relative\" (the default)"), None),
+                            _ => set(rd.err(tv.span, format!("timer `mode` in task `{task}` must be \"absolute\" or \"relative\"")), Some("\"absolute\" or \"relative\" (the default)"), None),
                         },
                         "ref" => match &tv.v {
                             JVal::Str(s) => reference = s.to_string(),
-                            _ => set(rd.err(tv.span.clone(), format!("timer `ref` in task `{task}` must be a string")), Some("\"unique\", or a timer name"), None),
+                            _ => set(rd.err(tv.span, format!("timer `ref` in task `{task}` must be a string")), Some("\"unique\", or a timer name"), None),
                         },
-                        other => set(rd.err(tk.span.clone(), format!("unknown key `{other}` in a timer of task `{task}`")), Some("`ref`, `period` and `mode`"), did_you_mean(other, ["ref", "period", "mode"])),
+                        other => set(rd.err(tk.span, format!("unknown key `{other}` in a timer of task `{task}`")), Some("`ref`, `period` and `mode`"), did_you_mean(other, ["ref", "period", "mode"])),
                     }
                 }
                 // rt-app: "unique..." refs are private to the thread.
@@ -553,7 +532,7 @@ fn read_events(
                     None if !t.iter().any(|(k, _)| k.name == "period") => {
                         set(
                             rd.err(
-                                v.span.clone(),
+                                v.span,
                                 format!("the timer in task `{task}` has no `period`"),
                             ),
                             Some("`\"period\": N` in microseconds"),
@@ -594,7 +573,7 @@ fn read_task(
     // Task names become thread names, printed in tables and traces.
     if name.trim().is_empty() {
         set(
-            rd.err(key.span.clone(), format!("task name {name:?} is empty")),
+            rd.err(key.span, format!("task name {name:?} is empty")),
             Some("a non-empty name"),
             None,
         );
@@ -602,7 +581,7 @@ fn read_task(
     }
     if let Some(c) = unprintable(&name) {
         set(
-            rd.err(key.span.clone(), format!("task name {name:?} contains {c}")),
+            rd.err(key.span, format!("task name {name:?} contains {c}")),
             Some("a name of printable characters"),
             None,
         );
@@ -619,10 +598,7 @@ fn read_task(
             Some(n) if (0..=MAX_THREADS as i64).contains(&n) => n as usize,
             Some(n) => {
                 set(
-                    rd.err(
-                        iv.span.clone(),
-                        format!("`instance` of task `{name}` is {n}"),
-                    ),
+                    rd.err(iv.span, format!("`instance` of task `{name}` is {n}")),
                     Some(&format!("a number of threads from 0 to {MAX_THREADS}")),
                     None,
                 );
@@ -649,7 +625,7 @@ fn read_task(
                         }
                         _ => set(
                             rd.err(
-                                c.span.clone(),
+                                c.span,
                                 format!("`cpus` of task `{name}` must list CPU numbers"),
                             ),
                             Some("integers 0 or more, e.g. [0, 1]"),
@@ -664,7 +640,7 @@ fn read_task(
                 let k = other.kind();
                 set(
                     rd.err(
-                        cv.span.clone(),
+                        cv.span,
                         format!("`cpus` of task `{name}` must be an array, found {k}"),
                     ),
                     Some("a list of CPU numbers, e.g. [0, 1]"),
@@ -680,7 +656,7 @@ fn read_task(
             let (steps, any) = read_events(rd, m, &name, TASK_KEYS, &mut timers);
             if !any {
                 set(
-                    rd.err(key.span.clone(), format!("task `{name}` has no events")),
+                    rd.err(key.span, format!("task `{name}` has no events")),
                     Some(&format!(
                         "at least one of the events {}",
                         one_of(SUPPORTED_EVENTS)
@@ -705,7 +681,7 @@ fn read_task(
     if timers.len() > 1 {
         let list: Vec<&str> = timers.iter().map(String::as_str).collect();
         set(
-            rd.err(key.span.clone(), format!("task `{name}` waits on several timers ({})", list.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "))),
+            rd.err(key.span, format!("task `{name}` waits on several timers ({})", list.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "))),
             Some("one timer per task"),
             Some("hsched gives each thread one timer origin; use the same `ref` for every timer event of the task".into()),
         );
@@ -718,7 +694,7 @@ fn read_task(
         };
         if let Some(other) = shared {
             set(
-                rd.err(key.span.clone(), format!("timer `{t}` of task `{name}` is shared with {other}")),
+                rd.err(key.span, format!("timer `{t}` of task `{name}` is shared with {other}")),
                 Some("timers private to one thread (`\"ref\": \"unique\"`, or a name no other thread uses)"),
                 Some("a shared rt-app timer advances once per waiter, which hsched does not model; use `\"ref\": \"unique\"`".into()),
             );
@@ -733,7 +709,7 @@ fn read_task(
     }
     if let Some(problem) = program_problem(&program) {
         set(
-            rd.err(key.span.clone(), format!("task `{name}`: {problem}")),
+            rd.err(key.span, format!("task `{name}`: {problem}")),
             Some(
                 "at least one `run`, `runtime` or `sleep` longer than 0, or a timer with a period",
             ),
@@ -745,7 +721,7 @@ fn read_task(
     let more = instance.saturating_mul(program.steps.len().max(1));
     if out.len() + instance > MAX_THREADS || rd.steps.saturating_add(more) > MAX_TOTAL_STEPS {
         set(
-            rd.err(key.span.clone(), format!("task `{name}` makes the file too large: {instance} instance(s) of {} step(s) after {} thread(s)", program.steps.len(), out.len())),
+            rd.err(key.span, format!("task `{name}` makes the file too large: {instance} instance(s) of {} step(s) after {} thread(s)", program.steps.len(), out.len())),
             Some(&format!("at most {MAX_THREADS} threads and {MAX_TOTAL_STEPS} program steps in all")),
             None,
         );
@@ -753,7 +729,7 @@ fn read_task(
         return;
     }
     rd.steps += more;
-    let (line, col) = rd.src.line_col(key.span.start);
+    let (line, col) = rd.src.line_col(key.span.start());
     for k in 0..instance {
         let tname = if k == 0 {
             name.to_string()
@@ -791,7 +767,7 @@ fn read_sched_fields<'j, 't>(
     params.insert("policy", ParamValue::Str(policy.clone()));
     let prio = get("priority").and_then(|p| {
         rd.int(p, &format!("`priority` of task `{name}`"))
-            .map(|n| (n, p.span.clone()))
+            .map(|n| (n, p.span))
     });
     match (policy.as_str(), prio) {
         ("SCHED_FIFO" | "SCHED_RR", Some((n, span))) => {
@@ -849,7 +825,7 @@ fn read_sched_fields<'j, 't>(
             (None, _, _) if get("dl-runtime").is_none() => {
                 set(
                     rd.err(
-                        key.span.clone(),
+                        key.span,
                         format!("task `{name}` is SCHED_DEADLINE but has no `dl-runtime`"),
                     ),
                     Some("`\"dl-runtime\": N` (and `dl-period`) in microseconds"),
@@ -858,7 +834,7 @@ fn read_sched_fields<'j, 't>(
             }
             (Some(r), Some(p), Some(d)) => {
                 set(
-                    rd.err(key.span.clone(), format!("task `{name}`: SCHED_DEADLINE needs 0 < dl-runtime <= dl-deadline <= dl-period, found {r}, {d}, {p}")),
+                    rd.err(key.span, format!("task `{name}`: SCHED_DEADLINE needs 0 < dl-runtime <= dl-deadline <= dl-period, found {r}, {d}, {p}")),
                     Some("0 < dl-runtime <= dl-deadline <= dl-period"),
                     None,
                 );
@@ -867,7 +843,7 @@ fn read_sched_fields<'j, 't>(
         }
     } else if let Some((k, v)) = dl.first() {
         set(
-            rd.err(v.span.clone(), format!("`{k}` of task `{name}` needs `\"policy\": \"SCHED_DEADLINE\"` (its policy is {policy})")),
+            rd.err(v.span, format!("`{k}` of task `{name}` needs `\"policy\": \"SCHED_DEADLINE\"` (its policy is {policy})")),
             Some("dl-* keys only with SCHED_DEADLINE"),
             Some("since Linux 6.12, rt-app uses `dl-runtime` as a custom slice for SCHED_OTHER; hsched does not model slices".into()),
         );
@@ -890,7 +866,7 @@ fn read_phases(
         if event_of(&k.name).is_some() {
             set(
                 rd.err(
-                    k.span.clone(),
+                    k.span,
                     format!(
                         "event `{}` of task `{name}` is outside its `phases`",
                         k.name
@@ -903,17 +879,14 @@ fn read_phases(
             match UNSUPPORTED_TASK_KEYS.iter().find(|(u, _)| *u == k.name) {
                 Some((_, why)) => set(
                     rd.err(
-                        k.span.clone(),
+                        k.span,
                         format!("`{}` in task `{name}` is not supported", k.name),
                     ),
                     Some(&one_of(TASK_KEYS)),
                     Some(why.to_string()),
                 ),
                 None => set(
-                    rd.err(
-                        k.span.clone(),
-                        format!("unknown key `{}` in task `{name}`", k.name),
-                    ),
+                    rd.err(k.span, format!("unknown key `{}` in task `{name}`", k.name)),
                     Some(&one_of(TASK_KEYS)),
                     did_you_mean(&k.name, TASK_KEYS.iter().copied()),
                 ),
@@ -924,10 +897,7 @@ fn read_phases(
     rd.duplicates(phases, &format!("`phases` of task `{name}`"), false);
     if phases.is_empty() {
         set(
-            rd.err(
-                pv.span.clone(),
-                format!("task `{name}` has an empty `phases`"),
-            ),
+            rd.err(pv.span, format!("task `{name}` has an empty `phases`")),
             Some("at least one phase"),
             None,
         );
@@ -936,7 +906,7 @@ fn read_phases(
     let allowed: Vec<&str> = std::iter::once("loop")
         .chain(PHASE_SCHEDULING_KEYS.iter().copied())
         .collect();
-    let mut read: Vec<(String, Vec<Step>, i64, std::ops::Range<usize>)> = Vec::new();
+    let mut read: Vec<(String, Vec<Step>, i64, ByteSpan)> = Vec::new();
     // Steps after unrolling so far (unless the first phase loops forever,
     // which ends the program there).
     let mut unrolled: u128 = 0;
@@ -948,7 +918,7 @@ fn read_phases(
         for (k, _) in pm {
             if PHASE_SCHEDULING_KEYS.contains(&&*k.name) {
                 set(
-                    rd.err(k.span.clone(), format!("`{}` in phase `{}` of task `{name}` is not supported", k.name, pk.name)),
+                    rd.err(k.span, format!("`{}` in phase `{}` of task `{name}` is not supported", k.name, pk.name)),
                     Some("`loop` and events inside a phase"),
                     Some("hsched maps each task onto one thread with fixed scheduling parameters; give scheduling fields at the task level, or change them with an [[at]] `set-params` operation".into()),
                 );
@@ -958,7 +928,7 @@ fn read_phases(
         if !any {
             set(
                 rd.err(
-                    pk.span.clone(),
+                    pk.span,
                     format!("phase `{}` of task `{name}` has no events", pk.name),
                 ),
                 Some(&format!(
@@ -978,13 +948,13 @@ fn read_phases(
             None => 1,
         };
         unrolled += steps.len() as u128 * ploop.max(0) as u128;
-        read.push((pk.name.to_string(), steps, ploop, pk.span.clone()));
+        read.push((pk.name.to_string(), steps, ploop, pk.span));
         // Refused before the rest is read: a file of many phases would
         // otherwise be read in full only to be refused.
         if read.len() > 1 && read[0].2 > 0 && unrolled > MAX_STEPS as u128 {
             set(
                 rd.err(
-                    pk.span.clone(),
+                    pk.span,
                     format!("task `{name}`: unrolling its phases up to phase `{}` gives {unrolled} steps", pk.name),
                 ),
                 Some(&format!("at most {MAX_STEPS} steps")),
@@ -1006,13 +976,13 @@ fn read_phases(
     }
 }
 
-type UnrollError = (std::ops::Range<usize>, String, String, Option<String>);
+type UnrollError = (ByteSpan, String, String, Option<String>);
 
 /// Flattens phases into one program (rt-app semantics: each phase runs its
 /// events `loop` times, a phase loop of 0 or less never ends; the task
 /// repeats all phases `task_loop` times, forever when negative).
 fn unroll(
-    phases: &[(String, Vec<Step>, i64, std::ops::Range<usize>)],
+    phases: &[(String, Vec<Step>, i64, ByteSpan)],
     task_loop: i64,
     delay: Duration,
 ) -> Result<Program, UnrollError> {
@@ -1025,7 +995,7 @@ fn unroll(
             });
         }
         return Err((
-            phases[i].3.clone(),
+            phases[i].3,
             format!("phase `{}` loops forever (`loop` = {}) after other phases", phases[i].0, phases[i].2),
             "a phase `loop` of 1 or more (only the first phase may loop forever)".to_string(),
             Some("a program cannot run some steps once and then others forever; give the phase a finite `loop` and let the task loop".into()),
