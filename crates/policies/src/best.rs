@@ -893,20 +893,7 @@ impl<R: Rule> Edf<R> {
     pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         self.parents.check(ctx)?;
         for (vp, k) in self.kids.iter() {
-            if Run::of(ctx.vp_state(vp)) != k.run {
-                return Err(format!(
-                    "believes child {vp} is {:?} but it is {:?}",
-                    k.run,
-                    ctx.vp_state(vp)
-                ));
-            }
-            if let Some(c) = k.run.cpu() {
-                if !self.parents.held().any(|(_, h)| h == c) {
-                    return Err(format!(
-                        "child {vp} runs on {c}, which this scheduler does not hold"
-                    ));
-                }
-            }
+            self.parents.check_child(ctx, vp, k.run)?;
         }
         if let Some(b) = self.best_ready(ctx) {
             if self.parents.held().any(|(_, c)| self.on_cpu(c).is_none()) {

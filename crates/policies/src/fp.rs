@@ -780,6 +780,23 @@ impl Parents {
         Ok(())
     }
 
+    /// Child `vp` is where this instance believes (`run`), and runs only
+    /// on a processor this instance holds.
+    pub(crate) fn check_child(&self, ctx: &Ctx<'_>, vp: VpId, run: Run) -> Result<(), String> {
+        if Run::of(ctx.vp_state(vp)) != run {
+            return Err(format!(
+                "believes child {vp} is {run:?} but it is {:?}",
+                ctx.vp_state(vp)
+            ));
+        }
+        match run.cpu() {
+            Some(c) if !self.view.contains(&Run::Running(c)) => Err(format!(
+                "child {vp} runs on {c}, which this scheduler does not hold"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Every parent VP is settled (true after each input).
     pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         let parents = ctx.parent_vps();
@@ -2165,7 +2182,6 @@ impl<E> PrioSet<E> {
     /// and no ready child outranks a running one.
     pub(crate) fn check(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         self.parents.check(ctx)?;
-        let held = |c: CpuId| self.parents.view.contains(&Run::Running(c));
         // In one pass: the most important ready child (the last of equal
         // priority, as `max_by_key`) and the least important running one
         // (the first, as `min_by_key`), and the counts.
@@ -2173,20 +2189,9 @@ impl<E> PrioSet<E> {
         let mut worst: Option<(VpId, i64)> = None;
         let (mut ready, mut running) = (0, 0);
         for (vp, e) in self.kids.iter() {
-            if Run::of(ctx.vp_state(vp)) != e.run {
-                return Err(format!(
-                    "believes child {vp} is {:?} but it is {:?}",
-                    e.run,
-                    ctx.vp_state(vp)
-                ));
-            }
+            self.parents.check_child(ctx, vp, e.run)?;
             match e.run {
-                Run::Running(c) => {
-                    if !held(c) {
-                        return Err(format!(
-                            "child {vp} runs on {c}, which this scheduler does not hold"
-                        ));
-                    }
+                Run::Running(_) => {
                     running += 1;
                     if worst.is_none_or(|(_, p)| e.prio < p) {
                         worst = Some((vp, e.prio));

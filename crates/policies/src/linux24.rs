@@ -601,20 +601,7 @@ impl Policy for Linux24 {
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
         self.parents.check(ctx)?;
         for (vp, t) in self.kids.iter() {
-            if Run::of(ctx.vp_state(vp)) != t.run {
-                return Err(format!(
-                    "believes child {vp} is {:?} but it is {:?}",
-                    t.run,
-                    ctx.vp_state(vp)
-                ));
-            }
-            if let Some(c) = t.run.cpu() {
-                if !self.parents.held().any(|(_, h)| h == c) {
-                    return Err(format!(
-                        "child {vp} runs on {c}, which this scheduler does not hold"
-                    ));
-                }
-            }
+            self.parents.check_child(ctx, vp, t.run)?;
         }
         let ready = self.kids.iter().any(|(_, t)| t.run == Run::Ready);
         if ready && self.parents.held().any(|(_, c)| self.on_cpu(c).is_none()) {
