@@ -142,6 +142,13 @@ fn number_range(key: &str, v: &ParamValue, kind: &str) -> Option<(String, String
     ))
 }
 
+/// The first of `sites` the file has, else the first (which falls back to
+/// a span).
+fn first_site<const N: usize>(d: &Diag<'_>, sites: [String; N]) -> String {
+    let i = sites.iter().position(|s| d.has(s)).unwrap_or(0);
+    sites[i].clone()
+}
+
 /// Checks `amount`/`period` pairs wherever they appear: a zero period, or
 /// an amount larger than its period.
 fn check_amount_period(d: &mut Diag<'_>, params: &Params, path: &str, fallback: Span, whose: &str) {
@@ -160,8 +167,17 @@ fn check_amount_period(d: &mut Diag<'_>, params: &Params, path: &str, fallback: 
     }
     if let (Some(a), Some(p)) = (dur("amount"), period) {
         if a > p {
+            // A change may give only the period.
+            let site = first_site(
+                d,
+                [
+                    format!("{path}.amount="),
+                    format!("{path}.period="),
+                    path.to_string(),
+                ],
+            );
             let e = d
-                .make(&format!("{path}.amount="), fallback, format!("{whose}: `amount` ({a}) is larger than `period` ({p})"))
+                .make(&site, fallback, format!("{whose}: `amount` ({a}) is larger than `period` ({p})"))
                 .expected(format!("an amount of at most the period ({p})"))
                 .hint("a reservation cannot give more than the whole processor: lower `amount` or raise `period`");
             d.push(e);
@@ -289,8 +305,9 @@ pub(crate) fn check_child_params(
     if d.errs.len() == before {
         if let Err(e) = (parent.check_child)(params) {
             let (site, message) = match &e {
+                // A merged key a change does not give has no site.
                 PolicyError::Param(p) if params.get(&p.key).is_some() => (
-                    format!("{path}.{}=", p.key),
+                    first_site(d, [format!("{path}.{}=", p.key), path.to_string()]),
                     format!("{whose}: `{}`: {}", p.key, p.message),
                 ),
                 _ => (path.to_string(), format!("{whose}: {e}")),
@@ -299,6 +316,92 @@ pub(crate) fn check_child_params(
             d.push(e);
         }
     }
+}
+
+/// Whether `key` is one a scheduler of policy `info` writes into its
+/// children's parameters itself (coop's OUT and policing keys): it drops
+/// them from what a child registers with and ignores them in a change.
+fn written(info: &PolicyInfo, key: &str) -> bool {
+    info.child_params
+        .iter()
+        .any(|s| s.key == key && s.default.eq_ignore_ascii_case("written"))
+}
+
+/// The parameters a scheduler of policy `info` keeps for a child that
+/// registers with `params`.
+fn kept(info: &PolicyInfo, params: &Params) -> Params {
+    let mut out = Params::new();
+    for (k, v) in params.iter().filter(|(k, _)| !written(info, k)) {
+        out.insert(k, v.clone());
+    }
+    out
+}
+
+/// A child's parameters after a `set-params` of `change`, merged into
+/// `current` as the policies' `msg` do: the keys of `change` replace those
+/// of `current`. realrate drops the old `proportion` of a child changing
+/// to an adaptive class (it would contradict the class).
+fn changed(info: &PolicyInfo, current: &Params, change: &Params) -> Params {
+    let adaptive = info.name == "realrate"
+        && matches!(change.get("class"), Some(ParamValue::Str(c)) if c == "real-rate" || c == "misc");
+    let mut out = Params::new();
+    for (k, v) in current
+        .iter()
+        .filter(|(k, _)| !(adaptive && *k == "proportion"))
+    {
+        out.insert(k, v.clone());
+    }
+    for (k, v) in change.iter().filter(|(k, _)| !written(info, k)) {
+        out.insert(k, v.clone());
+    }
+    out
+}
+
+/// Checks the parameters a thread takes along when an operation moves it
+/// without giving new ones (`set-default` with `move_threads`, or
+/// `end-reservation` to the default) against the policy `info` of its new
+/// scheduler: the keys, their kinds, then what only the policy knows.
+/// `what` opens each message. Returns whether they suit.
+fn check_carried(
+    d: &mut Diag<'_>,
+    info: &PolicyInfo,
+    params: &Params,
+    site: &str,
+    fallback: Span,
+    what: &str,
+    hint: &str,
+) -> bool {
+    let before = d.errs.len();
+    let keys = keys_of(info.child_params);
+    for (k, v) in params.iter() {
+        let e = match info.child_params.iter().find(|s| s.key == k) {
+            None => d
+                .make(
+                    site,
+                    fallback,
+                    format!("{what}: its parameter `{k}` is not accepted there"),
+                )
+                .expected(if keys.is_empty() {
+                    format!("no parameters (policy `{}`)", info.name)
+                } else {
+                    one_of(&keys)
+                }),
+            Some(spec) => match check_kind(k, v, spec.kind) {
+                Some((msg, exp, _)) => d
+                    .make(site, fallback, format!("{what}: {msg}"))
+                    .expected(exp),
+                None => continue,
+            },
+        };
+        d.push(e.hint(hint));
+    }
+    if d.errs.len() == before {
+        if let Err(e) = (info.check_child)(params) {
+            let e = d.make(site, fallback, format!("{what}: {e}")).hint(hint);
+            d.push(e);
+        }
+    }
+    d.errs.len() == before
 }
 
 /// Scheduler graph checks over the schedulers of a file. `paths[i]` is the
@@ -616,6 +719,16 @@ pub(crate) struct TimelineSites<'a> {
     pub broken_ops: &'a [usize],
 }
 
+/// Where `end-reservation` takes a thread back, as the HSI remembers it.
+struct Before {
+    sched: String,
+    /// That instance was destroyed since: one created later with its name
+    /// is another instance, so the thread goes to the default instead.
+    gone: bool,
+    /// The parameters it had there (`None`: not known).
+    params: Option<Params>,
+}
+
 struct Live {
     policy: String,
     parents: Vec<String>,
@@ -732,7 +845,11 @@ pub(crate) fn check_timeline(
     let thread_names: Vec<&str> = by_name.keys().map(String::as_str).collect();
     let thread_names: Vec<String> = thread_names.iter().map(|s| s.to_string()).collect();
     let mut sched: Vec<Option<String>> = vec![None; n];
-    let mut rez_from: Vec<Option<String>> = vec![None; n];
+    // The parameters each thread has now, as its scheduler keeps them:
+    // what operations that move it without new ones take along. `None`
+    // when not known (they were refused, which is reported).
+    let mut current: Vec<Option<Params>> = vec![None; n];
+    let mut rez_from: Vec<Option<Before>> = (0..n).map(|_| None).collect();
     let mut alive = vec![false; n];
 
     // (time, phase, index): 0 create, 1 operation, 2 exit.
@@ -794,8 +911,9 @@ pub(crate) fn check_timeline(
                     continue;
                 }
                 let info = find_policy(policies, &live[&target].policy);
-                let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared)
-                    || sites.broken_threads.contains(&i);
+                let broken = sites.broken_threads.contains(&i);
+                let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared) || broken;
+                let before = d.errs.len();
                 if let (Some(info), false) = (info, skip) {
                     check_child_params(
                         d,
@@ -807,6 +925,9 @@ pub(crate) fn check_timeline(
                         &format!("thread `{}`", t.name),
                     );
                 }
+                current[i] = info
+                    .filter(|_| !broken && d.errs.len() == before)
+                    .map(|info| kept(info, &h.threads[i].params));
                 h.threads[i].scheduler = target.clone();
                 sched[i] = Some(target);
                 alive[i] = true;
@@ -894,26 +1015,37 @@ pub(crate) fn check_timeline(
                     } => {
                         let t = thread_ref(d, &thread, "thread", &alive);
                         let s_ok = sched_ref(d, &scheduler, "scheduler", &live, &destroyed_at);
-                        if s_ok {
-                            if let Some(info) = find_policy(policies, &live[&scheduler].policy) {
-                                check_child_params(
-                                    d,
-                                    info,
-                                    &scheduler,
-                                    &params,
-                                    &format!("{p}.params"),
-                                    op_span,
-                                    &format!(
-                                        "the reservation of thread `{thread}` under `{scheduler}`"
-                                    ),
-                                );
-                            }
+                        let info = live
+                            .get(&scheduler)
+                            .and_then(|l| find_policy(policies, &l.policy));
+                        let before = d.errs.len();
+                        if let (Some(info), true) = (info, s_ok) {
+                            check_child_params(
+                                d,
+                                info,
+                                &scheduler,
+                                &params,
+                                &format!("{p}.params"),
+                                op_span,
+                                &format!(
+                                    "the reservation of thread `{thread}` under `{scheduler}`"
+                                ),
+                            );
                         }
                         if let (Some(t), true) = (t, s_ok) {
+                            // The HSI keeps the place the first reservation
+                            // began from.
                             if rez_from[t].is_none() {
-                                rez_from[t] = sched[t].clone();
+                                rez_from[t] = sched[t].clone().map(|s| Before {
+                                    sched: s,
+                                    gone: false,
+                                    params: current[t].clone(),
+                                });
                             }
                             sched[t] = Some(scheduler);
+                            current[t] = info
+                                .filter(|_| d.errs.len() == before)
+                                .map(|info| kept(info, &params));
                         }
                     }
                     OpSpec::EndReservation { thread } => {
@@ -926,14 +1058,38 @@ pub(crate) fn check_timeline(
                                         .hint("add a `begin-reservation` operation before this one");
                                     d.push(e);
                                 }
-                                Some(back) => {
-                                    let to = if live.contains_key(&back) {
-                                        Some(back.clone())
-                                    } else {
+                                Some(Before {
+                                    sched: back,
+                                    gone,
+                                    params: saved,
+                                }) => {
+                                    let to = if gone {
                                         default.clone()
+                                    } else {
+                                        Some(back.clone())
                                     };
                                     match to {
-                                        Some(to) => sched[t] = Some(to),
+                                        Some(to) => {
+                                            let info = live
+                                                .get(&to)
+                                                .and_then(|l| find_policy(policies, &l.policy));
+                                            // Back where it began, with the
+                                            // parameters it had there, which
+                                            // the default must accept when
+                                            // that instance is gone.
+                                            current[t] = match (info, saved) {
+                                                (Some(info), Some(params)) if gone => {
+                                                    let what = format!("thread `{thread}` goes to the default `{to}` at {at}, as `{back}` was destroyed");
+                                                    check_carried(d, info, &params, &format!("{p}.thread="), op_span, &what, "end the reservation before its scheduler is destroyed, or move the thread with `move-thread` and new `params`")
+                                                        .then(|| kept(info, &params))
+                                                }
+                                                (Some(info), Some(params)) => {
+                                                    Some(kept(info, &params))
+                                                }
+                                                _ => None,
+                                            };
+                                            sched[t] = Some(to);
+                                        }
                                         None => {
                                             let e = d
                                                 .make(&format!("{p}.thread="), op_span, format!("thread `{thread}` cannot go back at {at}: `{back}` is destroyed and there is no default scheduler"))
@@ -947,19 +1103,28 @@ pub(crate) fn check_timeline(
                     }
                     OpSpec::SetParams { thread, params } => {
                         if let Some(t) = thread_ref(d, &thread, "thread", &alive) {
-                            if let Some(s) = &sched[t] {
-                                if let Some(info) =
-                                    live.get(s).and_then(|l| find_policy(policies, &l.policy))
-                                {
-                                    check_child_params(
-                                        d,
-                                        info,
-                                        s,
-                                        &params,
-                                        &format!("{p}.params"),
-                                        op_span,
-                                        &format!("thread `{thread}` under `{s}`"),
-                                    );
+                            let info = sched[t]
+                                .as_ref()
+                                .and_then(|s| live.get(s).map(|l| (s, l)))
+                                .and_then(|(s, l)| Some((s, find_policy(policies, &l.policy)?)));
+                            // The policy reads the change merged into the
+                            // thread's parameters; when those are not known
+                            // (refused, which is reported), neither is this.
+                            if let (Some((s, info)), Some(now_params)) = (info, &current[t]) {
+                                let merged = changed(info, now_params, &params);
+                                let before = d.errs.len();
+                                check_child_params(
+                                    d,
+                                    info,
+                                    s,
+                                    &merged,
+                                    &format!("{p}.params"),
+                                    op_span,
+                                    &format!("thread `{thread}` under `{s}`"),
+                                );
+                                // A refused change changes nothing.
+                                if d.errs.len() == before {
+                                    current[t] = Some(merged);
                                 }
                             }
                         }
@@ -967,21 +1132,24 @@ pub(crate) fn check_timeline(
                     OpSpec::MoveThread { thread, to, params } => {
                         let t = thread_ref(d, &thread, "thread", &alive);
                         let s_ok = sched_ref(d, &to, "to", &live, &destroyed_at);
-                        if s_ok {
-                            if let Some(info) = find_policy(policies, &live[&to].policy) {
-                                check_child_params(
-                                    d,
-                                    info,
-                                    &to,
-                                    &params,
-                                    &format!("{p}.params"),
-                                    op_span,
-                                    &format!("thread `{thread}` under `{to}`"),
-                                );
-                            }
+                        let info = live.get(&to).and_then(|l| find_policy(policies, &l.policy));
+                        let before = d.errs.len();
+                        if let (Some(info), true) = (info, s_ok) {
+                            check_child_params(
+                                d,
+                                info,
+                                &to,
+                                &params,
+                                &format!("{p}.params"),
+                                op_span,
+                                &format!("thread `{thread}` under `{to}`"),
+                            );
                         }
                         if let (Some(t), true) = (t, s_ok) {
                             sched[t] = Some(to);
+                            current[t] = info
+                                .filter(|_| d.errs.len() == before)
+                                .map(|info| kept(info, &params));
                         }
                     }
                     OpSpec::CreateScheduler(mut spec) => {
@@ -1111,6 +1279,11 @@ pub(crate) fn check_timeline(
                             } else {
                                 live.remove(&name);
                                 destroyed_at.insert(name.clone(), now);
+                                for b in rez_from.iter_mut().flatten() {
+                                    if b.sched == name {
+                                        b.gone = true;
+                                    }
+                                }
                                 if default.as_deref() == Some(name.as_str()) {
                                     default = None;
                                 }
@@ -1119,38 +1292,28 @@ pub(crate) fn check_timeline(
                     }
                     OpSpec::SetDefault { name, move_threads } => {
                         if sched_ref(d, &name, "name", &live, &destroyed_at) {
-                            if let (true, Some(old)) = (move_threads, default.clone()) {
+                            // The HSI moves nothing to the default in force.
+                            let old = default.clone().filter(|o| move_threads && *o != name);
+                            if let Some(old) = old {
                                 let info = find_policy(policies, &live[&name].policy);
                                 for t in 0..n {
-                                    if alive[t] && sched[t].as_deref() == Some(old.as_str()) {
-                                        if let Some(info) = info {
-                                            let keys = keys_of(info.child_params);
-                                            let params = &h.threads[t].params;
-                                            let hint = "use `move_threads = false`, or move the thread with `move-thread` and new `params`";
-                                            let mut known = true;
-                                            for (k, _) in params.iter() {
-                                                if !keys.contains(&k) {
-                                                    known = false;
-                                                    let e = d
-                                                        .make(&format!("{p}.name="), op_span, format!("moving thread `{}` to `{name}` at {at}: its parameter `{k}` is not accepted there", h.threads[t].name))
-                                                        .expected(if keys.is_empty() { format!("no parameters (policy `{}`)", info.name) } else { one_of(&keys) })
-                                                        .hint(hint);
-                                                    d.push(e);
-                                                }
-                                            }
-                                            // Its parameters go with it: the
-                                            // new parent must accept them.
-                                            if let (true, Err(e)) =
-                                                (known, (info.check_child)(params))
-                                            {
-                                                let e = d
-                                                    .make(&format!("{p}.name="), op_span, format!("moving thread `{}` to `{name}` at {at}: {e}", h.threads[t].name))
-                                                    .hint(hint);
-                                                d.push(e);
-                                            }
-                                        }
-                                        sched[t] = Some(name.clone());
+                                    if !alive[t] || sched[t].as_deref() != Some(old.as_str()) {
+                                        continue;
                                     }
+                                    // Each thread keeps the parameters it has
+                                    // now, which the new default must accept.
+                                    current[t] = match (info, current[t].take()) {
+                                        (Some(info), Some(params)) => {
+                                            let what = format!(
+                                                "moving thread `{}` to `{name}` at {at}",
+                                                h.threads[t].name
+                                            );
+                                            check_carried(d, info, &params, &format!("{p}.name="), op_span, &what, "use `move_threads = false`, or move the thread with `move-thread` and new `params`")
+                                                .then(|| kept(info, &params))
+                                        }
+                                        _ => None,
+                                    };
+                                    sched[t] = Some(name.clone());
                                 }
                             }
                             default = Some(name);

@@ -344,9 +344,7 @@ impl Hsi {
             if old != id {
                 let movers: Vec<ThreadId> = self.threads_of(old).collect();
                 for t in movers {
-                    let params = self.st.vps[self.st.threads[t.index()].vp.index()]
-                        .params
-                        .clone();
+                    let params = self.carried_params(t);
                     if let Err(e) = self.move_thread(now, t, id, params) {
                         first_err.get_or_insert(e);
                     }
@@ -523,7 +521,7 @@ impl Hsi {
         let th = &self.st.threads[t.index()];
         let before = match &th.before_reservation {
             Some(b) => b.clone(),
-            None => (th.parent, self.st.vps[th.vp.index()].params.clone()),
+            None => (th.parent, self.carried_params(t)),
         };
         self.move_thread(now, t, rez, params)?;
         self.st.threads[t.index()].before_reservation = Some(before);
@@ -811,6 +809,22 @@ impl Hsi {
     }
 
     // ----- internals --------------------------------------------------------
+
+    /// The parameters thread `t` takes along when it leaves its scheduler
+    /// without new ones: its own, without those the scheduler wrote.
+    fn carried_params(&self, t: ThreadId) -> Params {
+        let th = &self.st.threads[t.index()];
+        let params = &self.st.vps[th.vp.index()].params;
+        let written = self.policy(th.parent).written_keys();
+        if !params.iter().any(|(k, _)| written.contains(&k)) {
+            return params.clone();
+        }
+        let mut out = Params::new();
+        for (k, v) in params.iter().filter(|(k, _)| !written.contains(k)) {
+            out.insert(k, v.clone());
+        }
+        out
+    }
 
     fn policy(&self, id: InstanceId) -> &dyn Policy {
         self.policies[id.index()]

@@ -187,6 +187,16 @@ pub trait Policy: Send + 'static {
         Ok(())
     }
 
+    /// Keys this policy writes into its children's parameters itself
+    /// (answers a child reads back, such as coop's OUT values), as opposed
+    /// to the ones a child is given. A thread that leaves without new
+    /// parameters (`Hsi::set_default` moving threads, `Hsi::end_reservation`)
+    /// takes the others along, not these: its next scheduler would refuse
+    /// them.
+    fn written_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The instance's parameters in one line, for `hsched tree`.
     fn describe(&self) -> String {
         String::new()

@@ -199,6 +199,15 @@ const VT_SCALE: u128 = 1 << 16;
 const OUT_KEYS: [&str; 3] = ["out_deadline", "out_be_priority", "out_be_timestamp"];
 /// The policing keys (written on demotion, kept by OUT updates).
 const POLICED_KEYS: [&str; 3] = ["policed", "policed_count", "policed_blocked"];
+/// Both, for [`Policy::written_keys`].
+const WRITTEN_KEYS: [&str; 6] = [
+    OUT_KEYS[0],
+    OUT_KEYS[1],
+    OUT_KEYS[2],
+    POLICED_KEYS[0],
+    POLICED_KEYS[1],
+    POLICED_KEYS[2],
+];
 
 fn param_err(key: &str, message: impl Into<String>) -> PolicyError {
     PolicyError::Param(ParamError {
@@ -799,6 +808,10 @@ impl Holder for Coop {
 impl Policy for Coop {
     fn policy_name(&self) -> &'static str {
         "coop"
+    }
+
+    fn written_keys(&self) -> &'static [&'static str] {
+        &WRITTEN_KEYS
     }
 
     fn register_vp(

@@ -443,6 +443,21 @@ fn policing_is_written_into_the_vp_parameters_without_tracing() {
 }
 
 #[test]
+fn the_written_keys_are_those_the_registry_calls_written() {
+    let coop = build("coop", &Params::new()).unwrap();
+    let mut declared: Vec<&str> = hsched_policies::coop::INFO
+        .child_params
+        .iter()
+        .filter(|s| s.default == "written")
+        .map(|s| s.key)
+        .collect();
+    let mut written = coop.written_keys().to_vec();
+    declared.sort_unstable();
+    written.sort_unstable();
+    assert_eq!(written, declared);
+}
+
+#[test]
 fn a_new_child_does_not_inherit_written_keys() {
     // Live mode creates a program's new thread with its creator's
     // parameters: OUT and the policing counts must not come along.
