@@ -731,6 +731,8 @@ struct Before {
 
 struct Live {
     policy: String,
+    /// Its instance parameters, with the `change_params` given since.
+    params: Params,
     parents: Vec<String>,
     spec_cpus: Vec<usize>,
     line: u32,
@@ -785,6 +787,7 @@ pub(crate) fn check_timeline(
             s.name.clone(),
             Live {
                 policy: s.policy.clone(),
+                params: s.params.clone(),
                 parents: s.parents.iter().map(|p| p.name.clone()).collect(),
                 spec_cpus: s.cpus.clone(),
                 line: s.span.line,
@@ -1111,20 +1114,71 @@ pub(crate) fn check_timeline(
                             // thread's parameters; when those are not known
                             // (refused, which is reported), neither is this.
                             if let (Some((s, info)), Some(now_params)) = (info, &current[t]) {
-                                let merged = changed(info, now_params, &params);
+                                let path = format!("{p}.params");
+                                let whose = format!("thread `{thread}` under `{s}`");
                                 let before = d.errs.len();
-                                check_child_params(
-                                    d,
-                                    info,
-                                    s,
-                                    &merged,
-                                    &format!("{p}.params"),
-                                    op_span,
-                                    &format!("thread `{thread}` under `{s}`"),
-                                );
-                                // A refused change changes nothing.
+                                // Keys that change the instance itself
+                                // (Limit's cap) are checked as its
+                                // parameters; the others as the child's.
+                                let mut child = params.clone();
+                                if !info.change_params.is_empty() {
+                                    let specs: Vec<ParamSpec> = info
+                                        .child_params
+                                        .iter()
+                                        .chain(info.change_params)
+                                        .copied()
+                                        .collect();
+                                    let owner = format!(
+                                        "changes to children of `{s}` (policy `{}`)",
+                                        info.name
+                                    );
+                                    check_params(
+                                        d, &specs, &params, &path, op_span, &whose, &owner,
+                                    );
+                                    child = Params::new();
+                                    let mut instance = live[s].params.clone();
+                                    for (k, v) in params.iter() {
+                                        if info.change_params.iter().any(|c| c.key == k) {
+                                            instance.insert(k, v.clone());
+                                        } else {
+                                            child.insert(k, v.clone());
+                                        }
+                                    }
+                                    if d.errs.len() == before {
+                                        match (info.build)(&instance) {
+                                            Ok(_) => {
+                                                if let Some(l) = live.get_mut(s) {
+                                                    l.params = instance;
+                                                }
+                                            }
+                                            Err(e) => {
+                                                let site = match &e {
+                                                    PolicyError::Param(x) => first_site(
+                                                        d,
+                                                        [
+                                                            format!("{path}.{}=", x.key),
+                                                            path.clone(),
+                                                        ],
+                                                    ),
+                                                    _ => path.clone(),
+                                                };
+                                                let e = d.make(
+                                                    &site,
+                                                    op_span,
+                                                    format!("{whose}: the new parameters of `{s}` are refused: {e}"),
+                                                );
+                                                d.push(e);
+                                            }
+                                        }
+                                    }
+                                }
                                 if d.errs.len() == before {
-                                    current[t] = Some(merged);
+                                    let merged = changed(info, now_params, &child);
+                                    check_child_params(d, info, s, &merged, &path, op_span, &whose);
+                                    // A refused change changes nothing.
+                                    if d.errs.len() == before {
+                                        current[t] = Some(merged);
+                                    }
                                 }
                             }
                         }
@@ -1249,6 +1303,7 @@ pub(crate) fn check_timeline(
                             spec.name.clone(),
                             Live {
                                 policy: spec.policy.clone(),
+                                params: spec.params.clone(),
                                 parents: spec.parents.iter().map(|x| x.name.clone()).collect(),
                                 spec_cpus: spec.cpus.clone(),
                                 line: op_span.line,

@@ -65,6 +65,7 @@ fn policies() -> Vec<PolicyInfo> {
             seed: "",
             instance_params,
             child_params,
+            change_params: &[],
             min_parents,
             max_parents,
             build,

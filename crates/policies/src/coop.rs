@@ -183,6 +183,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
             doc: "demotions for blocking outside coop_poll so far",
         },
     ],
+    change_params: &[],
     min_parents: 1,
     max_parents: 1,
     build,

@@ -85,6 +85,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         default: "0",
         doc: "higher runs first",
     }],
+    change_params: &[],
     min_parents: 1,
     max_parents: 1,
     build,

@@ -82,6 +82,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         doc: "or: ask every parent; overrun: ask the others only after the last parent revoked for an exhausted budget (§6.2.2)",
     }],
     child_params: &[],
+    change_params: &[],
     min_parents: 2,
     max_parents: MAX_PARENTS,
     build,

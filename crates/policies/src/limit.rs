@@ -46,7 +46,7 @@
 //! `period` whose periods line up with Limit's, the child receives exactly
 //! that reservation, and never more.
 
-use crate::fp::{merge, param_err, Parents, Run};
+use crate::fp::{param_err, Parents, Run};
 use crate::registry::{check_child_params, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
@@ -73,6 +73,20 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     child_params: &[],
+    change_params: &[
+        ParamSpec {
+            key: "amount",
+            kind: "duration",
+            default: "unchanged",
+            doc: "the instance's amount; the current period is charged as if it had applied since the period began",
+        },
+        ParamSpec {
+            key: "period",
+            kind: "duration",
+            default: "unchanged",
+            doc: "the instance's period, from the next period on",
+        },
+    ],
     min_parents: 1,
     max_parents: 1,
     build,
@@ -358,8 +372,9 @@ impl Policy for Limit {
         self.amount = amount;
         self.period = period;
         self.budget = amount - used;
-        let merged = merge(ctx.vp_params(vp), params);
-        ctx.set_vp_params(vp, merged);
+        // The cap is the instance's (`describe` shows it), not a parameter
+        // the child keeps: one carried to another scheduler would be
+        // refused there.
         self.update(ctx, false);
         Ok(())
     }

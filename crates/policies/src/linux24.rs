@@ -108,6 +108,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     child_params: &[NICE_SPEC],
+    change_params: &[],
     min_parents: 1,
     max_parents: 1,
     build,

@@ -120,6 +120,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
             doc: "CPU time the child may borrow ahead of its share for low dispatch latency",
         },
     ],
+    change_params: &[],
     min_parents: 1,
     max_parents: 1,
     build,

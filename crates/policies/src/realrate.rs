@@ -251,6 +251,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
             doc: "weight when squishing under overload",
         },
     ],
+    change_params: &[],
     min_parents: 1,
     max_parents: 1,
     build,

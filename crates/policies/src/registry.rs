@@ -17,6 +17,10 @@ pub struct PolicyInfo {
     /// Parent-side parameters a child VP registers with (a thread's or a
     /// child instance's `params`).
     pub child_params: &'static [ParamSpec],
+    /// Keys a `SetParams` about a child may give besides `child_params`:
+    /// they change the instance itself (Limit's cap), so a child neither
+    /// registers with them nor keeps them in its parameters.
+    pub change_params: &'static [ParamSpec],
     /// Fewest parents an instance may have (Join needs two).
     pub min_parents: usize,
     /// Most parents an instance may have.

@@ -147,6 +147,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         ParamSpec { key: "amount", kind: "duration", default: "required", doc: "CPU time reserved each period" },
         ParamSpec { key: "period", kind: "duration", default: "required", doc: "the reservation period" },
     ],
+    change_params: &[],
     min_parents: 1,
     max_parents: 1,
     build,

@@ -84,6 +84,7 @@ static FIFO: PolicyInfo = PolicyInfo {
     seed: "",
     instance_params: &[],
     child_params: &[],
+    change_params: &[],
     min_parents: 1,
     max_parents: 1,
     build: |_| Ok(Box::new(hsched_core::testing::Fifo::default())),

@@ -43,6 +43,7 @@ fn policies() -> Vec<PolicyInfo> {
         seed: "",
         instance_params: &[],
         child_params: &[],
+        change_params: &[],
         min_parents: 1,
         max_parents: 1,
         build: fifo,

@@ -333,6 +333,21 @@ thread = "a"
 }
 
 #[test]
+fn set_params_about_a_limit_child_changes_the_cap() {
+    // 10 ms every 33 ms; at 500 ms the amount drops to 5 ms (the current
+    // period is charged as if it had applied since it began: already
+    // spent); at 1 s the period becomes 20 ms, from the next period (at
+    // 1023 ms) on; at 1.5 s the thread moves to TS, taking no parameter
+    // of Limit's along, and has the processor to itself.
+    let text = include_str!("../../config/tests/valid/limit_change.toml");
+    let cpu = |secs: f64| sim(text, secs).thread("decoder").unwrap().cpu_ns / MS;
+    assert_eq!(cpu(0.5), 15 * 10 + 5);
+    assert_eq!(cpu(1.0) - cpu(0.5), 14 * 5 + 5);
+    assert_eq!(cpu(1.5) - cpu(1.0), 23 * 5 + 5);
+    assert_eq!(cpu(2.0) - cpu(1.5), 500);
+}
+
+#[test]
 fn refused_operations_name_the_operation_and_time() {
     let text = OVER_ADMISSION;
     let h = parse(text);

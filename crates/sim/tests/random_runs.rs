@@ -919,6 +919,19 @@ fn operation(g: &mut Gen, t: u64, created: &mut usize) {
             // set-params where the thread is.
             0 => pick(g, &movable).and_then(|k| {
                 let at = g.threads[k].at.unwrap();
+                if g.insts[at].policy.name == "limit" {
+                    // A new cap for the instance: its supply is no longer
+                    // one cap's.
+                    let period = g.rng.range(MS, 50 * MS);
+                    let amount = g.rng.range(period / 20, period).max(1);
+                    g.insts[at].cap_on_supply = None;
+                    return Some(format!(
+                        "op = \"set-params\"\nthread = \"{}\"\nparams = {{ amount = {}, period = {} }}",
+                        g.threads[k].name,
+                        dq(amount),
+                        dq(period)
+                    ));
+                }
                 if g.insts[at].policy.child_params.is_empty() {
                     return None;
                 }

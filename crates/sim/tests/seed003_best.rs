@@ -193,6 +193,7 @@ fn policies() -> Vec<PolicyInfo> {
         seed: "",
         instance_params: &[],
         child_params: PERIOD,
+        change_params: &[],
         min_parents: 1,
         max_parents: 1,
         build: build_edf,

@@ -80,13 +80,26 @@ pub fn render(policies: &[&PolicyInfo]) -> String {
                 &format!("parents: {} to {}", p.min_parents, p.max_parents),
             );
         }
-        let all: Vec<&ParamSpec> = p.instance_params.iter().chain(p.child_params).collect();
+        let all: Vec<&ParamSpec> = p
+            .instance_params
+            .iter()
+            .chain(p.child_params)
+            .chain(p.change_params)
+            .collect();
         let kw = all.iter().map(|p| p.key.len()).max().unwrap_or(0);
         let tw = all.iter().map(|p| p.kind.len()).max().unwrap_or(0);
         let dw = all.iter().map(|p| p.default.len()).max().unwrap_or(0);
         let cols = Cols { kw, tw, dw };
         params(&mut s, "instance parameters", p.instance_params, cols);
         params(&mut s, "child parameters", p.child_params, cols);
+        if !p.change_params.is_empty() {
+            params(
+                &mut s,
+                "set-params about a child may also change",
+                p.change_params,
+                cols,
+            );
+        }
     }
     s
 }
@@ -178,7 +191,8 @@ mod tests {
                 "{} missing",
                 p.name
             );
-            for spec in p.instance_params.iter().chain(p.child_params) {
+            let specs = p.instance_params.iter().chain(p.child_params);
+            for spec in specs.chain(p.change_params) {
                 assert!(text.contains(spec.key), "{}: {} missing", p.name, spec.key);
             }
         }

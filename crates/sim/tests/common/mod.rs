@@ -28,6 +28,7 @@ pub fn policies() -> Vec<PolicyInfo> {
             seed: "",
             instance_params: &[],
             child_params: &[],
+            change_params: &[],
             min_parents: 1,
             max_parents: 1,
             build,
