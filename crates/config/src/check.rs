@@ -1113,7 +1113,18 @@ pub(crate) fn check_timeline(
                             // The policy reads the change merged into the
                             // thread's parameters; when those are not known
                             // (refused, which is reported), neither is this.
-                            if let (Some((s, info)), Some(now_params)) = (info, &current[t]) {
+                            if let Some((s, info)) = info.filter(|(_, i)| {
+                                i.child_params.is_empty() && i.change_params.is_empty()
+                            }) {
+                                // Such a policy takes no SetParams at all
+                                // (Join): the run would stop here.
+                                let e = d
+                                    .make(&format!("{p}.thread="), op_span, format!("thread `{thread}` under `{s}` has no parameters to set at {at}: children of `{s}` (policy `{}`) take none", info.name))
+                                    .expected("a thread under a scheduler that takes child parameters")
+                                    .hint("remove this operation, or move the thread with `move-thread`");
+                                d.push(e);
+                            } else if let (Some((s, info)), Some(now_params)) = (info, &current[t])
+                            {
                                 let path = format!("{p}.params");
                                 let whose = format!("thread `{thread}` under `{s}`");
                                 let before = d.errs.len();
