@@ -404,6 +404,59 @@ fn check_carried(
     d.errs.len() == before
 }
 
+/// A `set-params` about a child of a scheduler `name` of policy `info`
+/// that takes `change_params`: checks the keys of `change`, then the
+/// scheduler's parameters `instance` with the changes among them (by
+/// building it), and keeps those when they are accepted. Returns the rest
+/// of `change`, for the child's own parameters.
+fn check_instance_change(
+    d: &mut Diag<'_>,
+    info: &PolicyInfo,
+    name: &str,
+    change: &Params,
+    instance: &mut Params,
+    (path, fallback): (&str, Span),
+    whose: &str,
+) -> Params {
+    let before = d.errs.len();
+    let specs: Vec<ParamSpec> = info
+        .child_params
+        .iter()
+        .chain(info.change_params)
+        .copied()
+        .collect();
+    let owner = format!("changes to children of `{name}` (policy `{}`)", info.name);
+    check_params(d, &specs, change, path, fallback, whose, &owner);
+    let (mut child, mut changed) = (Params::new(), instance.clone());
+    for (k, v) in change.iter() {
+        if info.change_params.iter().any(|c| c.key == k) {
+            changed.insert(k, v.clone());
+        } else {
+            child.insert(k, v.clone());
+        }
+    }
+    if d.errs.len() == before {
+        match (info.build)(&changed) {
+            Ok(_) => *instance = changed,
+            Err(e) => {
+                let site = match &e {
+                    PolicyError::Param(x) => {
+                        first_site(d, [format!("{path}.{}=", x.key), path.to_string()])
+                    }
+                    _ => path.to_string(),
+                };
+                let e = d.make(
+                    &site,
+                    fallback,
+                    format!("{whose}: the new parameters of `{name}` are refused: {e}"),
+                );
+                d.push(e);
+            }
+        }
+    }
+    child
+}
+
 /// Scheduler graph checks over the schedulers of a file. `paths[i]` is the
 /// site prefix of scheduler `i`. Fills root CPU sets (all processors when
 /// not given) and returns the schedulers parents-first (file order among
@@ -1110,9 +1163,6 @@ pub(crate) fn check_timeline(
                                 .as_ref()
                                 .and_then(|s| live.get(s).map(|l| (s, l)))
                                 .and_then(|(s, l)| Some((s, find_policy(policies, &l.policy)?)));
-                            // The policy reads the change merged into the
-                            // thread's parameters; when those are not known
-                            // (refused, which is reported), neither is this.
                             if let Some((s, info)) = info.filter(|(_, i)| {
                                 i.child_params.is_empty() && i.change_params.is_empty()
                             }) {
@@ -1125,64 +1175,31 @@ pub(crate) fn check_timeline(
                                 d.push(e);
                             } else if let (Some((s, info)), Some(now_params)) = (info, &current[t])
                             {
+                                // The policy reads the change merged into
+                                // the thread's parameters; when those are
+                                // not known (refused, which is reported),
+                                // neither is this.
                                 let path = format!("{p}.params");
                                 let whose = format!("thread `{thread}` under `{s}`");
                                 let before = d.errs.len();
                                 // Keys that change the instance itself
                                 // (Limit's cap) are checked as its
                                 // parameters; the others as the child's.
-                                let mut child = params.clone();
-                                if !info.change_params.is_empty() {
-                                    let specs: Vec<ParamSpec> = info
-                                        .child_params
-                                        .iter()
-                                        .chain(info.change_params)
-                                        .copied()
-                                        .collect();
-                                    let owner = format!(
-                                        "changes to children of `{s}` (policy `{}`)",
-                                        info.name
-                                    );
-                                    check_params(
-                                        d, &specs, &params, &path, op_span, &whose, &owner,
-                                    );
-                                    child = Params::new();
-                                    let mut instance = live[s].params.clone();
-                                    for (k, v) in params.iter() {
-                                        if info.change_params.iter().any(|c| c.key == k) {
-                                            instance.insert(k, v.clone());
-                                        } else {
-                                            child.insert(k, v.clone());
-                                        }
+                                let child = match live.get_mut(s) {
+                                    Some(l) if !info.change_params.is_empty() => {
+                                        let site = (path.as_str(), op_span);
+                                        check_instance_change(
+                                            d,
+                                            info,
+                                            s,
+                                            &params,
+                                            &mut l.params,
+                                            site,
+                                            &whose,
+                                        )
                                     }
-                                    if d.errs.len() == before {
-                                        match (info.build)(&instance) {
-                                            Ok(_) => {
-                                                if let Some(l) = live.get_mut(s) {
-                                                    l.params = instance;
-                                                }
-                                            }
-                                            Err(e) => {
-                                                let site = match &e {
-                                                    PolicyError::Param(x) => first_site(
-                                                        d,
-                                                        [
-                                                            format!("{path}.{}=", x.key),
-                                                            path.clone(),
-                                                        ],
-                                                    ),
-                                                    _ => path.clone(),
-                                                };
-                                                let e = d.make(
-                                                    &site,
-                                                    op_span,
-                                                    format!("{whose}: the new parameters of `{s}` are refused: {e}"),
-                                                );
-                                                d.push(e);
-                                            }
-                                        }
-                                    }
-                                }
+                                    _ => params.clone(),
+                                };
                                 if d.errs.len() == before {
                                     let merged = changed(info, now_params, &child);
                                     check_child_params(d, info, s, &merged, &path, op_span, &whose);

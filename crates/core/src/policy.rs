@@ -190,9 +190,9 @@ pub trait Policy: Send + 'static {
     /// Keys this policy writes into its children's parameters itself
     /// (answers a child reads back, such as coop's OUT values), as opposed
     /// to the ones a child is given. A thread that leaves without new
-    /// parameters (`Hsi::set_default` moving threads, `Hsi::end_reservation`)
-    /// takes the others along, not these: its next scheduler would refuse
-    /// them.
+    /// parameters (`Hsi::set_default` moving threads, or the place
+    /// `Hsi::begin_reservation` keeps for `end_reservation`) takes the
+    /// others along, not these: its next scheduler would refuse them.
     fn written_keys(&self) -> &'static [&'static str] {
         &[]
     }
