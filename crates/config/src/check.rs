@@ -439,12 +439,18 @@ fn check_instance_change(
         match (info.build)(&changed) {
             Ok(_) => *instance = changed,
             Err(e) => {
-                let site = match &e {
-                    PolicyError::Param(x) => {
-                        first_site(d, [format!("{path}.{}=", x.key), path.to_string()])
-                    }
-                    _ => path.to_string(),
+                // At the key the error names, else at the change that
+                // led to it (a period shorter than the amount in force).
+                let keys = match &e {
+                    PolicyError::Param(x) => vec![x.key.as_str()],
+                    _ => Vec::new(),
                 };
+                let site = keys
+                    .into_iter()
+                    .chain(info.change_params.iter().map(|c| c.key))
+                    .map(|k| format!("{path}.{k}="))
+                    .find(|site| d.has(site))
+                    .unwrap_or_else(|| path.to_string());
                 let e = d.make(
                     &site,
                     fallback,
