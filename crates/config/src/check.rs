@@ -404,6 +404,69 @@ fn check_carried(
     d.errs.len() == before
 }
 
+/// What the timeline walk knows at an instant: the schedulers that exist,
+/// and where each thread is (alive, and under which scheduler).
+struct Placed<'a> {
+    policies: &'a [PolicyInfo],
+    live: &'a BTreeMap<String, Live>,
+    names: &'a [ThreadSpec],
+    alive: &'a [bool],
+    sched: &'a [Option<String>],
+}
+
+/// Refuses a new child of scheduler `name` when its policy takes no more
+/// (`PolicyInfo::max_children`: Limit and Join take one): the run would
+/// stop there. `what` says what the child cannot do ("thread `a` cannot
+/// start under"), `(site, span)` where to say it. Returns whether there is
+/// room: a child refused is not placed, so it is not reported again.
+fn check_room(
+    d: &mut Diag<'_>,
+    placed: &Placed<'_>,
+    name: &str,
+    what: &str,
+    (site, span): (&str, Span),
+    at: &At,
+) -> bool {
+    let Some(l) = placed.live.get(name) else {
+        return true;
+    };
+    let Some(info) = find_policy(placed.policies, &l.policy) else {
+        return true;
+    };
+    let Some(max) = info.max_children else {
+        return true;
+    };
+    let mut kids: Vec<String> = placed
+        .live
+        .iter()
+        .filter(|(_, c)| c.parents.iter().any(|p| p == name))
+        .map(|(k, _)| format!("scheduler `{k}`"))
+        .collect();
+    kids.extend(
+        (0..placed.names.len())
+            .filter(|&t| placed.alive[t] && placed.sched[t].as_deref() == Some(name))
+            .map(|t| format!("thread `{}`", placed.names[t].name)),
+    );
+    if kids.len() >= max {
+        let e = d
+            .make(
+                site,
+                span,
+                format!(
+                    "{what} `{name}` at {at}: `{name}` (policy `{}`) takes {max} child{} and has {}",
+                    info.name,
+                    if max == 1 { "" } else { "ren" },
+                    kids.join(", ")
+                ),
+            )
+            .expected(format!("a scheduler with room for another child, or `{name}` once its child has left"))
+            .hint("move the child away first (`move-thread`, `end-reservation`), or give this one another scheduler");
+        d.push(e);
+        return false;
+    }
+    true
+}
+
 /// A `set-params` about a child of a scheduler `name` of policy `info`
 /// that takes `change_params`: checks the keys of `change`, then the
 /// scheduler's parameters `instance` with the changes among them (by
@@ -972,6 +1035,20 @@ pub(crate) fn check_timeline(
                     d.push(e.hint_if_none(hint));
                     continue;
                 }
+                let placed = Placed {
+                    policies,
+                    live: &live,
+                    names: &h.threads,
+                    alive: &alive,
+                    sched: &sched,
+                };
+                let site = if explicit {
+                    format!("{}.scheduler=", tpath(i))
+                } else {
+                    tpath(i)
+                };
+                let newcomer = format!("thread `{}` cannot start under", t.name);
+                let room = check_room(d, &placed, &target, &newcomer, (&site, t.span), &at);
                 let info = find_policy(policies, &live[&target].policy);
                 let broken = sites.broken_threads.contains(&i);
                 let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared) || broken;
@@ -991,7 +1068,7 @@ pub(crate) fn check_timeline(
                     .filter(|_| !broken && d.errs.len() == before)
                     .map(|info| kept(info, &h.threads[i].params));
                 h.threads[i].scheduler = target.clone();
-                sched[i] = Some(target);
+                sched[i] = room.then_some(target);
                 alive[i] = true;
             }
             2 => alive[i] = false,
@@ -1095,19 +1172,32 @@ pub(crate) fn check_timeline(
                             );
                         }
                         if let (Some(t), true) = (t, s_ok) {
-                            // The HSI keeps the place the first reservation
-                            // began from.
-                            if rez_from[t].is_none() {
-                                rez_from[t] = sched[t].clone().map(|s| Before {
-                                    sched: s,
-                                    gone: false,
-                                    params: current[t].clone(),
-                                });
+                            let placed = Placed {
+                                policies,
+                                live: &live,
+                                names: &h.threads,
+                                alive: &alive,
+                                sched: &sched,
+                            };
+                            let newcomer =
+                                format!("thread `{thread}` cannot begin a reservation under");
+                            let site = format!("{p}.scheduler=");
+                            if check_room(d, &placed, &scheduler, &newcomer, (&site, op_span), &at)
+                            {
+                                // The HSI keeps the place the first
+                                // reservation began from.
+                                if rez_from[t].is_none() {
+                                    rez_from[t] = sched[t].clone().map(|s| Before {
+                                        sched: s,
+                                        gone: false,
+                                        params: current[t].clone(),
+                                    });
+                                }
+                                sched[t] = Some(scheduler);
+                                current[t] = info
+                                    .filter(|_| d.errs.len() == before)
+                                    .map(|info| kept(info, &params));
                             }
-                            sched[t] = Some(scheduler);
-                            current[t] = info
-                                .filter(|_| d.errs.len() == before)
-                                .map(|info| kept(info, &params));
                         }
                     }
                     OpSpec::EndReservation { thread } => {
@@ -1150,7 +1240,26 @@ pub(crate) fn check_timeline(
                                                 }
                                                 _ => None,
                                             };
-                                            sched[t] = Some(to);
+                                            let placed = Placed {
+                                                policies,
+                                                live: &live,
+                                                names: &h.threads,
+                                                alive: &alive,
+                                                sched: &sched,
+                                            };
+                                            let newcomer =
+                                                format!("thread `{thread}` cannot go back under");
+                                            let site = format!("{p}.thread=");
+                                            if check_room(
+                                                d,
+                                                &placed,
+                                                &to,
+                                                &newcomer,
+                                                (&site, op_span),
+                                                &at,
+                                            ) {
+                                                sched[t] = Some(to);
+                                            }
                                         }
                                         None => {
                                             let e = d
@@ -1234,10 +1343,21 @@ pub(crate) fn check_timeline(
                             );
                         }
                         if let (Some(t), true) = (t, s_ok) {
-                            sched[t] = Some(to);
-                            current[t] = info
-                                .filter(|_| d.errs.len() == before)
-                                .map(|info| kept(info, &params));
+                            let placed = Placed {
+                                policies,
+                                live: &live,
+                                names: &h.threads,
+                                alive: &alive,
+                                sched: &sched,
+                            };
+                            let newcomer = format!("thread `{thread}` cannot move under");
+                            let site = format!("{p}.to=");
+                            if check_room(d, &placed, &to, &newcomer, (&site, op_span), &at) {
+                                sched[t] = Some(to);
+                                current[t] = info
+                                    .filter(|_| d.errs.len() == before)
+                                    .map(|info| kept(info, &params));
+                            }
                         }
                     }
                     OpSpec::CreateScheduler(mut spec) => {
@@ -1321,6 +1441,24 @@ pub(crate) fn check_timeline(
                                         &format!("scheduler `{}`", spec.name),
                                     );
                                 }
+                                let placed = Placed {
+                                    policies,
+                                    live: &live,
+                                    names: &h.threads,
+                                    alive: &alive,
+                                    sched: &sched,
+                                };
+                                let newcomer =
+                                    format!("scheduler `{}` cannot be created under", spec.name);
+                                let site = format!("{sp}.parent.{j}=");
+                                check_room(
+                                    d,
+                                    &placed,
+                                    &parent.name,
+                                    &newcomer,
+                                    (&site, op_span),
+                                    &at,
+                                );
                             }
                         }
                         let level =
@@ -1402,7 +1540,28 @@ pub(crate) fn check_timeline(
                                         }
                                         _ => None,
                                     };
-                                    sched[t] = Some(name.clone());
+                                    let placed = Placed {
+                                        policies,
+                                        live: &live,
+                                        names: &h.threads,
+                                        alive: &alive,
+                                        sched: &sched,
+                                    };
+                                    let newcomer = format!(
+                                        "thread `{}` cannot move with the default to",
+                                        h.threads[t].name
+                                    );
+                                    let site = format!("{p}.name=");
+                                    if check_room(
+                                        d,
+                                        &placed,
+                                        &name,
+                                        &newcomer,
+                                        (&site, op_span),
+                                        &at,
+                                    ) {
+                                        sched[t] = Some(name.clone());
+                                    }
                                 }
                             }
                             default = Some(name);

@@ -66,6 +66,7 @@ fn policies() -> Vec<PolicyInfo> {
             instance_params,
             child_params,
             change_params: &[],
+            max_children: None,
             min_parents,
             max_parents,
             build,

@@ -175,6 +175,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     ],
     child_params: &[NICE_SPEC],
     change_params: &[],
+    max_children: None,
     min_parents: 1,
     max_parents: 1,
     build,

@@ -86,6 +86,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         doc: "higher runs first",
     }],
     change_params: &[],
+    max_children: None,
     min_parents: 1,
     max_parents: 1,
     build,

@@ -83,6 +83,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     }],
     child_params: &[],
     change_params: &[],
+    max_children: Some(1),
     min_parents: 2,
     max_parents: MAX_PARENTS,
     build,

@@ -87,6 +87,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
             doc: "the instance's period, from the next period on",
         },
     ],
+    max_children: Some(1),
     min_parents: 1,
     max_parents: 1,
     build,

@@ -121,6 +121,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
     ],
     change_params: &[],
+    max_children: None,
     min_parents: 1,
     max_parents: 1,
     build,

@@ -21,6 +21,9 @@ pub struct PolicyInfo {
     /// they change the instance itself (Limit's cap), so a child neither
     /// registers with them nor keeps them in its parameters.
     pub change_params: &'static [ParamSpec],
+    /// Most children an instance takes at once (`None`: any number); it
+    /// refuses one more.
+    pub max_children: Option<usize>,
     /// Fewest parents an instance may have (Join needs two).
     pub min_parents: usize,
     /// Most parents an instance may have.

@@ -148,6 +148,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         ParamSpec { key: "period", kind: "duration", default: "required", doc: "the reservation period" },
     ],
     change_params: &[],
+    max_children: None,
     min_parents: 1,
     max_parents: 1,
     build,

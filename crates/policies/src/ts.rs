@@ -105,6 +105,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     ],
     child_params: &[ParamSpec { key: "priority", kind: "integer 1..=31", default: "8", doc: "base priority; higher runs first" }],
     change_params: &[],
+    max_children: None,
     min_parents: 1,
     max_parents: 1,
     build,

@@ -85,6 +85,7 @@ static FIFO: PolicyInfo = PolicyInfo {
     instance_params: &[],
     child_params: &[],
     change_params: &[],
+    max_children: None,
     min_parents: 1,
     max_parents: 1,
     build: |_| Ok(Box::new(hsched_core::testing::Fifo::default())),

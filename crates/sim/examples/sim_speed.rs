@@ -44,6 +44,7 @@ fn policies() -> Vec<PolicyInfo> {
         instance_params: &[],
         child_params: &[],
         change_params: &[],
+        max_children: None,
         min_parents: 1,
         max_parents: 1,
         build: fifo,

@@ -2262,14 +2262,13 @@ fn hostile_params(r: &mut Rng) -> String {
 
 /// Whether a run's failure is one the checker does not foresee: a refusal
 /// that depends on the state of the run (admission control, a thread whose
-/// finite workload has ended). The checker does not count yet, along the
-/// timeline, the children of a single-child scheduler (`limit`, `join`) or
-/// the priorities under a unique-priority `fp`: those refusals pass too.
+/// finite workload has ended). The checker does not track yet, along the
+/// timeline, the priorities under a unique-priority `fp`: that refusal
+/// passes too.
 fn refused_for_its_state(message: &str) -> bool {
     [
         "admission refused",
         "no live thread is named",
-        "scheduler has a single child",
         "admits one child per priority",
     ]
     .iter()

@@ -194,6 +194,7 @@ fn policies() -> Vec<PolicyInfo> {
         instance_params: &[],
         child_params: PERIOD,
         change_params: &[],
+        max_children: None,
         min_parents: 1,
         max_parents: 1,
         build: build_edf,

@@ -80,6 +80,9 @@ pub fn render(policies: &[&PolicyInfo]) -> String {
                 &format!("parents: {} to {}", p.min_parents, p.max_parents),
             );
         }
+        if let Some(n) = p.max_children {
+            push_wrapped(&mut s, &indent, &format!("children: at most {n}"));
+        }
         let all: Vec<&ParamSpec> = p
             .instance_params
             .iter()

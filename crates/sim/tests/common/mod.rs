@@ -29,6 +29,7 @@ pub fn policies() -> Vec<PolicyInfo> {
             instance_params: &[],
             child_params: &[],
             change_params: &[],
+            max_children: None,
             min_parents: 1,
             max_parents: 1,
             build,
