@@ -976,6 +976,18 @@ pub(crate) fn check_timeline(
     let mut current: Vec<Option<Params>> = vec![None; n];
     let mut rez_from: Vec<Option<Before>> = (0..n).map(|_| None).collect();
     let mut alive = vec![false; n];
+    // Where everything is now, for `check_room`.
+    macro_rules! placed {
+        () => {
+            Placed {
+                policies,
+                live: &live,
+                names: &h.threads,
+                alive: &alive,
+                sched: &sched,
+            }
+        };
+    }
 
     // (time, phase, index): 0 create, 1 operation, 2 exit.
     let mut events: Vec<(Duration, u8, usize)> = Vec::new();
@@ -1035,20 +1047,13 @@ pub(crate) fn check_timeline(
                     d.push(e.hint_if_none(hint));
                     continue;
                 }
-                let placed = Placed {
-                    policies,
-                    live: &live,
-                    names: &h.threads,
-                    alive: &alive,
-                    sched: &sched,
-                };
                 let site = if explicit {
                     format!("{}.scheduler=", tpath(i))
                 } else {
                     tpath(i)
                 };
                 let newcomer = format!("thread `{}` cannot start under", t.name);
-                let room = check_room(d, &placed, &target, &newcomer, (&site, t.span), &at);
+                let room = check_room(d, &placed!(), &target, &newcomer, (&site, t.span), &at);
                 let info = find_policy(policies, &live[&target].policy);
                 let broken = sites.broken_threads.contains(&i);
                 let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared) || broken;
@@ -1172,18 +1177,17 @@ pub(crate) fn check_timeline(
                             );
                         }
                         if let (Some(t), true) = (t, s_ok) {
-                            let placed = Placed {
-                                policies,
-                                live: &live,
-                                names: &h.threads,
-                                alive: &alive,
-                                sched: &sched,
-                            };
                             let newcomer =
                                 format!("thread `{thread}` cannot begin a reservation under");
                             let site = format!("{p}.scheduler=");
-                            if check_room(d, &placed, &scheduler, &newcomer, (&site, op_span), &at)
-                            {
+                            if check_room(
+                                d,
+                                &placed!(),
+                                &scheduler,
+                                &newcomer,
+                                (&site, op_span),
+                                &at,
+                            ) {
                                 // The HSI keeps the place the first
                                 // reservation began from.
                                 if rez_from[t].is_none() {
@@ -1240,19 +1244,12 @@ pub(crate) fn check_timeline(
                                                 }
                                                 _ => None,
                                             };
-                                            let placed = Placed {
-                                                policies,
-                                                live: &live,
-                                                names: &h.threads,
-                                                alive: &alive,
-                                                sched: &sched,
-                                            };
                                             let newcomer =
                                                 format!("thread `{thread}` cannot go back under");
                                             let site = format!("{p}.thread=");
                                             if check_room(
                                                 d,
-                                                &placed,
+                                                &placed!(),
                                                 &to,
                                                 &newcomer,
                                                 (&site, op_span),
@@ -1343,16 +1340,9 @@ pub(crate) fn check_timeline(
                             );
                         }
                         if let (Some(t), true) = (t, s_ok) {
-                            let placed = Placed {
-                                policies,
-                                live: &live,
-                                names: &h.threads,
-                                alive: &alive,
-                                sched: &sched,
-                            };
                             let newcomer = format!("thread `{thread}` cannot move under");
                             let site = format!("{p}.to=");
-                            if check_room(d, &placed, &to, &newcomer, (&site, op_span), &at) {
+                            if check_room(d, &placed!(), &to, &newcomer, (&site, op_span), &at) {
                                 sched[t] = Some(to);
                                 current[t] = info
                                     .filter(|_| d.errs.len() == before)
@@ -1441,19 +1431,12 @@ pub(crate) fn check_timeline(
                                         &format!("scheduler `{}`", spec.name),
                                     );
                                 }
-                                let placed = Placed {
-                                    policies,
-                                    live: &live,
-                                    names: &h.threads,
-                                    alive: &alive,
-                                    sched: &sched,
-                                };
                                 let newcomer =
                                     format!("scheduler `{}` cannot be created under", spec.name);
                                 let site = format!("{sp}.parent.{j}=");
                                 check_room(
                                     d,
-                                    &placed,
+                                    &placed!(),
                                     &parent.name,
                                     &newcomer,
                                     (&site, op_span),
@@ -1540,13 +1523,6 @@ pub(crate) fn check_timeline(
                                         }
                                         _ => None,
                                     };
-                                    let placed = Placed {
-                                        policies,
-                                        live: &live,
-                                        names: &h.threads,
-                                        alive: &alive,
-                                        sched: &sched,
-                                    };
                                     let newcomer = format!(
                                         "thread `{}` cannot move with the default to",
                                         h.threads[t].name
@@ -1554,7 +1530,7 @@ pub(crate) fn check_timeline(
                                     let site = format!("{p}.name=");
                                     if check_room(
                                         d,
-                                        &placed,
+                                        &placed!(),
                                         &name,
                                         &newcomer,
                                         (&site, op_span),
