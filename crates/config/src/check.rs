@@ -1023,12 +1023,13 @@ pub(crate) fn check_timeline(
                     d.push(e);
                     continue;
                 };
+                // The scheduler key, or the thread when the default applies.
+                let site = if explicit {
+                    format!("{}.scheduler=", tpath(i))
+                } else {
+                    tpath(i)
+                };
                 if !live.contains_key(&target) {
-                    let site = if explicit {
-                        format!("{}.scheduler=", tpath(i))
-                    } else {
-                        tpath(i)
-                    };
                     let e = missing_scheduler(
                         d,
                         &site,
@@ -1047,11 +1048,6 @@ pub(crate) fn check_timeline(
                     d.push(e.hint_if_none(hint));
                     continue;
                 }
-                let site = if explicit {
-                    format!("{}.scheduler=", tpath(i))
-                } else {
-                    tpath(i)
-                };
                 let newcomer = format!("thread `{}` cannot start under", t.name);
                 let room = check_room(d, &placed!(), &target, &newcomer, (&site, t.span), &at);
                 let info = find_policy(policies, &live[&target].policy);
