@@ -338,23 +338,10 @@ fn kept(info: &PolicyInfo, params: &Params) -> Params {
 }
 
 /// A child's parameters after a `set-params` of `change`, merged into
-/// `current` as the policies' `msg` do: the keys of `change` replace those
-/// of `current`. realrate drops the old `proportion` of a child changing
-/// to an adaptive class (it would contradict the class).
+/// `current` as the policy's `msg` does (`PolicyInfo::merge_change`),
+/// without the keys the policy writes itself.
 fn changed(info: &PolicyInfo, current: &Params, change: &Params) -> Params {
-    let adaptive = info.name == "realrate"
-        && matches!(change.get("class"), Some(ParamValue::Str(c)) if c == "real-rate" || c == "misc");
-    let mut out = Params::new();
-    for (k, v) in current
-        .iter()
-        .filter(|(k, _)| !(adaptive && *k == "proportion"))
-    {
-        out.insert(k, v.clone());
-    }
-    for (k, v) in change.iter().filter(|(k, _)| !written(info, k)) {
-        out.insert(k, v.clone());
-    }
-    out
+    (info.merge_change)(current, &kept(info, change))
 }
 
 /// Checks the parameters a thread takes along when an operation moves it
@@ -404,27 +391,179 @@ fn check_carried(
     d.errs.len() == before
 }
 
+/// What a child holds under its scheduler (`PolicyInfo::exclusive`).
+type Holds = Option<(&'static str, i64)>;
+
+/// A child of a scheduler, as the checks count children.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kid {
+    Sched(String),
+    Thread(usize),
+}
+
+/// Who is under whom, with what they hold (`PolicyInfo::exclusive`), kept
+/// as children arrive and leave so that a check costs a lookup, not a
+/// pass over every child.
+#[derive(Default)]
+struct Family {
+    /// The children of each scheduler.
+    kids: BTreeMap<String, BTreeSet<Kid>>,
+    /// What a child holds under a policy with an exclusive rule:
+    /// (scheduler, what, value) → the child.
+    held: BTreeMap<(String, &'static str, i64), Kid>,
+    /// Where each thread is counted, and what it holds there.
+    thread_at: BTreeMap<usize, (String, Holds)>,
+}
+
+impl Family {
+    /// What a child with `params` holds under scheduler `name`, if its
+    /// policy has an exclusive rule.
+    fn holds(
+        policies: &[PolicyInfo],
+        live: &BTreeMap<String, Live>,
+        name: &str,
+        params: Option<&Params>,
+    ) -> Holds {
+        let l = live.get(name)?;
+        let rule = find_policy(policies, &l.policy)?.exclusive?;
+        rule(&l.params, params?)
+    }
+
+    fn add(&mut self, parent: &str, kid: Kid, holds: Holds) {
+        if let Some((what, v)) = holds {
+            self.held
+                .entry((parent.to_string(), what, v))
+                .or_insert(kid.clone());
+        }
+        self.kids.entry(parent.to_string()).or_default().insert(kid);
+    }
+
+    fn remove(&mut self, parent: &str, kid: &Kid, holds: Holds) {
+        if let Some((what, v)) = holds {
+            let key = (parent.to_string(), what, v);
+            if self.held.get(&key) == Some(kid) {
+                self.held.remove(&key);
+            }
+        }
+        if let Some(k) = self.kids.get_mut(parent) {
+            k.remove(kid);
+        }
+    }
+
+    /// Counts thread `t` where `place` says (scheduler and what it holds
+    /// there), or nowhere.
+    fn place_thread(&mut self, t: usize, place: Option<(String, Holds)>) {
+        if self.thread_at.get(&t) == place.as_ref() {
+            return;
+        }
+        if let Some((s, holds)) = self.thread_at.remove(&t) {
+            self.remove(&s, &Kid::Thread(t), holds);
+        }
+        if let Some((s, holds)) = place {
+            self.add(&s, Kid::Thread(t), holds);
+            self.thread_at.insert(t, (s, holds));
+        }
+    }
+}
+
 /// What the timeline walk knows at an instant: the schedulers that exist,
-/// and where each thread is (alive, and under which scheduler).
+/// and who is under whom.
 struct Placed<'a> {
     policies: &'a [PolicyInfo],
     live: &'a BTreeMap<String, Live>,
     names: &'a [ThreadSpec],
-    alive: &'a [bool],
-    sched: &'a [Option<String>],
+    family: &'a Family,
 }
 
-/// Refuses a new child of scheduler `name` when its policy takes no more
-/// (`PolicyInfo::max_children`: Limit and Join take one): the run would
-/// stop there. `what` says what the child cannot do ("thread `a` cannot
-/// start under"), `(site, span)` where to say it. Returns whether there is
-/// room: a child refused is not placed, so it is not reported again.
-fn check_room(
+/// A child a scheduler is asked to take, or to keep with new parameters.
+#[derive(Clone, Copy)]
+struct Newcomer<'p> {
+    /// Its parent-side parameters there (`None`: not known, as they were
+    /// refused, which is reported: then it holds nothing).
+    params: Option<&'p Params>,
+    /// The thread it is. It may be a child there already (moved to its own
+    /// scheduler, or changing its parameters): the HSI registers the new
+    /// VP before it drops the old one, so it takes room, but a thread
+    /// clashes with no VP of its own.
+    thread: Option<usize>,
+    /// Whether it arrives (and needs room), rather than changing its
+    /// parameters in place.
+    arrives: bool,
+}
+
+/// Why a scheduler refuses a child (see [`refusal`]).
+struct Refusal {
+    message: String,
+    expected: String,
+    hint: String,
+    /// It holds what another child holds (not a lack of room): said at
+    /// the child's parameters.
+    clash: bool,
+}
+
+/// Why scheduler `name` (policy `info`, instance parameters `instance`)
+/// refuses `child` in `family`, if it does: a policy that takes no more
+/// children (`PolicyInfo::max_children`: Limit and Join take one), or a
+/// value another child holds (`PolicyInfo::exclusive`: a priority under a
+/// unique-priority fp). `who` names a child.
+fn refusal(
+    info: &PolicyInfo,
+    name: &str,
+    instance: &Params,
+    family: &Family,
+    child: Newcomer<'_>,
+    who: impl Fn(&Kid) -> String,
+) -> Option<Refusal> {
+    let kids = family.kids.get(name);
+    if let (Some(max), true) = (info.max_children, child.arrives) {
+        if kids.map_or(0, BTreeSet::len) >= max {
+            let all: Vec<String> = kids.into_iter().flatten().map(&who).collect();
+            return Some(Refusal {
+                message: format!(
+                    "`{name}` (policy `{}`) takes {max} child{} and has {}",
+                    info.name,
+                    if max == 1 { "" } else { "ren" },
+                    all.join(", ")
+                ),
+                expected: format!("a scheduler with room for another child, or `{name}` once its child has left"),
+                hint: "move the child away first (`move-thread`, `end-reservation`), or give this one another scheduler".into(),
+                clash: false,
+            });
+        }
+    }
+    let (what, v) = info.exclusive?(instance, child.params?)?;
+    let holder = family.held.get(&(name.to_string(), what, v))?;
+    if child.thread.map(Kid::Thread).as_ref() == Some(holder) {
+        return None;
+    }
+    let hint = match holder {
+        Kid::Thread(_) => format!("give it another {what}, or move {} away first", who(holder)),
+        Kid::Sched(_) => format!("give it another {what}"),
+    };
+    let holder = who(holder);
+    Some(Refusal {
+        message: format!(
+            "{what} {v} is taken by {holder}, and `{name}` (policy `{}`) admits one child per {what}",
+            info.name
+        ),
+        expected: format!("a {what} that no other child of `{name}` has"),
+        hint,
+        clash: true,
+    })
+}
+
+/// Refuses a child of scheduler `name` that the run would refuse there
+/// (see [`refusal`]). `what` says what the child cannot do ("thread `a`
+/// cannot start under"), `(site, span)` where to say it; a clash is said at
+/// `params_site` when the file has it. Returns whether the child is
+/// taken: a child refused is not placed, so it is not reported again.
+fn check_admit(
     d: &mut Diag<'_>,
     placed: &Placed<'_>,
     name: &str,
+    child: Newcomer<'_>,
     what: &str,
-    (site, span): (&str, Span),
+    (site, params_site, span): (&str, &str, Span),
     at: &At,
 ) -> bool {
     let Some(l) = placed.live.get(name) else {
@@ -433,38 +572,28 @@ fn check_room(
     let Some(info) = find_policy(placed.policies, &l.policy) else {
         return true;
     };
-    let Some(max) = info.max_children else {
+    let who = |k: &Kid| match k {
+        Kid::Sched(s) => format!("scheduler `{s}`"),
+        Kid::Thread(t) => format!("thread `{}`", placed.names[*t].name),
+    };
+    let Some(r) = refusal(info, name, &l.params, placed.family, child, who) else {
         return true;
     };
-    let mut kids: Vec<String> = placed
-        .live
-        .iter()
-        .filter(|(_, c)| c.parents.iter().any(|p| p == name))
-        .map(|(k, _)| format!("scheduler `{k}`"))
-        .collect();
-    kids.extend(
-        (0..placed.names.len())
-            .filter(|&t| placed.alive[t] && placed.sched[t].as_deref() == Some(name))
-            .map(|t| format!("thread `{}`", placed.names[t].name)),
-    );
-    if kids.len() >= max {
-        let e = d
-            .make(
-                site,
-                span,
-                format!(
-                    "{what} `{name}` at {at}: `{name}` (policy `{}`) takes {max} child{} and has {}",
-                    info.name,
-                    if max == 1 { "" } else { "ren" },
-                    kids.join(", ")
-                ),
-            )
-            .expected(format!("a scheduler with room for another child, or `{name}` once its child has left"))
-            .hint("move the child away first (`move-thread`, `end-reservation`), or give this one another scheduler");
-        d.push(e);
-        return false;
-    }
-    true
+    let site = if r.clash {
+        first_site(d, [params_site.to_string(), site.to_string()])
+    } else {
+        site.to_string()
+    };
+    let e = d
+        .make(
+            &site,
+            span,
+            format!("{what} `{name}` at {at}: {}", r.message),
+        )
+        .expected(r.expected)
+        .hint(r.hint);
+    d.push(e);
+    false
 }
 
 /// A `set-params` about a child of a scheduler `name` of policy `info`
@@ -768,6 +897,56 @@ pub(crate) fn check_graph(
         d.push(e);
         return None;
     }
+    // Children each parent refuses beside its other children (Limit takes
+    // one; a unique-priority fp one per priority), in the order the run
+    // creates them. A child refused is not counted.
+    let mut family = Family::default();
+    for &i in &order {
+        for (j, link) in scheds[i].parents.iter().enumerate() {
+            let p = &scheds[index[link.name.as_str()]];
+            let Some(info) = find_policy(policies, &p.policy) else {
+                continue;
+            };
+            let child = Newcomer {
+                params: Some(&link.params),
+                thread: None,
+                arrives: true,
+            };
+            let who = |k: &Kid| match k {
+                Kid::Sched(s) => format!("scheduler `{s}`"),
+                Kid::Thread(_) => unreachable!("no thread is placed here"),
+            };
+            let Some(r) = refusal(info, &link.name, &p.params, &family, child, who) else {
+                let holds = info
+                    .exclusive
+                    .and_then(|rule| rule(&p.params, &link.params));
+                family.add(&link.name, Kid::Sched(scheds[i].name.clone()), holds);
+                continue;
+            };
+            let site = format!("{}.parent.{j}", paths[i]);
+            let site = if r.clash {
+                first_site(d, [format!("{site}.params"), site])
+            } else {
+                site
+            };
+            let e = d
+                .make(
+                    &site,
+                    scheds[i].span,
+                    format!(
+                        "scheduler `{}` cannot be a child of `{}`: {}",
+                        scheds[i].name, link.name, r.message
+                    ),
+                )
+                .expected(r.expected)
+                .hint(if r.clash {
+                    r.hint
+                } else {
+                    format!("give `{}` another parent", scheds[i].name)
+                });
+            d.push(e);
+        }
+    }
     Some(order)
 }
 
@@ -855,7 +1034,8 @@ struct Live {
     policy: String,
     /// Its instance parameters, with the `change_params` given since.
     params: Params,
-    parents: Vec<String>,
+    /// Its parents, with the parameters it has there.
+    parents: Vec<ParentSpec>,
     spec_cpus: Vec<usize>,
     line: u32,
     /// Nesting level, a root being 1.
@@ -910,7 +1090,7 @@ pub(crate) fn check_timeline(
             Live {
                 policy: s.policy.clone(),
                 params: s.params.clone(),
-                parents: s.parents.iter().map(|p| p.name.clone()).collect(),
+                parents: s.parents.clone(),
                 spec_cpus: s.cpus.clone(),
                 line: s.span.line,
                 level,
@@ -976,17 +1156,34 @@ pub(crate) fn check_timeline(
     let mut current: Vec<Option<Params>> = vec![None; n];
     let mut rez_from: Vec<Option<Before>> = (0..n).map(|_| None).collect();
     let mut alive = vec![false; n];
-    // Where everything is now, for `check_room`.
+    // Who is under whom now, for `check_admit`.
+    let mut family = Family::default();
+    for (name, l) in &live {
+        for link in &l.parents {
+            let holds = Family::holds(policies, &live, &link.name, Some(&link.params));
+            family.add(&link.name, Kid::Sched(name.clone()), holds);
+        }
+    }
     macro_rules! placed {
         () => {
             Placed {
                 policies,
                 live: &live,
                 names: &h.threads,
-                alive: &alive,
-                sched: &sched,
+                family: &family,
             }
         };
+    }
+    // Counts thread `t` where it is now, after an event moved it.
+    macro_rules! sync {
+        ($t:expr) => {{
+            let t = $t;
+            let place = sched[t].clone().filter(|_| alive[t]).map(|s| {
+                let holds = Family::holds(policies, &live, &s, current[t].as_ref());
+                (s, holds)
+            });
+            family.place_thread(t, place);
+        }};
     }
 
     // (time, phase, index): 0 create, 1 operation, 2 exit.
@@ -1048,31 +1245,43 @@ pub(crate) fn check_timeline(
                     d.push(e.hint_if_none(hint));
                     continue;
                 }
-                let newcomer = format!("thread `{}` cannot start under", t.name);
-                let room = check_room(d, &placed!(), &target, &newcomer, (&site, t.span), &at);
                 let info = find_policy(policies, &live[&target].policy);
                 let broken = sites.broken_threads.contains(&i);
                 let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared) || broken;
                 let before = d.errs.len();
+                let params_site = format!("{}.params", tpath(i));
                 if let (Some(info), false) = (info, skip) {
                     check_child_params(
                         d,
                         info,
                         &target,
                         &t.params,
-                        &format!("{}.params", tpath(i)),
+                        &params_site,
                         t.span,
                         &format!("thread `{}`", t.name),
                     );
                 }
-                current[i] = info
+                let params = info
                     .filter(|_| !broken && d.errs.len() == before)
-                    .map(|info| kept(info, &h.threads[i].params));
+                    .map(|info| kept(info, &t.params));
+                let newcomer = format!("thread `{}` cannot start under", t.name);
+                let child = Newcomer {
+                    params: params.as_ref(),
+                    thread: Some(i),
+                    arrives: true,
+                };
+                let sites = (site.as_str(), params_site.as_str(), t.span);
+                let taken = check_admit(d, &placed!(), &target, child, &newcomer, sites, &at);
+                current[i] = params;
                 h.threads[i].scheduler = target.clone();
-                sched[i] = room.then_some(target);
+                sched[i] = taken.then_some(target);
                 alive[i] = true;
+                sync!(i);
             }
-            2 => alive[i] = false,
+            2 => {
+                alive[i] = false;
+                sync!(i);
+            }
             _ => {
                 let op_span = h.operations[i].span;
                 let p = opath(i);
@@ -1159,31 +1368,35 @@ pub(crate) fn check_timeline(
                             .get(&scheduler)
                             .and_then(|l| find_policy(policies, &l.policy));
                         let before = d.errs.len();
+                        let params_site = format!("{p}.params");
                         if let (Some(info), true) = (info, s_ok) {
                             check_child_params(
                                 d,
                                 info,
                                 &scheduler,
                                 &params,
-                                &format!("{p}.params"),
+                                &params_site,
                                 op_span,
                                 &format!(
                                     "the reservation of thread `{thread}` under `{scheduler}`"
                                 ),
                             );
                         }
+                        let params = info
+                            .filter(|_| d.errs.len() == before)
+                            .map(|info| kept(info, &params));
                         if let (Some(t), true) = (t, s_ok) {
                             let newcomer =
                                 format!("thread `{thread}` cannot begin a reservation under");
+                            let child = Newcomer {
+                                params: params.as_ref(),
+                                thread: Some(t),
+                                arrives: true,
+                            };
                             let site = format!("{p}.scheduler=");
-                            if check_room(
-                                d,
-                                &placed!(),
-                                &scheduler,
-                                &newcomer,
-                                (&site, op_span),
-                                &at,
-                            ) {
+                            let sites = (site.as_str(), params_site.as_str(), op_span);
+                            if check_admit(d, &placed!(), &scheduler, child, &newcomer, sites, &at)
+                            {
                                 // The HSI keeps the place the first
                                 // reservation began from.
                                 if rez_from[t].is_none() {
@@ -1194,9 +1407,8 @@ pub(crate) fn check_timeline(
                                     });
                                 }
                                 sched[t] = Some(scheduler);
-                                current[t] = info
-                                    .filter(|_| d.errs.len() == before)
-                                    .map(|info| kept(info, &params));
+                                current[t] = params;
+                                sync!(t);
                             }
                         }
                     }
@@ -1229,7 +1441,7 @@ pub(crate) fn check_timeline(
                                             // parameters it had there, which
                                             // the default must accept when
                                             // that instance is gone.
-                                            current[t] = match (info, saved) {
+                                            let params = match (info, saved) {
                                                 (Some(info), Some(params)) if gone => {
                                                     let what = format!("thread `{thread}` goes to the default `{to}` at {at}, as `{back}` was destroyed");
                                                     check_carried(d, info, &params, &format!("{p}.thread="), op_span, &what, "end the reservation before its scheduler is destroyed, or move the thread with `move-thread` and new `params`")
@@ -1242,16 +1454,25 @@ pub(crate) fn check_timeline(
                                             };
                                             let newcomer =
                                                 format!("thread `{thread}` cannot go back under");
+                                            let child = Newcomer {
+                                                params: params.as_ref(),
+                                                thread: Some(t),
+                                                arrives: true,
+                                            };
                                             let site = format!("{p}.thread=");
-                                            if check_room(
+                                            let sites = (site.as_str(), site.as_str(), op_span);
+                                            if check_admit(
                                                 d,
                                                 &placed!(),
                                                 &to,
+                                                child,
                                                 &newcomer,
-                                                (&site, op_span),
+                                                sites,
                                                 &at,
                                             ) {
                                                 sched[t] = Some(to);
+                                                current[t] = params;
+                                                sync!(t);
                                             }
                                         }
                                         None => {
@@ -1311,9 +1532,21 @@ pub(crate) fn check_timeline(
                                 if d.errs.len() == before {
                                     let merged = changed(info, now_params, &child);
                                     check_child_params(d, info, s, &merged, &path, op_span, &whose);
+                                    let child = Newcomer {
+                                        params: Some(&merged),
+                                        thread: Some(t),
+                                        arrives: false,
+                                    };
+                                    let what = format!(
+                                        "thread `{thread}` cannot take these parameters under"
+                                    );
+                                    let sites = (path.as_str(), path.as_str(), op_span);
                                     // A refused change changes nothing.
-                                    if d.errs.len() == before {
+                                    if d.errs.len() == before
+                                        && check_admit(d, &placed!(), s, child, &what, sites, &at)
+                                    {
                                         current[t] = Some(merged);
+                                        sync!(t);
                                     }
                                 }
                             }
@@ -1324,25 +1557,34 @@ pub(crate) fn check_timeline(
                         let s_ok = sched_ref(d, &to, "to", &live, &destroyed_at);
                         let info = live.get(&to).and_then(|l| find_policy(policies, &l.policy));
                         let before = d.errs.len();
+                        let params_site = format!("{p}.params");
                         if let (Some(info), true) = (info, s_ok) {
                             check_child_params(
                                 d,
                                 info,
                                 &to,
                                 &params,
-                                &format!("{p}.params"),
+                                &params_site,
                                 op_span,
                                 &format!("thread `{thread}` under `{to}`"),
                             );
                         }
+                        let params = info
+                            .filter(|_| d.errs.len() == before)
+                            .map(|info| kept(info, &params));
                         if let (Some(t), true) = (t, s_ok) {
                             let newcomer = format!("thread `{thread}` cannot move under");
+                            let child = Newcomer {
+                                params: params.as_ref(),
+                                thread: Some(t),
+                                arrives: true,
+                            };
                             let site = format!("{p}.to=");
-                            if check_room(d, &placed!(), &to, &newcomer, (&site, op_span), &at) {
+                            let sites = (site.as_str(), params_site.as_str(), op_span);
+                            if check_admit(d, &placed!(), &to, child, &newcomer, sites, &at) {
                                 sched[t] = Some(to);
-                                current[t] = info
-                                    .filter(|_| d.errs.len() == before)
-                                    .map(|info| kept(info, &params));
+                                current[t] = params;
+                                sync!(t);
                             }
                         }
                     }
@@ -1414,6 +1656,8 @@ pub(crate) fn check_timeline(
                         }
                         if ok {
                             for (j, parent) in spec.parents.iter().enumerate() {
+                                let params_site = format!("{sp}.parent.{j}.params");
+                                let before = d.errs.len();
                                 if let Some(info) =
                                     find_policy(policies, &live[&parent.name].policy)
                                 {
@@ -1422,22 +1666,33 @@ pub(crate) fn check_timeline(
                                         info,
                                         &parent.name,
                                         &parent.params,
-                                        &format!("{sp}.parent.{j}.params"),
+                                        &params_site,
                                         op_span,
                                         &format!("scheduler `{}`", spec.name),
                                     );
                                 }
                                 let newcomer =
                                     format!("scheduler `{}` cannot be created under", spec.name);
+                                let child = Newcomer {
+                                    params: (d.errs.len() == before).then_some(&parent.params),
+                                    thread: None,
+                                    arrives: true,
+                                };
                                 let site = format!("{sp}.parent.{j}=");
-                                check_room(
+                                let sites = (site.as_str(), params_site.as_str(), op_span);
+                                if check_admit(
                                     d,
                                     &placed!(),
                                     &parent.name,
+                                    child,
                                     &newcomer,
-                                    (&site, op_span),
+                                    sites,
                                     &at,
-                                );
+                                ) {
+                                    let holds =
+                                        Family::holds(policies, &live, &parent.name, child.params);
+                                    family.add(&parent.name, Kid::Sched(spec.name.clone()), holds);
+                                }
                             }
                         }
                         let level =
@@ -1455,7 +1710,7 @@ pub(crate) fn check_timeline(
                             Live {
                                 policy: spec.policy.clone(),
                                 params: spec.params.clone(),
-                                parents: spec.parents.iter().map(|x| x.name.clone()).collect(),
+                                parents: spec.parents.clone(),
                                 spec_cpus: spec.cpus.clone(),
                                 line: op_span.line,
                                 level,
@@ -1468,7 +1723,7 @@ pub(crate) fn check_timeline(
                         if sched_ref(d, &name, "name", &live, &destroyed_at) {
                             let kids: Vec<String> = live
                                 .iter()
-                                .filter(|(_, l)| l.parents.contains(&name))
+                                .filter(|(_, l)| l.parents.iter().any(|x| x.name == name))
                                 .map(|(k, _)| format!("scheduler `{k}`"))
                                 .collect();
                             let threads: Vec<String> = (0..n)
@@ -1483,6 +1738,18 @@ pub(crate) fn check_timeline(
                                     .hint("move its threads away (`move-thread`, `end-reservation`) or destroy its child schedulers first");
                                 d.push(e);
                             } else {
+                                if let Some(gone) = live.get(&name) {
+                                    for link in &gone.parents {
+                                        let holds = Family::holds(
+                                            policies,
+                                            &live,
+                                            &link.name,
+                                            Some(&link.params),
+                                        );
+                                        family.remove(&link.name, &Kid::Sched(name.clone()), holds);
+                                    }
+                                }
+                                family.kids.remove(&name);
                                 live.remove(&name);
                                 destroyed_at.insert(name.clone(), now);
                                 for b in rez_from.iter_mut().flatten() {
@@ -1508,7 +1775,7 @@ pub(crate) fn check_timeline(
                                     }
                                     // Each thread keeps the parameters it has
                                     // now, which the new default must accept.
-                                    current[t] = match (info, current[t].take()) {
+                                    let params = match (info, current[t].clone()) {
                                         (Some(info), Some(params)) => {
                                             let what = format!(
                                                 "moving thread `{}` to `{name}` at {at}",
@@ -1523,16 +1790,25 @@ pub(crate) fn check_timeline(
                                         "thread `{}` cannot move with the default to",
                                         h.threads[t].name
                                     );
+                                    let child = Newcomer {
+                                        params: params.as_ref(),
+                                        thread: Some(t),
+                                        arrives: true,
+                                    };
                                     let site = format!("{p}.name=");
-                                    if check_room(
+                                    let sites = (site.as_str(), site.as_str(), op_span);
+                                    if check_admit(
                                         d,
                                         &placed!(),
                                         &name,
+                                        child,
                                         &newcomer,
-                                        (&site, op_span),
+                                        sites,
                                         &at,
                                     ) {
                                         sched[t] = Some(name.clone());
+                                        current[t] = params;
+                                        sync!(t);
                                     }
                                 }
                             }
@@ -1545,8 +1821,6 @@ pub(crate) fn check_timeline(
     }
 }
 
-/// The error for a scheduler name that does not exist at `now`, saying
-/// whether it appears later, was destroyed, or is a typo.
 /// A time for messages: `0s` rather than `0ns`.
 pub(crate) struct At(pub Duration);
 
@@ -1560,6 +1834,8 @@ impl std::fmt::Display for At {
     }
 }
 
+/// The error for a scheduler name that does not exist at `now`, saying
+/// whether it appears later, was destroyed, or is a typo.
 #[allow(clippy::too_many_arguments)]
 fn missing_scheduler(
     d: &Diag<'_>,

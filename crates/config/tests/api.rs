@@ -71,6 +71,8 @@ fn policies() -> Vec<PolicyInfo> {
             max_parents,
             build,
             check_child: hsched_policies::registry::no_child_check,
+            exclusive: None,
+            merge_change: hsched_policies::registry::merge_change,
         }
     };
     vec![

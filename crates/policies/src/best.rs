@@ -180,6 +180,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: |p| crate::best::nice_of(&INFO, p).map(drop),
+    exclusive: None,
+    merge_change: crate::registry::merge_change,
 };
 
 /// The `nice` child parameter shared by `best`, `best-rate` and `linux24`.
@@ -981,7 +983,7 @@ macro_rules! edf_policy {
                 if let Some(nice) = $crate::best::nice_of(&$info, params)? {
                     self.edf.set_nice(ctx, vp, nice)?;
                 }
-                let merged = $crate::fp::merge(ctx.vp_params(vp), params);
+                let merged = $crate::registry::merge_change(ctx.vp_params(vp), params);
                 ctx.set_vp_params(vp, merged);
                 Ok(())
             }

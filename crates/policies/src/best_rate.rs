@@ -116,6 +116,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: |p| crate::best::nice_of(&INFO, p).map(drop),
+    exclusive: None,
+    merge_change: crate::registry::merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {

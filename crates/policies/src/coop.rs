@@ -189,6 +189,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: |p| domain_param(p).map(drop),
+    exclusive: None,
+    merge_change: crate::registry::merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {

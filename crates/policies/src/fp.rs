@@ -60,7 +60,7 @@
 //! through it (docs/performance.md, "Context switch through the
 //! hierarchy").
 
-use crate::registry::{check_child_params, PolicyInfo};
+use crate::registry::{check_child_params, merge_change, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Instant, Msg, ParamError, ParamSpec, Params, Policy, PolicyError, RevokeReason,
     Side, VpId, VpState, VpTable,
@@ -91,10 +91,25 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: crate::registry::no_child_check,
+    exclusive: Some(exclusive),
+    merge_change: crate::registry::merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
     Ok(Box::new(Fp::from_params(params)?))
+}
+
+/// The registry's [`PolicyInfo::exclusive`]: under `unique_priorities`,
+/// each child holds its priority (parameters a checker has accepted).
+fn exclusive(instance: &Params, child: &Params) -> Option<(&'static str, i64)> {
+    let unique = matches!(instance.bool("unique_priorities"), Ok(Some(true)));
+    let prio = child.i64("priority").ok().flatten().unwrap_or(0);
+    unique.then_some(("priority", prio))
+}
+
+/// Why a unique-priority fp refuses a child of priority `prio`.
+fn taken_message(prio: i64) -> String {
+    format!("priority {prio} is taken and this fp scheduler admits one child per priority")
 }
 
 /// The fixed-priority scheduler.
@@ -165,9 +180,7 @@ impl Policy for Fp {
     ) -> Result<(), PolicyError> {
         let prio = Self::priority(params)?.unwrap_or(0);
         if self.unique && self.taken(ctx, prio, vp) {
-            return Err(PolicyError::Refused(format!(
-                "priority {prio} is taken and this fp scheduler admits one child per priority"
-            )));
+            return Err(PolicyError::Refused(taken_message(prio)));
         }
         self.set.add(ctx, vp, prio, ());
         Ok(())
@@ -219,10 +232,10 @@ impl Policy for Fp {
             return Ok(());
         };
         if self.unique && self.taken(ctx, prio, vp) {
-            return Err(PolicyError::Refused(format!("priority {prio} is taken")));
+            return Err(PolicyError::Refused(taken_message(prio)));
         }
         self.set.set_prio(i, prio);
-        let merged = merge(ctx.vp_params(vp), params);
+        let merged = merge_change(ctx.vp_params(vp), params);
         ctx.set_vp_params(vp, merged);
         self.set.begin(ctx);
         self.settle(ctx);
@@ -240,15 +253,6 @@ impl Policy for Fp {
             String::new()
         }
     }
-}
-
-/// `base` with the keys of `update` replaced.
-pub(crate) fn merge(base: &Params, update: &Params) -> Params {
-    let mut out = base.clone();
-    for (k, v) in update.iter() {
-        out.insert(k, v.clone());
-    }
-    out
 }
 
 /// A `ParamError` for `key`.

@@ -88,6 +88,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: MAX_PARENTS,
     build,
     check_child: crate::registry::no_child_check,
+    exclusive: None,
+    merge_change: crate::registry::merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {

@@ -69,8 +69,8 @@
 //! Best effort: `NULL ↦ NULL`.
 
 use crate::best::{choice_or, nice_quantum, positive_duration_or, NICE_SPEC};
-use crate::fp::{merge, param_err, Parents, Run};
-use crate::registry::PolicyInfo;
+use crate::fp::{param_err, Parents, Run};
+use crate::registry::{merge_change, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
     RevokeReason, Side, VpId, VpState, VpTable,
@@ -114,6 +114,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: |p| crate::best::nice_of(&INFO, p).map(drop),
+    exclusive: None,
+    merge_change: crate::registry::merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
@@ -595,7 +597,7 @@ impl Policy for Linux24 {
         if let Some(nice) = crate::best::nice_of(&INFO, params)? {
             self.kids.at_mut(i).1.nice = nice;
         }
-        let merged = merge(ctx.vp_params(vp), params);
+        let merged = merge_change(ctx.vp_params(vp), params);
         ctx.set_vp_params(vp, merged);
         Ok(())
     }

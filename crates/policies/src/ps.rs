@@ -126,6 +126,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: |p| ShareParams::from_params(p).map(drop),
+    exclusive: None,
+    merge_change: crate::registry::merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
@@ -710,10 +712,7 @@ impl Ps {
                 "a PS child has no parameter `{k}`; it accepts: share, warp"
             )));
         }
-        let mut merged = ctx.vp_params(vp).clone();
-        for (k, v) in change.iter() {
-            merged.insert(k, v.clone());
-        }
+        let merged = crate::registry::merge_change(ctx.vp_params(vp), change);
         let p = ShareParams::from_params(&merged)?;
         Ok((merged, p))
     }

@@ -257,6 +257,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: |p| read_spec(&RealRateConfig::default(), p).map(drop),
+    exclusive: None,
+    merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
@@ -462,6 +464,25 @@ struct Spec {
     proportion: Option<f64>,
     period: Duration,
     importance: f64,
+}
+
+/// The registry's [`PolicyInfo::merge_change`]: a change to an adaptive
+/// class hands the child to the controller, so the proportion it had as a
+/// real-time or aperiodic child goes (it starts again as a new adaptive
+/// child does); merged in, it would make the request refused.
+fn merge_change(current: &Params, change: &Params) -> Params {
+    let adaptive =
+        matches!(change.get("class"), Some(ParamValue::Str(c)) if c == "real-rate" || c == "misc");
+    let mut merged = Params::new();
+    for (k, v) in current.iter() {
+        if !(adaptive && k == "proportion") {
+            merged.insert(k, v.clone());
+        }
+    }
+    for (k, v) in change.iter() {
+        merged.insert(k, v.clone());
+    }
+    merged
 }
 
 fn read_spec(cfg: &RealRateConfig, p: &Params) -> Result<Spec, PolicyError> {
@@ -1004,20 +1025,7 @@ impl RealRate {
                 "{vp} is not a child of this scheduler"
             )));
         };
-        // A change to an adaptive class hands the child to the controller:
-        // the proportion it had as a real-time or aperiodic child goes (it
-        // starts again as a new adaptive child does); merged in, it would
-        // make the request refused.
-        let adaptive = matches!(change.str("class")?, Some("real-rate" | "misc"));
-        let mut merged = Params::new();
-        for (k, v) in ctx.vp_params(vp).iter() {
-            if !(adaptive && k == "proportion") {
-                merged.insert(k, v.clone());
-            }
-        }
-        for (k, v) in change.iter() {
-            merged.insert(k, v.clone());
-        }
+        let merged = merge_change(ctx.vp_params(vp), change);
         // An adaptive child changing to real-time drops the old absent
         // proportion rule: read the merged parameters as a new request.
         let spec = read_spec(&self.cfg, &merged)?;

@@ -36,12 +36,37 @@ pub struct PolicyInfo {
     /// it was read. [`no_child_check`] for a policy whose child parameters
     /// `child_params` describes completely.
     pub check_child: fn(&Params) -> Result<(), PolicyError>,
+    /// What no two children of one instance may hold together, if
+    /// anything: from the instance's parameters and a child's parent-side
+    /// ones, the name and value of what the child holds (fp under
+    /// `unique_priorities`: `("priority", 3)`), or `None` when it holds
+    /// nothing. `register_vp` and a `SetParams` refuse a child whose value
+    /// another child holds. `None` for a policy without such a rule.
+    pub exclusive: Option<Exclusive>,
+    /// A child's parameters after a `SetParams` of `change`, as `msg`
+    /// merges them into `current`. [`merge_change`] (the keys of `change`
+    /// replace those of `current`) unless a change also drops keys
+    /// (realrate's change to an adaptive class drops `proportion`).
+    pub merge_change: fn(&Params, &Params) -> Params,
 }
 
 /// A [`PolicyInfo::check_child`] with nothing to check beyond the declared
 /// keys and kinds.
 pub fn no_child_check(_: &Params) -> Result<(), PolicyError> {
     Ok(())
+}
+
+/// See [`PolicyInfo::exclusive`].
+pub type Exclusive = fn(&Params, &Params) -> Option<(&'static str, i64)>;
+
+/// A [`PolicyInfo::merge_change`]: `current` with the keys of `change`
+/// replaced.
+pub fn merge_change(current: &Params, change: &Params) -> Params {
+    let mut out = current.clone();
+    for (k, v) in change.iter() {
+        out.insert(k, v.clone());
+    }
+    out
 }
 
 impl std::fmt::Debug for PolicyInfo {

@@ -153,6 +153,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: |p| Reservation::from_params(p).map(drop),
+    exclusive: None,
+    merge_change: crate::registry::merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
@@ -533,10 +535,7 @@ impl Rez {
                 "a reservation change has no parameter `{k}`; it accepts: amount, period"
             )));
         }
-        let mut merged = ctx.vp_params(vp).clone();
-        for (k, v) in change.iter() {
-            merged.insert(k, v.clone());
-        }
+        let merged = crate::registry::merge_change(ctx.vp_params(vp), change);
         let res = Reservation::from_params(&merged)?;
         Ok((merged, res))
     }

@@ -66,8 +66,8 @@
 //! `NULL ↦ NULL⁺` (§5.3.1.6): TS makes no promise to its children and so
 //! accepts any guarantee.
 
-use crate::fp::{merge, param_err, Entry, PrioSet, Run};
-use crate::registry::{check_child_params, PolicyInfo};
+use crate::fp::{param_err, Entry, PrioSet, Run};
+use crate::registry::{check_child_params, merge_change, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
     RevokeReason, VpId,
@@ -110,6 +110,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build,
     check_child: |p| Ts::priority(p).map(drop),
+    exclusive: None,
+    merge_change: crate::registry::merge_change,
 };
 
 fn build(params: &Params) -> Result<Box<dyn Policy>, PolicyError> {
@@ -660,7 +662,7 @@ impl Policy for Ts {
             e.extra.boosted = false;
             self.set.set_prio(i, base);
         }
-        let merged = merge(ctx.vp_params(vp), params);
+        let merged = merge_change(ctx.vp_params(vp), params);
         ctx.set_vp_params(vp, merged);
         self.set.begin(ctx);
         self.settle(ctx);

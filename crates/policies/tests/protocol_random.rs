@@ -90,6 +90,8 @@ static FIFO: PolicyInfo = PolicyInfo {
     max_parents: 1,
     build: |_| Ok(Box::new(hsched_core::testing::Fifo::default())),
     check_child: hsched_policies::registry::no_child_check,
+    exclusive: None,
+    merge_change: hsched_policies::registry::merge_change,
 };
 
 /// Policies that build with random parameters (placeholders do not),

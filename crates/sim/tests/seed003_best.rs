@@ -199,6 +199,8 @@ fn policies() -> Vec<PolicyInfo> {
         max_parents: 1,
         build: build_edf,
         check_child: hsched_policies::registry::no_child_check,
+        exclusive: None,
+        merge_change: hsched_policies::registry::merge_change,
     });
     all
 }

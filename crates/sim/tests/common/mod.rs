@@ -34,6 +34,8 @@ pub fn policies() -> Vec<PolicyInfo> {
             max_parents: 1,
             build,
             check_child: hsched_policies::registry::no_child_check,
+            exclusive: None,
+            merge_change: hsched_policies::registry::merge_change,
         });
     }
     v
