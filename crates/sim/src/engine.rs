@@ -973,13 +973,41 @@ impl<'h> Engine<'h> {
                 return Err(Box::new(SimError::Op {
                     op: describe_op(op),
                     at: Instant(self.now),
-                    message: other.to_string(),
+                    message: self.op_refusal(other),
                 }));
             }
         };
         self.after_input(r, move || Input::Op(k))?;
         self.refresh_schedulers();
         Ok(())
+    }
+
+    /// Why an operation was refused, in words. An operation naming a
+    /// thread that has exited says when, and why: the file checker cannot
+    /// know when a finite program ends, so this is where the run finds out.
+    fn op_refusal(&self, e: BuildError) -> String {
+        let BuildError::UnknownThread(name) = &e else {
+            return e.to_string();
+        };
+        let exited = self
+            .names
+            .binary_search_by(|(x, _)| x.as_str().cmp(name))
+            .ok()
+            .map(|k| self.names[k].1 as usize)
+            .and_then(|i| Some((i, self.threads[i].exited?)));
+        let Some((i, at)) = exited else {
+            return e.to_string();
+        };
+        let why = if self.h.threads[i].exit.map(|x| x.as_nanos()) == Some(at) {
+            "at its `exit` time"
+        } else {
+            "when its program ended"
+        };
+        format!(
+            "thread `{name}` exited at {} ({why}); an operation cannot name it after that: \
+             apply the operation earlier, or give the program more loops",
+            Instant(at)
+        )
     }
 
     // ----- dispatch -------------------------------------------------------

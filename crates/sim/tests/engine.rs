@@ -363,6 +363,34 @@ fn refused_operations_name_the_operation_and_time() {
 }
 
 #[test]
+fn an_operation_after_a_program_ends_says_when_it_ended() {
+    // Five 10 ms loops: the program ends at 50 ms, the checker cannot
+    // know that, and the operation at 500 ms names the thread.
+    let text = format!(
+        "{ONE_FIFO}
+[[thread]]
+name = \"a\"
+scheduler = \"root\"
+workload = {{ kind = \"program\", steps = [{{ run = \"1ms\" }}, {{ sleep = \"9ms\" }}], loops = 5 }}
+[[at]]
+time = \"500ms\"
+op = \"move-thread\"
+thread = \"a\"
+to = \"root\"
+"
+    );
+    let h = parse(&text);
+    let e = hsched_sim::run_with_policies(&h, opts(1.0), &policies()).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, SimError::Op { .. }), "{msg}");
+    assert!(
+        msg.contains("at t=500ms")
+            && msg.contains("thread `a` exited at t=50ms (when its program ended)"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn protocol_violations_print_a_replay_line() {
     let text = r#"
 [machine]

@@ -2264,7 +2264,7 @@ fn hostile_params(r: &mut Rng) -> String {
 /// that depends on the state of the run (admission control, a thread whose
 /// finite workload has ended).
 fn refused_for_its_state(message: &str) -> bool {
-    ["admission refused", "no live thread is named"]
+    ["admission refused", "when its program ended"]
         .iter()
         .any(|m| message.contains(m))
 }
