@@ -824,6 +824,7 @@ impl Policy for Coop {
         vp: VpId,
         params: &Params,
     ) -> Result<(), PolicyError> {
+        crate::registry::check_child_params(&INFO, params)?;
         let domain = domain_param(params)?;
         // The keys this policy writes describe one VP: a new child that
         // arrives with them (a thread created by a member inherits its

@@ -786,6 +786,7 @@ impl Policy for Ps {
         vp: VpId,
         params: &Params,
     ) -> Result<(), PolicyError> {
+        crate::registry::check_child_params(&INFO, params)?;
         let p = ShareParams::from_params(params)?;
         let mut c = Child {
             params: p,

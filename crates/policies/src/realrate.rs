@@ -1088,6 +1088,7 @@ impl Policy for RealRate {
         vp: VpId,
         params: &Params,
     ) -> Result<(), PolicyError> {
+        crate::registry::check_child_params(&INFO, params)?;
         let spec = read_spec(&self.cfg, params)?;
         let rt = !spec.class.adaptive();
         let rt_after = self.rt_load

@@ -556,6 +556,7 @@ impl Policy for Rez {
         vp: VpId,
         params: &Params,
     ) -> Result<(), PolicyError> {
+        crate::registry::check_child_params(&INFO, params)?;
         let res = Reservation::from_params(params)?;
         let counted = util_fp(res.amount, res.period);
         let rules = &mut self.core.rules;
