@@ -391,8 +391,45 @@ fn check_carried(
     d.errs.len() == before
 }
 
-/// What a child holds under its scheduler (`PolicyInfo::exclusive`).
-type Holds = Option<(&'static str, i64)>;
+/// What a child takes of its scheduler beside a place: what it holds
+/// (`PolicyInfo::exclusive`) and its load (`PolicyInfo::admission`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Seat {
+    holds: Option<(&'static str, i64)>,
+    load: u128,
+}
+
+impl Seat {
+    /// The seat of a child with parent-side `params` (`None`: not known,
+    /// so nothing) under an instance of policy `info` with `instance`.
+    fn of(info: &PolicyInfo, instance: &Params, params: Option<&Params>) -> Seat {
+        let Some(params) = params else {
+            return Seat::default();
+        };
+        Seat {
+            holds: info.exclusive.and_then(|rule| rule(instance, params)),
+            load: info.admission.map_or(0, |a| (a.load)(params)),
+        }
+    }
+
+    /// The seat of such a child under scheduler `name`, if it exists.
+    fn under(
+        policies: &[PolicyInfo],
+        live: &BTreeMap<String, Live>,
+        name: &str,
+        params: Option<&Params>,
+    ) -> Seat {
+        live.get(name)
+            .and_then(|l| {
+                Some(Seat::of(
+                    find_policy(policies, &l.policy)?,
+                    &l.params,
+                    params,
+                ))
+            })
+            .unwrap_or_default()
+    }
+}
 
 /// A child of a scheduler, as the checks count children.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -401,9 +438,9 @@ enum Kid {
     Thread(usize),
 }
 
-/// Who is under whom, with what they hold (`PolicyInfo::exclusive`), kept
-/// as children arrive and leave so that a check costs a lookup, not a
-/// pass over every child.
+/// Who is under whom, with what they hold and their loads, kept as
+/// children arrive and leave so that a check costs a lookup, not a pass
+/// over every child.
 #[derive(Default)]
 struct Family {
     /// The children of each scheduler.
@@ -411,57 +448,52 @@ struct Family {
     /// What a child holds under a policy with an exclusive rule:
     /// (scheduler, what, value) → the child.
     held: BTreeMap<(String, &'static str, i64), Kid>,
-    /// Where each thread is counted, and what it holds there.
-    thread_at: BTreeMap<usize, (String, Holds)>,
+    /// The sum of the loads of each scheduler's children.
+    load: BTreeMap<String, u128>,
+    /// Where each thread is counted, and its seat there.
+    thread_at: BTreeMap<usize, (String, Seat)>,
 }
 
 impl Family {
-    /// What a child with `params` holds under scheduler `name`, if its
-    /// policy has an exclusive rule.
-    fn holds(
-        policies: &[PolicyInfo],
-        live: &BTreeMap<String, Live>,
-        name: &str,
-        params: Option<&Params>,
-    ) -> Holds {
-        let l = live.get(name)?;
-        let rule = find_policy(policies, &l.policy)?.exclusive?;
-        rule(&l.params, params?)
-    }
-
-    fn add(&mut self, parent: &str, kid: Kid, holds: Holds) {
-        if let Some((what, v)) = holds {
+    fn add(&mut self, parent: &str, kid: Kid, seat: Seat) {
+        if let Some((what, v)) = seat.holds {
             self.held
                 .entry((parent.to_string(), what, v))
                 .or_insert(kid.clone());
         }
+        if seat.load > 0 {
+            *self.load.entry(parent.to_string()).or_default() += seat.load;
+        }
         self.kids.entry(parent.to_string()).or_default().insert(kid);
     }
 
-    fn remove(&mut self, parent: &str, kid: &Kid, holds: Holds) {
-        if let Some((what, v)) = holds {
+    fn remove(&mut self, parent: &str, kid: &Kid, seat: Seat) {
+        if let Some((what, v)) = seat.holds {
             let key = (parent.to_string(), what, v);
             if self.held.get(&key) == Some(kid) {
                 self.held.remove(&key);
             }
+        }
+        if let Some(l) = self.load.get_mut(parent) {
+            *l = l.saturating_sub(seat.load);
         }
         if let Some(k) = self.kids.get_mut(parent) {
             k.remove(kid);
         }
     }
 
-    /// Counts thread `t` where `place` says (scheduler and what it holds
-    /// there), or nowhere.
-    fn place_thread(&mut self, t: usize, place: Option<(String, Holds)>) {
+    /// Counts thread `t` where `place` says (scheduler and seat there), or
+    /// nowhere.
+    fn place_thread(&mut self, t: usize, place: Option<(String, Seat)>) {
         if self.thread_at.get(&t) == place.as_ref() {
             return;
         }
-        if let Some((s, holds)) = self.thread_at.remove(&t) {
-            self.remove(&s, &Kid::Thread(t), holds);
+        if let Some((s, seat)) = self.thread_at.remove(&t) {
+            self.remove(&s, &Kid::Thread(t), seat);
         }
-        if let Some((s, holds)) = place {
-            self.add(&s, Kid::Thread(t), holds);
-            self.thread_at.insert(t, (s, holds));
+        if let Some((s, seat)) = place {
+            self.add(&s, Kid::Thread(t), seat);
+            self.thread_at.insert(t, (s, seat));
         }
     }
 }
@@ -496,16 +528,17 @@ struct Refusal {
     message: String,
     expected: String,
     hint: String,
-    /// It holds what another child holds (not a lack of room): said at
-    /// the child's parameters.
+    /// The child's parameters are refused (what another child holds, or
+    /// a load over the cap), not a lack of room: said at those parameters.
     clash: bool,
 }
 
 /// Why scheduler `name` (policy `info`, instance parameters `instance`)
 /// refuses `child` in `family`, if it does: a policy that takes no more
-/// children (`PolicyInfo::max_children`: Limit and Join take one), or a
-/// value another child holds (`PolicyInfo::exclusive`: a priority under a
-/// unique-priority fp). `who` names a child.
+/// children (`PolicyInfo::max_children`: Limit and Join take one), a load
+/// over its admission cap (`PolicyInfo::admission`: rez's utilization),
+/// or a value another child holds (`PolicyInfo::exclusive`: a priority
+/// under a unique-priority fp). `who` names a child.
 fn refusal(
     info: &PolicyInfo,
     name: &str,
@@ -528,6 +561,41 @@ fn refusal(
                 expected: format!("a scheduler with room for another child, or `{name}` once its child has left"),
                 hint: "move the child away first (`move-thread`, `end-reservation`), or give this one another scheduler".into(),
                 clash: false,
+            });
+        }
+    }
+    if let (Some(a), Some(params)) = (info.admission, child.params) {
+        // A change replaces the child's own load; an arrival adds to it
+        // even when the thread is there already, as the HSI registers the
+        // new VP before it drops the old one.
+        let own = match (child.arrives, child.thread) {
+            (false, Some(t)) => family
+                .thread_at
+                .get(&t)
+                .filter(|(s, _)| s == name)
+                .map_or(0, |(_, seat)| seat.load),
+            _ => 0,
+        };
+        let others = family
+            .load
+            .get(name)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(own);
+        let (load, cap) = (others.saturating_add((a.load)(params)), (a.cap)(instance));
+        let children = family.kids.get(name).map_or(0, BTreeSet::len) + usize::from(child.arrives);
+        if load > cap.saturating_add(a.per_child.saturating_mul(children as u128)) {
+            let pct = |x: u128| format!("{:.1}%", x as f64 * 100.0 / a.one as f64);
+            return Some(Refusal {
+                message: format!(
+                    "its children would load `{name}` (policy `{}`) to {}, over its admission cap of {}",
+                    info.name,
+                    pct(load),
+                    pct(cap)
+                ),
+                expected: format!("a load that fits `{name}` with {} taken", pct(others)),
+                hint: format!("ask for less, end or lower another child's reservation first, or raise the `cap` of `{name}`"),
+                clash: true,
             });
         }
     }
@@ -917,10 +985,8 @@ pub(crate) fn check_graph(
                 Kid::Thread(_) => unreachable!("no thread is placed here"),
             };
             let Some(r) = refusal(info, &link.name, &p.params, &family, child, who) else {
-                let holds = info
-                    .exclusive
-                    .and_then(|rule| rule(&p.params, &link.params));
-                family.add(&link.name, Kid::Sched(scheds[i].name.clone()), holds);
+                let seat = Seat::of(info, &p.params, Some(&link.params));
+                family.add(&link.name, Kid::Sched(scheds[i].name.clone()), seat);
                 continue;
             };
             let site = format!("{}.parent.{j}", paths[i]);
@@ -1160,8 +1226,8 @@ pub(crate) fn check_timeline(
     let mut family = Family::default();
     for (name, l) in &live {
         for link in &l.parents {
-            let holds = Family::holds(policies, &live, &link.name, Some(&link.params));
-            family.add(&link.name, Kid::Sched(name.clone()), holds);
+            let seat = Seat::under(policies, &live, &link.name, Some(&link.params));
+            family.add(&link.name, Kid::Sched(name.clone()), seat);
         }
     }
     macro_rules! placed {
@@ -1179,8 +1245,8 @@ pub(crate) fn check_timeline(
         ($t:expr) => {{
             let t = $t;
             let place = sched[t].clone().filter(|_| alive[t]).map(|s| {
-                let holds = Family::holds(policies, &live, &s, current[t].as_ref());
-                (s, holds)
+                let seat = Seat::under(policies, &live, &s, current[t].as_ref());
+                (s, seat)
             });
             family.place_thread(t, place);
         }};
@@ -1689,9 +1755,9 @@ pub(crate) fn check_timeline(
                                     sites,
                                     &at,
                                 ) {
-                                    let holds =
-                                        Family::holds(policies, &live, &parent.name, child.params);
-                                    family.add(&parent.name, Kid::Sched(spec.name.clone()), holds);
+                                    let seat =
+                                        Seat::under(policies, &live, &parent.name, child.params);
+                                    family.add(&parent.name, Kid::Sched(spec.name.clone()), seat);
                                 }
                             }
                         }
@@ -1740,13 +1806,13 @@ pub(crate) fn check_timeline(
                             } else {
                                 if let Some(gone) = live.get(&name) {
                                     for link in &gone.parents {
-                                        let holds = Family::holds(
+                                        let seat = Seat::under(
                                             policies,
                                             &live,
                                             &link.name,
                                             Some(&link.params),
                                         );
-                                        family.remove(&link.name, &Kid::Sched(name.clone()), holds);
+                                        family.remove(&link.name, &Kid::Sched(name.clone()), seat);
                                     }
                                 }
                                 family.kids.remove(&name);

@@ -72,6 +72,7 @@ fn policies() -> Vec<PolicyInfo> {
             build,
             check_child: hsched_policies::registry::no_child_check,
             exclusive: None,
+            admission: None,
             merge_change: hsched_policies::registry::merge_change,
         }
     };

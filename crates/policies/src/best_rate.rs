@@ -117,6 +117,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
     check_child: |p| crate::best::nice_of(&INFO, p).map(drop),
     exclusive: None,
+    admission: None,
     merge_change: crate::registry::merge_change,
 };
 

@@ -190,6 +190,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
     check_child: |p| domain_param(p).map(drop),
     exclusive: None,
+    admission: None,
     merge_change: crate::registry::merge_change,
 };
 

@@ -89,6 +89,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
     check_child: crate::registry::no_child_check,
     exclusive: None,
+    admission: None,
     merge_change: crate::registry::merge_change,
 };
 

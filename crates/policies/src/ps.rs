@@ -127,6 +127,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
     check_child: |p| ShareParams::from_params(p).map(drop),
     exclusive: None,
+    admission: None,
     merge_change: crate::registry::merge_change,
 };
 

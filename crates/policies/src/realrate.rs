@@ -258,6 +258,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
     check_child: |p| read_spec(&RealRateConfig::default(), p).map(drop),
     exclusive: None,
+    admission: None,
     merge_change,
 };
 

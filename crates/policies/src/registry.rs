@@ -43,6 +43,11 @@ pub struct PolicyInfo {
     /// nothing. `register_vp` and a `SetParams` refuse a child whose value
     /// another child holds. `None` for a policy without such a rule.
     pub exclusive: Option<Exclusive>,
+    /// Admission control by load, when a checker can replay it exactly
+    /// (rez's utilizations); `None` for a policy without it, or whose test
+    /// depends on more than a sum (realrate adds floating-point
+    /// proportions and floors for adaptive children).
+    pub admission: Option<Admission>,
     /// A child's parameters after a `SetParams` of `change`, as `msg`
     /// merges them into `current`. [`merge_change`] (the keys of `change`
     /// replace those of `current`) unless a change also drops keys
@@ -58,6 +63,30 @@ pub fn no_child_check(_: &Params) -> Result<(), PolicyError> {
 
 /// See [`PolicyInfo::exclusive`].
 pub type Exclusive = fn(&Params, &Params) -> Option<(&'static str, i64)>;
+
+/// Admission control by load: each child adds its `load`, and an instance
+/// refuses a child (`PolicyError::AdmissionRefused`), or a `SetParams`,
+/// that would take the sum of its children's loads over its `cap` (plus
+/// `per_child` for each child). Loads are in the policy's own exact units,
+/// `one` to the whole processor, so a checker adds them as the policy
+/// does. The policy may count a child for
+/// more for a while (rez: the larger of its old and new reservation until
+/// a change applies), never for less: a sum over the cap is a sure
+/// refusal.
+#[derive(Clone, Copy)]
+pub struct Admission {
+    /// The most an instance with these parameters admits (parameters a
+    /// checker has accepted).
+    pub cap: fn(&Params) -> u128,
+    /// What a child with these parent-side parameters adds (parameters a
+    /// checker has accepted).
+    pub load: fn(&Params) -> u128,
+    /// How far over the cap the sum may go per child: loads rounded up
+    /// (rez) would otherwise refuse children whose exact sum is the cap.
+    pub per_child: u128,
+    /// The load of the whole processor.
+    pub one: u128,
+}
 
 /// A [`PolicyInfo::merge_change`]: `current` with the keys of `change`
 /// replaced.

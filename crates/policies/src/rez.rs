@@ -58,6 +58,14 @@
 //! counts with the larger of its old and new utilization, so capacity freed
 //! by a decrease cannot be promised twice.
 //!
+//! Utilizations are counted in units of 2⁻³² of the processor, each
+//! rounded up, and the cap rounded down, so that sums are exact integers.
+//! Rounding up costs each child less than a unit, so the test allows one
+//! unit per child: reservations whose exact sum is the cap (0.4 + 0.1
+//! under 0.5) are admitted, as the guarantee analysis admits them, and a
+//! set is never admitted more than one unit per child, 2.3·10⁻¹⁰ of the
+//! processor, over the cap.
+//!
 //! # Variants (instance parameter `variant`)
 //! - `basic` (Rez, §9.3.2): budgets are charged with the wall-clock time
 //!   the child was granted, stolen time included, so time stolen by
@@ -116,7 +124,7 @@
 //! reservation (keys absent keep their value; unknown keys are refused).
 
 use crate::budget::{Budgets, Charging, Rules, Slot};
-use crate::registry::PolicyInfo;
+use crate::registry::{Admission, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamError, ParamSpec, Params, Policy, PolicyError,
     PolicyEvent, RevokeReason, VpId, VpState,
@@ -154,6 +162,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
     check_child: |p| Reservation::from_params(p).map(drop),
     exclusive: None,
+    admission: Some(ADMISSION),
     merge_change: crate::registry::merge_change,
 };
 
@@ -182,6 +191,20 @@ fn util_fp(amount: Duration, period: Duration) -> u128 {
         (a as u128 * UTIL_ONE).div_ceil(p as u128)
     }
 }
+
+/// The admission cap in the fixed point of [`util_fp`].
+fn cap_fp(cap: f64) -> u128 {
+    (cap * UTIL_ONE as f64).floor() as u128
+}
+
+/// The registry's [`Admission`]: the cap and each reservation's
+/// utilization, as `register_vp` and `msg` count them.
+const ADMISSION: Admission = Admission {
+    cap: |p| RezConfig::from_params(p).map_or(u128::MAX, |c| cap_fp(c.cap)),
+    load: |p| Reservation::from_params(p).map_or(0, |r| util_fp(r.amount, r.period)),
+    per_child: 1,
+    one: UTIL_ONE,
+};
 
 fn fp_to_f64(u: u128) -> f64 {
     u as f64 / UTIL_ONE as f64
@@ -361,6 +384,16 @@ struct Edf {
     load: u128,
     /// `cap` in the same fixed point.
     cap: u128,
+    /// Children counted in `load`.
+    children: u128,
+}
+
+impl Edf {
+    /// Whether `load`, the sum of `children` utilizations, is admitted:
+    /// each was rounded up by less than a unit (see the module docs).
+    fn fits(&self, load: u128, children: u128) -> bool {
+        load <= self.cap + children
+    }
 }
 
 impl Rules for Edf {
@@ -410,7 +443,7 @@ impl Rules for Edf {
                 // The largest amount admission control allows, and never
                 // less than what is already admitted.
                 let others = self.load - c.counted;
-                let room_fp = self.cap.saturating_sub(others);
+                let room_fp = (self.cap + self.children).saturating_sub(others);
                 let room = (room_fp * c.res.period.as_nanos() as u128 / UTIL_ONE) as u64;
                 let room = Duration::from_nanos(room).max(c.slot.amount.max(c.res.amount));
                 if next > room {
@@ -499,7 +532,8 @@ impl Rez {
         let rules = Edf {
             cfg,
             load: 0,
-            cap: (cfg.cap * UTIL_ONE as f64).floor() as u128,
+            cap: cap_fp(cfg.cap),
+            children: 0,
         };
         Rez {
             core: Budgets::new(rules, charging),
@@ -560,13 +594,14 @@ impl Policy for Rez {
         let res = Reservation::from_params(params)?;
         let counted = util_fp(res.amount, res.period);
         let rules = &mut self.core.rules;
-        if rules.load + counted > rules.cap {
+        if !rules.fits(rules.load + counted, rules.children + 1) {
             return Err(PolicyError::AdmissionRefused {
                 load: fp_to_f64(rules.load + counted),
                 cap: rules.cfg.cap,
             });
         }
         rules.load += counted;
+        rules.children += 1;
         let mut slot = self.core.new_slot();
         slot.amount = res.amount;
         let child = Child {
@@ -583,6 +618,7 @@ impl Policy for Rez {
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
         if let Some(c) = self.core.unregister(ctx, vp) {
             self.core.rules.load -= c.counted;
+            self.core.rules.children -= 1;
         }
     }
 
@@ -620,7 +656,7 @@ impl Policy for Rez {
         // Until the change applies, the child counts with the larger of
         // its current and new reservations.
         let mine = util_fp(c.slot.amount.max(c.res.amount), c.res.period).max(new);
-        if others + mine > rules.cap {
+        if !rules.fits(others + mine, rules.children) {
             return Err(PolicyError::AdmissionRefused {
                 load: fp_to_f64(others + new),
                 cap: rules.cfg.cap,
@@ -695,7 +731,10 @@ impl Policy for Rez {
                 rules.load
             ));
         }
-        if rules.load > rules.cap {
+        if rules.children != core.children.iter().count() as u128 {
+            return Err(format!("counts {} children", rules.children));
+        }
+        if !rules.fits(rules.load, rules.children) {
             return Err(format!(
                 "load {:.4} is over the cap {}",
                 self.load(),

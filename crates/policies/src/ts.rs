@@ -111,6 +111,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
     check_child: |p| Ts::priority(p).map(drop),
     exclusive: None,
+    admission: None,
     merge_change: crate::registry::merge_change,
 };
 

@@ -91,6 +91,7 @@ static FIFO: PolicyInfo = PolicyInfo {
     build: |_| Ok(Box::new(hsched_core::testing::Fifo::default())),
     check_child: hsched_policies::registry::no_child_check,
     exclusive: None,
+    admission: None,
     merge_change: hsched_policies::registry::merge_change,
 };
 

@@ -278,6 +278,35 @@ fn a_custom_cap_is_enforced() {
     );
 }
 
+/// Utilizations are rounded up to 2^-32 of the processor, which alone
+/// would refuse reservations whose exact sum is the cap: 0.4 and 0.1 both
+/// round up, to one unit over 0.5.
+#[test]
+fn reservations_that_sum_exactly_to_the_cap_are_admitted() {
+    let cap = |c: f64| RezConfig {
+        cap: c,
+        variant: Variant::Basic,
+    };
+    for (c, amounts) in [
+        (0.5, &["4ms", "1ms"][..]),
+        (0.85, &["4ms", "2.5ms", "2ms"][..]),
+        (0.2, &["1ms", "1ms"][..]),
+        (1.0, &["3ms", "3ms", "3ms", "1ms"][..]),
+    ] {
+        let mut hsi = new_hsi();
+        let rez = rez_root(&mut hsi, cap(c));
+        for (k, a) in amounts.iter().enumerate() {
+            hsi.create_thread(ms(0), &format!("t{k}"), rez, res(a, "10ms"))
+                .unwrap_or_else(|e| panic!("cap {c}, {amounts:?}: {e}"));
+        }
+        // One nanosecond more per period is over the cap.
+        let err = hsi
+            .create_thread(ms(0), "more", rez, res("1ns", "10ms"))
+            .unwrap_err();
+        assert!(err.to_string().contains("admission"), "{err}");
+    }
+}
+
 fn param_key(e: PolicyError) -> String {
     match e {
         PolicyError::Param(p) => p.key,

@@ -50,6 +50,7 @@ fn policies() -> Vec<PolicyInfo> {
         build: fifo,
         check_child: hsched_policies::registry::no_child_check,
         exclusive: None,
+        admission: None,
         merge_change: hsched_policies::registry::merge_change,
     });
     v

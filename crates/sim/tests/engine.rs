@@ -356,7 +356,7 @@ fn refused_operations_name_the_operation_and_time() {
     assert!(matches!(e, SimError::Op { .. }), "{msg}");
     // Admission control: 60 % + 60 % exceeds Rez's cap.
     assert!(
-        msg.contains("500ms") && msg.contains("begin_reservation of 'b'"),
+        msg.contains("255ms") && msg.contains("begin_reservation of 'b'"),
         "{msg}"
     );
     assert!(msg.contains("admission"), "{msg}");

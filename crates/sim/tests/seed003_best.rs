@@ -200,6 +200,7 @@ fn policies() -> Vec<PolicyInfo> {
         build: build_edf,
         check_child: hsched_policies::registry::no_child_check,
         exclusive: None,
+        admission: None,
         merge_change: hsched_policies::registry::merge_change,
     });
     all

@@ -35,6 +35,7 @@ pub fn policies() -> Vec<PolicyInfo> {
             build,
             check_child: hsched_policies::registry::no_child_check,
             exclusive: None,
+            admission: None,
             merge_change: hsched_policies::registry::merge_change,
         });
     }
@@ -98,9 +99,11 @@ pub const MS: u64 = 1_000_000;
 /// 1 s in nanoseconds.
 pub const S: u64 = 1_000_000_000;
 
-/// TS threads `a` and `b` move under a reservation each, at 250 and 500
-/// ms; the second (60 % + 60 %) is over Rez's admission cap, whatever the
-/// seed.
+/// Thread `a` holds 60 % of Rez; at 255 ms it asks for 20 % instead and
+/// TS thread `b` asks for 60 %. The file checker counts `a` at its new
+/// 20 % and accepts the file, but Rez counts it at 60 % until the change
+/// applies at its next period start (260 ms), so the run refuses `b`
+/// (60 % + 60 % over the 85 % cap), whatever the seed.
 pub const OVER_ADMISSION: &str = r#"
 [machine]
 cpus = 1
@@ -118,20 +121,20 @@ policy = "ts"
 parent = "fp"
 [[thread]]
 name = "a"
-scheduler = "ts"
+scheduler = "rez"
+params = { amount = "6ms", period = "10ms" }
 workload = { kind = "cpu-bound" }
 [[thread]]
 name = "b"
 scheduler = "ts"
 workload = { kind = "cpu-bound" }
 [[at]]
-time = "250ms"
-op = "begin-reservation"
+time = "255ms"
+op = "set-params"
 thread = "a"
-scheduler = "rez"
-params = { amount = "6ms", period = "10ms" }
+params = { amount = "2ms" }
 [[at]]
-time = "500ms"
+time = "255ms"
 op = "begin-reservation"
 thread = "b"
 scheduler = "rez"
