@@ -438,6 +438,19 @@ enum Kid {
     Thread(usize),
 }
 
+impl Kid {
+    /// The child for a message; `names` are the file's threads.
+    fn name(&self, names: &[ThreadSpec]) -> String {
+        match self {
+            Kid::Sched(s) => format!("scheduler `{s}`"),
+            Kid::Thread(t) => match names.get(*t) {
+                Some(t) => format!("thread `{}`", t.name),
+                None => format!("thread #{}", t + 1),
+            },
+        }
+    }
+}
+
 /// Who is under whom, with what they hold and their loads, kept as
 /// children arrive and leave so that a check costs a lookup, not a pass
 /// over every child.
@@ -467,7 +480,12 @@ impl Family {
         self.kids.entry(parent.to_string()).or_default().insert(kid);
     }
 
+    /// Removes `kid` from under `parent`, with the `seat` it took there;
+    /// nothing when it was not counted there (it was refused).
     fn remove(&mut self, parent: &str, kid: &Kid, seat: Seat) {
+        if !self.kids.get_mut(parent).is_some_and(|k| k.remove(kid)) {
+            return;
+        }
         if let Some((what, v)) = seat.holds {
             let key = (parent.to_string(), what, v);
             if self.held.get(&key) == Some(kid) {
@@ -476,9 +494,6 @@ impl Family {
         }
         if let Some(l) = self.load.get_mut(parent) {
             *l = l.saturating_sub(seat.load);
-        }
-        if let Some(k) = self.kids.get_mut(parent) {
-            k.remove(kid);
         }
     }
 
@@ -530,7 +545,7 @@ struct Refusal {
     hint: String,
     /// The child's parameters are refused (what another child holds, or
     /// a load over the cap), not a lack of room: said at those parameters.
-    clash: bool,
+    at_params: bool,
 }
 
 /// Why scheduler `name` (policy `info`, instance parameters `instance`)
@@ -560,7 +575,7 @@ fn refusal(
                 ),
                 expected: format!("a scheduler with room for another child, or `{name}` once its child has left"),
                 hint: "move the child away first (`move-thread`, `end-reservation`), or give this one another scheduler".into(),
-                clash: false,
+                at_params: false,
             });
         }
     }
@@ -595,7 +610,7 @@ fn refusal(
                 ),
                 expected: format!("a load that fits `{name}` with {} taken", pct(others)),
                 hint: format!("ask for less, end or lower another child's reservation first, or raise the `cap` of `{name}`"),
-                clash: true,
+                at_params: true,
             });
         }
     }
@@ -616,15 +631,16 @@ fn refusal(
         ),
         expected: format!("a {what} that no other child of `{name}` has"),
         hint,
-        clash: true,
+        at_params: true,
     })
 }
 
 /// Refuses a child of scheduler `name` that the run would refuse there
 /// (see [`refusal`]). `what` says what the child cannot do ("thread `a`
-/// cannot start under"), `(site, span)` where to say it; a clash is said at
-/// `params_site` when the file has it. Returns whether the child is
-/// taken: a child refused is not placed, so it is not reported again.
+/// cannot start under"), `(site, span)` where to say it; refused
+/// parameters are said at `params_site` when the file has it. Returns
+/// whether the child is taken: a child refused is not placed, so it is
+/// not reported again.
 fn check_admit(
     d: &mut Diag<'_>,
     placed: &Placed<'_>,
@@ -640,14 +656,11 @@ fn check_admit(
     let Some(info) = find_policy(placed.policies, &l.policy) else {
         return true;
     };
-    let who = |k: &Kid| match k {
-        Kid::Sched(s) => format!("scheduler `{s}`"),
-        Kid::Thread(t) => format!("thread `{}`", placed.names[*t].name),
-    };
+    let who = |k: &Kid| k.name(placed.names);
     let Some(r) = refusal(info, name, &l.params, placed.family, child, who) else {
         return true;
     };
-    let site = if r.clash {
+    let site = if r.at_params {
         first_site(d, [params_site.to_string(), site.to_string()])
     } else {
         site.to_string()
@@ -966,8 +979,8 @@ pub(crate) fn check_graph(
         return None;
     }
     // Children each parent refuses beside its other children (Limit takes
-    // one; a unique-priority fp one per priority), in the order the run
-    // creates them. A child refused is not counted.
+    // one, a unique-priority fp one per priority, rez up to its cap), in
+    // the order the run creates them. A child refused is not counted.
     let mut family = Family::default();
     for &i in &order {
         for (j, link) in scheds[i].parents.iter().enumerate() {
@@ -980,17 +993,14 @@ pub(crate) fn check_graph(
                 thread: None,
                 arrives: true,
             };
-            let who = |k: &Kid| match k {
-                Kid::Sched(s) => format!("scheduler `{s}`"),
-                Kid::Thread(_) => unreachable!("no thread is placed here"),
-            };
+            let who = |k: &Kid| k.name(&[]);
             let Some(r) = refusal(info, &link.name, &p.params, &family, child, who) else {
                 let seat = Seat::of(info, &p.params, Some(&link.params));
                 family.add(&link.name, Kid::Sched(scheds[i].name.clone()), seat);
                 continue;
             };
             let site = format!("{}.parent.{j}", paths[i]);
-            let site = if r.clash {
+            let site = if r.at_params {
                 first_site(d, [format!("{site}.params"), site])
             } else {
                 site
@@ -1005,7 +1015,7 @@ pub(crate) fn check_graph(
                     ),
                 )
                 .expected(r.expected)
-                .hint(if r.clash {
+                .hint(if r.at_params {
                     r.hint
                 } else {
                     format!("give `{}` another parent", scheds[i].name)
