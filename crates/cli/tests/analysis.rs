@@ -545,7 +545,7 @@ workload = { kind = "cpu-bound" }
     // before the analysis.
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("to 120.0%, over its admission cap of 90.0%"),
+        stderr(&o).contains("to 120.0%, over its admission cap `cap` = 90.0%"),
         "{}",
         stderr(&o)
     );

@@ -408,7 +408,7 @@ impl Seat {
         };
         Seat {
             holds: info.exclusive.and_then(|rule| rule(instance, params)),
-            load: info.admission.map_or(0, |a| (a.load)(params)),
+            load: info.admission.map_or(0, |a| (a.load)(instance, params)),
         }
     }
 
@@ -597,19 +597,24 @@ fn refusal(
             .copied()
             .unwrap_or(0)
             .saturating_sub(own);
-        let (load, cap) = (others.saturating_add((a.load)(params)), (a.cap)(instance));
+        let load = others.saturating_add((a.load)(instance, params));
+        let cap = (a.cap)(instance);
         let children = family.kids.get(name).map_or(0, BTreeSet::len) + usize::from(child.arrives);
         if load > cap.saturating_add(a.per_child.saturating_mul(children as u128)) {
             let pct = |x: u128| format!("{:.1}%", x as f64 * 100.0 / a.one as f64);
             return Some(Refusal {
                 message: format!(
-                    "its children would load `{name}` (policy `{}`) to {}, over its admission cap of {}",
+                    "its children would load `{name}` (policy `{}`) to {}, over its admission cap `{}` = {}",
                     info.name,
                     pct(load),
+                    a.cap_key,
                     pct(cap)
                 ),
                 expected: format!("a load that fits `{name}` with {} taken", pct(others)),
-                hint: format!("ask for less, end or lower another child's reservation first, or raise the `cap` of `{name}`"),
+                hint: format!(
+                    "ask for less, lower or end another child's first, or raise the `{}` of `{name}`",
+                    a.cap_key
+                ),
                 at_params: true,
             });
         }

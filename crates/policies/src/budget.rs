@@ -675,6 +675,24 @@ impl<R: Rules> Budgets<R> {
 /// `Slot::event_pos` of a child without a replenishment.
 const NO_EVENT: u32 = u32::MAX;
 
+/// Admission loads (rez's utilizations, realrate's proportions) are
+/// fixed-point fractions of the processor, `SHARE_ONE` to the whole, so
+/// that sums are exact integers kept incrementally, and a checker that
+/// adds them gets the same (`registry::Admission`). A load is rounded up
+/// and a cap down; the tests allow one unit per child, the most rounding
+/// up can add, so that loads whose exact sum is the cap are admitted.
+pub(crate) const SHARE_ONE: u128 = 1 << 32;
+
+/// A fraction of the processor in `SHARE_ONE` units, rounded up (a load).
+pub(crate) fn share_up(x: f64) -> u128 {
+    (x.max(0.0) * SHARE_ONE as f64).ceil() as u128
+}
+
+/// A fraction of the processor in `SHARE_ONE` units, rounded down (a cap).
+pub(crate) fn share_down(x: f64) -> u128 {
+    (x.max(0.0) * SHARE_ONE as f64).floor() as u128
+}
+
 /// One replenishment: when, the sequence number that orders replenishments
 /// due at the same time (the one queued first comes first), and the
 /// child's index in the children table.

@@ -32,7 +32,10 @@
 //! - `real-time`: `proportion` and `period` given. Admitted only if the sum
 //!   of real-time proportions plus a floor for every adaptive child stays
 //!   within `overload` (admission control, §3.3 "Responding to Overload");
-//!   the controller never changes it.
+//!   the controller never changes it. The sum is kept in the fixed point
+//!   Rez uses (the crate's `budget::SHARE_ONE`), so a file checker adds
+//!   the same numbers; every registration and every change is checked, a
+//!   change to an adaptive class too (it counts a floor from then on).
 //! - `aperiodic`: `proportion` given, `period` defaults to `default_period`
 //!   (30 ms, §3.3). Treated as real-time otherwise.
 //! - `real-rate`: no proportion; sized by the controller from the progress
@@ -126,8 +129,9 @@
 //! `importance` changes a child at once (real-time changes pass admission
 //! control); `Msg::App` kind `"progress"` as above.
 
+use crate::budget::{share_down, share_up, SHARE_ONE};
 use crate::budget::{Budgets, Charging, Rules, Slot};
-use crate::registry::PolicyInfo;
+use crate::registry::{Admission, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamError, ParamSpec, ParamValue, Params, Policy,
     PolicyError, PolicyEvent, RevokeReason, VpId, VpState,
@@ -258,7 +262,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
     check_child: |p| read_spec(&RealRateConfig::default(), p).map(drop),
     exclusive: None,
-    admission: None,
+    admission: Some(ADMISSION),
     merge_change,
 };
 
@@ -467,6 +471,28 @@ struct Spec {
     importance: f64,
 }
 
+/// What admission control counts for a child: its proportion when it is
+/// real-time or aperiodic, the floor when it is adaptive.
+fn load_of(cfg: &RealRateConfig, spec: &Spec) -> u128 {
+    if spec.class.adaptive() {
+        share_up(cfg.floor)
+    } else {
+        share_up(spec.proportion.unwrap_or(0.0))
+    }
+}
+
+/// The registry's [`Admission`], as `register_vp` and `set_params` count.
+const ADMISSION: Admission = Admission {
+    cap: |p| RealRateConfig::from_params(p).map_or(u128::MAX, |c| share_down(c.overload)),
+    cap_key: "overload",
+    load: |instance, p| {
+        let cfg = RealRateConfig::from_params(instance).unwrap_or_default();
+        read_spec(&cfg, p).map_or(0, |spec| load_of(&cfg, &spec))
+    },
+    per_child: 1,
+    one: SHARE_ONE,
+};
+
 /// The registry's [`PolicyInfo::merge_change`]: a change to an adaptive
 /// class hands the child to the controller, so the proportion it had as a
 /// real-time or aperiodic child goes (it starts again as a new adaptive
@@ -583,6 +609,8 @@ struct Child {
     qex_armed: bool,
     qex: u64,
     misses: u64,
+    /// What admission control counts for it (`load_of`).
+    counted: u128,
 }
 
 fn amount_of(p: f64, period: Duration) -> Duration {
@@ -667,6 +695,9 @@ pub struct RealRate {
     rt_load: f64,
     /// Number of adaptive children.
     adaptive: usize,
+    /// Sum of the children's `counted` loads, and how many they are.
+    admitted: u128,
+    children: u128,
     last_control: Instant,
     qex_total: u64,
     ticks: u64,
@@ -680,6 +711,8 @@ impl RealRate {
             core: Budgets::new(RateMonotonic, Charging::Granted),
             rt_load: 0.0,
             adaptive: 0,
+            admitted: 0,
+            children: 0,
             last_control: Instant::ZERO,
             qex_total: 0,
             ticks: 0,
@@ -931,14 +964,14 @@ impl RealRate {
         }
     }
 
-    /// Admission control for real-time and aperiodic children (§3.3): the
-    /// real-time load after the change plus a floor for every adaptive
-    /// child must stay within the overload threshold.
-    fn admit(&self, rt_after: f64, adaptive_after: usize) -> Result<(), PolicyError> {
-        let load = rt_after + adaptive_after as f64 * self.cfg.floor;
-        if load > self.cfg.overload + 1e-12 {
+    /// Admission control (§3.3): `load`, the real-time proportions plus a
+    /// floor for every adaptive child of `children` children, must stay
+    /// within the overload threshold (one unit per child for rounding, see
+    /// `budget::SHARE_ONE`).
+    fn admit(&self, load: u128, children: u128) -> Result<(), PolicyError> {
+        if load > share_down(self.cfg.overload) + children {
             return Err(PolicyError::AdmissionRefused {
-                load,
+                load: load as f64 / SHARE_ONE as f64,
                 cap: self.cfg.overload,
             });
         }
@@ -1039,9 +1072,10 @@ impl RealRate {
                 0.0
             };
         let adaptive_after = self.adaptive - usize::from(!was_rt) + usize::from(!is_rt);
-        if is_rt {
-            self.admit(rt_after, adaptive_after)?;
-        }
+        let counted = load_of(&self.cfg, &spec);
+        let admitted = self.admitted - old.counted + counted;
+        self.admit(admitted, self.children)?;
+        self.admitted = admitted;
         self.rt_load = rt_after.max(0.0);
         self.adaptive = adaptive_after;
         let new_p = match spec.proportion {
@@ -1050,6 +1084,7 @@ impl RealRate {
             None => old.proportion,
         };
         if let Some(c) = self.core.children.get_mut(ctx, vp) {
+            c.counted = counted;
             // Keep a real-rate class learned from progress messages.
             let learned = c.class == Class::RealRate && spec.class == Class::Misc && !spec.explicit;
             if !learned {
@@ -1099,7 +1134,10 @@ impl Policy for RealRate {
                 0.0
             };
         let adaptive_after = self.adaptive + usize::from(!rt);
-        self.admit(rt_after, adaptive_after)?;
+        let counted = load_of(&self.cfg, &spec);
+        self.admit(self.admitted + counted, self.children + 1)?;
+        self.admitted += counted;
+        self.children += 1;
         self.rt_load = rt_after;
         self.adaptive = adaptive_after;
         let proportion = spec.proportion.unwrap_or(self.cfg.first_proportion());
@@ -1124,6 +1162,7 @@ impl Policy for RealRate {
             qex_armed: true,
             qex: 0,
             misses: 0,
+            counted,
         };
         self.core.children.insert(ctx, vp, child);
         // A new reservation or a new adaptive child may oversubscribe the
@@ -1136,6 +1175,8 @@ impl Policy for RealRate {
 
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
         if let Some(c) = self.core.unregister(ctx, vp) {
+            self.admitted -= c.counted;
+            self.children -= 1;
             if c.class.adaptive() {
                 self.adaptive -= 1;
             } else {
@@ -1189,6 +1230,16 @@ impl Policy for RealRate {
     }
 
     fn check_invariants(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        let sum: u128 = self.core.children.iter().map(|(_, c)| c.counted).sum();
+        let count = self.core.children.iter().count() as u128;
+        if (sum, count) != (self.admitted, self.children) {
+            return Err(format!(
+                "admission counts {} children for {}, but they add up to {count} for {sum}",
+                self.children, self.admitted
+            ));
+        }
+        self.admit(self.admitted, self.children)
+            .map_err(|e| format!("over its threshold: {e}"))?;
         if let Some(vp) = self.core.running() {
             let cpu = self
                 .core

@@ -43,10 +43,9 @@ pub struct PolicyInfo {
     /// nothing. `register_vp` and a `SetParams` refuse a child whose value
     /// another child holds. `None` for a policy without such a rule.
     pub exclusive: Option<Exclusive>,
-    /// Admission control by load, when a checker can replay it exactly
-    /// (rez's utilizations); `None` for a policy without it, or whose test
-    /// depends on more than a sum (realrate adds floating-point
-    /// proportions and floors for adaptive children).
+    /// Admission control by load (rez's utilizations, realrate's
+    /// proportions), for a checker to replay; `None` for a policy without
+    /// it.
     pub admission: Option<Admission>,
     /// A child's parameters after a `SetParams` of `change`, as `msg`
     /// merges them into `current`. [`merge_change`] (the keys of `change`
@@ -78,9 +77,11 @@ pub struct Admission {
     /// The most an instance with these parameters admits (parameters a
     /// checker has accepted).
     pub cap: fn(&Params) -> u128,
-    /// What a child with these parent-side parameters adds (parameters a
-    /// checker has accepted).
-    pub load: fn(&Params) -> u128,
+    /// The instance parameter that sets the cap, for messages.
+    pub cap_key: &'static str,
+    /// What a child with these parent-side parameters adds under an
+    /// instance with those (parameters a checker has accepted).
+    pub load: fn(&Params, &Params) -> u128,
     /// How far over the cap the sum may go per child: loads rounded up
     /// (rez) would otherwise refuse children whose exact sum is the cap.
     pub per_child: u128,

@@ -178,7 +178,7 @@ pub const DEFAULT_GAIN: f64 = 0.5;
 pub const CATCH_UP_GRANULARITY: Duration = Duration::from_micros(1);
 /// Utilizations are fixed-point fractions of `UTIL_ONE`, rounded up, so
 /// admission sums are exact and kept incrementally (no drift, no scan).
-const UTIL_ONE: u128 = 1 << 32;
+const UTIL_ONE: u128 = crate::budget::SHARE_ONE;
 
 fn util_fp(amount: Duration, period: Duration) -> u128 {
     let (a, p) = (amount.as_nanos(), period.as_nanos().max(1));
@@ -194,14 +194,15 @@ fn util_fp(amount: Duration, period: Duration) -> u128 {
 
 /// The admission cap in the fixed point of [`util_fp`].
 fn cap_fp(cap: f64) -> u128 {
-    (cap * UTIL_ONE as f64).floor() as u128
+    crate::budget::share_down(cap)
 }
 
 /// The registry's [`Admission`]: the cap and each reservation's
 /// utilization, as `register_vp` and `msg` count them.
 const ADMISSION: Admission = Admission {
     cap: |p| RezConfig::from_params(p).map_or(u128::MAX, |c| cap_fp(c.cap)),
-    load: |p| Reservation::from_params(p).map_or(0, |r| util_fp(r.amount, r.period)),
+    cap_key: "cap",
+    load: |_, p| Reservation::from_params(p).map_or(0, |r| util_fp(r.amount, r.period)),
     per_child: 1,
     one: UTIL_ONE,
 };

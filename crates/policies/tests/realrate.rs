@@ -131,6 +131,27 @@ fn admission_control_refuses_real_time_overload_and_keeps_floors() {
     assert!(d.contains("rt=89.0%"), "{d}");
 }
 
+/// A change is admitted like a registration, a change to an adaptive
+/// class too: the child counts a floor from then on, which can be more
+/// than the proportion it had.
+#[test]
+fn a_change_to_an_adaptive_class_must_leave_room_for_its_floor() {
+    let (mut hsi, rr) = new_hsi(RealRateConfig::default());
+    hsi.create_thread(ms(0), "a", rr, rt(0.895, "10ms"))
+        .unwrap();
+    let small = hsi
+        .create_thread(ms(0), "s", rr, rt(0.004, "10ms"))
+        .unwrap();
+    // 0.895 + a floor of 0.01 is over the 0.9 threshold.
+    let e = hsi
+        .thread_msg(ms(1), small, &Msg::SetParams(class("misc")))
+        .unwrap_err();
+    assert!(format!("{e}").contains("admission"), "{e}");
+    // 0.895 + 0.005 is exactly the threshold.
+    hsi.thread_msg(ms(1), small, &Msg::SetParams(rt(0.005, "10ms")))
+        .unwrap();
+}
+
 #[test]
 fn bad_parameters_are_refused_with_the_key() {
     let (mut hsi, rr) = new_hsi(RealRateConfig::default());

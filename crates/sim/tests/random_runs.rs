@@ -2261,9 +2261,8 @@ fn hostile_params(r: &mut Rng) -> String {
 }
 
 /// Whether a run's failure is one the checker does not foresee: a refusal
-/// that depends on the state of the run (realrate's admission control,
-/// rez's while a change is pending, a thread whose finite workload has
-/// ended).
+/// that depends on the state of the run (rez's admission control while a
+/// change is pending, a thread whose finite workload has ended).
 fn refused_for_its_state(message: &str) -> bool {
     ["admission refused", "when its program ended"]
         .iter()
