@@ -68,10 +68,9 @@ pub type Exclusive = fn(&Params, &Params) -> Option<(&'static str, i64)>;
 /// that would take the sum of its children's loads over its `cap` (plus
 /// `per_child` for each child). Loads are in the policy's own exact units,
 /// `one` to the whole processor, so a checker adds them as the policy
-/// does. The policy may count a child for
-/// more for a while (rez: the larger of its old and new reservation until
-/// a change applies), never for less: a sum over the cap is a sure
-/// refusal.
+/// does. The policy may count a child for more for a while (rez: the
+/// larger of its old and new reservation until a change applies), never
+/// for less: a sum over the cap is a sure refusal.
 #[derive(Clone, Copy)]
 pub struct Admission {
     /// The most an instance with these parameters admits (parameters a
@@ -83,7 +82,7 @@ pub struct Admission {
     /// instance with those (parameters a checker has accepted).
     pub load: fn(&Params, &Params) -> u128,
     /// How far over the cap the sum may go per child: loads rounded up
-    /// (rez) would otherwise refuse children whose exact sum is the cap.
+    /// would otherwise refuse children whose exact sum is the cap.
     pub per_child: u128,
     /// The load of the whole processor.
     pub one: u128,
