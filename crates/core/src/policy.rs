@@ -63,6 +63,11 @@ pub enum PolicyError {
         load: f64,
         /// The configured admission cap.
         cap: f64,
+        /// The part of `load` held only until the next period start
+        /// settles it (a reservation change not yet in force, a Rez-FB
+        /// correction for stolen time); 0 when none. A file checker counts
+        /// what each child asked for, so it cannot foresee this part.
+        held: f64,
     },
     /// The policy does not accept this kind of message or request.
     Unsupported(String),
@@ -74,12 +79,22 @@ impl fmt::Display for PolicyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PolicyError::Param(e) => write!(f, "{e}"),
-            PolicyError::AdmissionRefused { load, cap } => write!(
-                f,
-                "admission refused: the load would reach {:.1}% against a cap of {:.1}%",
-                load * 100.0,
-                cap * 100.0
-            ),
+            PolicyError::AdmissionRefused { load, cap, held } => {
+                write!(
+                    f,
+                    "admission refused: the load would reach {:.1}% against a cap of {:.1}%",
+                    load * 100.0,
+                    cap * 100.0
+                )?;
+                if *held > 0.0 {
+                    write!(
+                        f,
+                        ", {:.1}% of it held until the next period start puts pending changes in force",
+                        held * 100.0
+                    )?;
+                }
+                Ok(())
+            }
             PolicyError::Unsupported(what) => write!(f, "unsupported: {what}"),
             PolicyError::Refused(why) => write!(f, "refused: {why}"),
         }

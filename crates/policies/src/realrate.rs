@@ -973,6 +973,7 @@ impl RealRate {
             return Err(PolicyError::AdmissionRefused {
                 load: load as f64 / SHARE_ONE as f64,
                 cap: self.cfg.overload,
+                held: 0.0,
             });
         }
         Ok(())

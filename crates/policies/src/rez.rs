@@ -541,6 +541,21 @@ impl Rez {
         }
     }
 
+    /// How much more than their reservations in force from the next
+    /// period start on the children (but `except`) count for now: pending
+    /// decreases and Rez-FB corrections (see `Child::committed`).
+    fn held(&self, except: Option<VpId>) -> u128 {
+        self.core
+            .children
+            .iter()
+            .filter(|(vp, _)| Some(*vp) != except)
+            .map(|(_, c)| {
+                let next = c.pending.unwrap_or(c.res);
+                c.counted - util_fp(next.amount, next.period).min(c.counted)
+            })
+            .sum()
+    }
+
     /// A Rez instance from instance parameters (see [`RezConfig::from_params`]).
     ///
     /// # Errors
@@ -599,6 +614,7 @@ impl Policy for Rez {
             return Err(PolicyError::AdmissionRefused {
                 load: fp_to_f64(rules.load + counted),
                 cap: rules.cfg.cap,
+                held: fp_to_f64(self.held(None)),
             });
         }
         rules.load += counted;
@@ -659,8 +675,9 @@ impl Policy for Rez {
         let mine = util_fp(c.slot.amount.max(c.res.amount), c.res.period).max(new);
         if !rules.fits(others + mine, rules.children) {
             return Err(PolicyError::AdmissionRefused {
-                load: fp_to_f64(others + new),
+                load: fp_to_f64(others + mine),
                 cap: rules.cfg.cap,
+                held: fp_to_f64(self.held(Some(vp)) + (mine - new)),
             });
         }
         if let Some(c) = self.core.children.get_mut(ctx, vp) {

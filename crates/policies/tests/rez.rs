@@ -239,7 +239,7 @@ fn admission_refusal_names_load_and_cap_and_leaves_nothing() {
         .unwrap_err();
     let HsiError::Op(OpError::Refused {
         instance,
-        error: PolicyError::AdmissionRefused { load, cap },
+        error: PolicyError::AdmissionRefused { load, cap, .. },
     }) = &err
     else {
         panic!("expected an admission refusal, got {err:?}");
@@ -407,6 +407,51 @@ fn bad_instance_parameters_are_refused() {
     assert_eq!(ok.parent_vps(4), 1, "Rez is a uniprocessor scheduler");
 }
 
+/// A decrease waits for the child's next period start, and until then
+/// the child counts at its old reservation: a refusal in that window says
+/// how much of the load is held so (a file checker, which counts the new
+/// reservation, cannot foresee it).
+#[test]
+fn a_refusal_while_a_decrease_is_pending_says_how_much_is_held() {
+    let mut hsi = new_hsi();
+    let rez = rez_root(&mut hsi, RezConfig::default());
+    let a = hsi
+        .create_thread(ms(0), "a", rez, res("6ms", "10ms"))
+        .unwrap();
+    let mut d = Driver::new(hsi);
+    d.add(a, Behaviour::CpuBound).unwrap();
+    d.run_until(ms(5)).unwrap();
+    let smaller = Params::new().with("amount", ParamValue::Str("2ms".into()));
+    d.hsi
+        .thread_msg(ms(5), a, &Msg::SetParams(smaller))
+        .unwrap();
+    let err = d
+        .hsi
+        .create_thread(ms(5), "b", rez, res("6ms", "10ms"))
+        .unwrap_err();
+    let HsiError::Op(OpError::Refused {
+        error: PolicyError::AdmissionRefused { load, held, .. },
+        ..
+    }) = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(
+        (load - 1.2).abs() < 1e-6 && (held - 0.4).abs() < 1e-6,
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("40.0% of it held until the next period start"),
+        "{err}"
+    );
+    // From a's next period start (10 ms) on, b fits.
+    d.run_until(ms(11)).unwrap();
+    d.hsi
+        .create_thread(ms(11), "b", rez, res("6ms", "10ms"))
+        .unwrap();
+}
+
 #[test]
 fn a_reservation_change_takes_effect_next_period() {
     let mut hsi = new_hsi();
@@ -457,7 +502,7 @@ fn a_reservation_change_takes_effect_next_period() {
         )
         .unwrap_err();
     let HsiError::Op(OpError::Refused {
-        error: PolicyError::AdmissionRefused { load, cap },
+        error: PolicyError::AdmissionRefused { load, cap, .. },
         ..
     }) = err
     else {

@@ -360,6 +360,11 @@ fn refused_operations_name_the_operation_and_time() {
         "{msg}"
     );
     assert!(msg.contains("admission"), "{msg}");
+    // a's old 60 % holds until its next period start.
+    assert!(
+        msg.contains("120.0%") && msg.contains("40.0% of it held until the next period start"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -2262,9 +2262,10 @@ fn hostile_params(r: &mut Rng) -> String {
 
 /// Whether a run's failure is one the checker does not foresee: a refusal
 /// that depends on the state of the run (rez's admission control while a
-/// change is pending, a thread whose finite workload has ended).
+/// change is pending, a thread whose finite workload has ended). Any other
+/// admission refusal is one the checker should have made.
 fn refused_for_its_state(message: &str) -> bool {
-    ["admission refused", "when its program ended"]
+    ["held until the next period start", "when its program ended"]
         .iter()
         .any(|m| message.contains(m))
 }
