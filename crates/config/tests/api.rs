@@ -60,20 +60,11 @@ const LEVEL: &[ParamSpec] = &[ParamSpec {
 fn policies() -> Vec<PolicyInfo> {
     let p = |name: &'static str, instance_params, child_params, min_parents, max_parents, build| {
         PolicyInfo {
-            name,
-            summary: "",
-            seed: "",
             instance_params,
             child_params,
-            change_params: &[],
-            max_children: None,
             min_parents,
             max_parents,
-            build,
-            check_child: hsched_policies::registry::no_child_check,
-            exclusive: None,
-            admission: None,
-            merge_change: hsched_policies::registry::merge_change,
+            ..PolicyInfo::new(name, build)
         }
     };
     vec![

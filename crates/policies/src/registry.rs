@@ -54,6 +54,36 @@ pub struct PolicyInfo {
     pub merge_change: fn(&Params, &Params) -> Params,
 }
 
+impl PolicyInfo {
+    /// A policy called `name`, built by `build`, with nothing else
+    /// declared: no parameters, one parent, any number of children, no
+    /// rule among children and no admission control. Fill in the rest
+    /// with struct update syntax (`PolicyInfo { child_params: …,
+    /// ..PolicyInfo::new("mine", build) }`), so that a field added later
+    /// takes its default here rather than breaking the literal.
+    pub const fn new(
+        name: &'static str,
+        build: fn(&Params) -> Result<Box<dyn Policy>, PolicyError>,
+    ) -> PolicyInfo {
+        PolicyInfo {
+            name,
+            summary: "",
+            seed: "",
+            instance_params: &[],
+            child_params: &[],
+            change_params: &[],
+            max_children: None,
+            min_parents: 1,
+            max_parents: 1,
+            build,
+            check_child: no_child_check,
+            exclusive: None,
+            admission: None,
+            merge_change,
+        }
+    }
+}
+
 /// A [`PolicyInfo::check_child`] with nothing to check beyond the declared
 /// keys and kinds.
 pub fn no_child_check(_: &Params) -> Result<(), PolicyError> {

@@ -79,20 +79,10 @@ fn random_params(rng: &mut Rng, specs: &[ParamSpec]) -> Params {
 /// The core's minimal FIFO policy joins the mix: it is a correct
 /// hierarchical policy too, and keeps the harness itself tested.
 static FIFO: PolicyInfo = PolicyInfo {
-    name: "fifo",
     summary: "test FIFO",
-    seed: "",
-    instance_params: &[],
-    child_params: &[],
-    change_params: &[],
-    max_children: None,
-    min_parents: 1,
-    max_parents: 1,
-    build: |_| Ok(Box::new(hsched_core::testing::Fifo::default())),
-    check_child: hsched_policies::registry::no_child_check,
-    exclusive: None,
-    admission: None,
-    merge_change: hsched_policies::registry::merge_change,
+    ..PolicyInfo::new("fifo", |_| {
+        Ok(Box::new(hsched_core::testing::Fifo::default()))
+    })
 };
 
 /// Policies that build with random parameters (placeholders do not),

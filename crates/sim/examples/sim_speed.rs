@@ -38,20 +38,8 @@ fn fifo(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
 fn policies() -> Vec<PolicyInfo> {
     let mut v = hsched_policies::registry().to_vec();
     v.push(PolicyInfo {
-        name: "fifo",
         summary: "first come first served (hsched_core::testing::Fifo)",
-        seed: "",
-        instance_params: &[],
-        child_params: &[],
-        change_params: &[],
-        max_children: None,
-        min_parents: 1,
-        max_parents: 1,
-        build: fifo,
-        check_child: hsched_policies::registry::no_child_check,
-        exclusive: None,
-        admission: None,
-        merge_change: hsched_policies::registry::merge_change,
+        ..PolicyInfo::new("fifo", fifo)
     });
     v
 }

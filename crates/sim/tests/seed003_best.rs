@@ -188,20 +188,9 @@ fn build_edf(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
 fn policies() -> Vec<PolicyInfo> {
     let mut all = hsched_policies::registry().to_vec();
     all.push(PolicyInfo {
-        name: "edf-true-periods",
         summary: "reference EDF told the true periods",
-        seed: "",
-        instance_params: &[],
         child_params: PERIOD,
-        change_params: &[],
-        max_children: None,
-        min_parents: 1,
-        max_parents: 1,
-        build: build_edf,
-        check_child: hsched_policies::registry::no_child_check,
-        exclusive: None,
-        admission: None,
-        merge_change: hsched_policies::registry::merge_change,
+        ..PolicyInfo::new("edf-true-periods", build_edf)
     });
     all
 }

@@ -23,20 +23,8 @@ pub fn policies() -> Vec<PolicyInfo> {
     let mut v = hsched_policies::registry().to_vec();
     for (name, build) in [("fifo", fifo as fn(&Params) -> _), ("hoarder", hoarder)] {
         v.push(PolicyInfo {
-            name,
             summary: "test policy",
-            seed: "",
-            instance_params: &[],
-            child_params: &[],
-            change_params: &[],
-            max_children: None,
-            min_parents: 1,
-            max_parents: 1,
-            build,
-            check_child: hsched_policies::registry::no_child_check,
-            exclusive: None,
-            admission: None,
-            merge_change: hsched_policies::registry::merge_change,
+            ..PolicyInfo::new(name, build)
         });
     }
     v
