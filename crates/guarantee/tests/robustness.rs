@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{random_guarantee, Rng};
+use common::{random_guarantee, rng_from_env, Rng};
 use hsched_guarantee::compose::{
     compose, Hierarchy, ParentRef, ParentSpec, SchedulerSpec, ThreadSpec,
 };
@@ -51,11 +51,11 @@ const WORDS: &[&str] = &[
 ];
 
 fn weird_duration(rng: &mut Rng) -> Duration {
-    Duration::from_nanos(rng.pick(&[0, 1, 7, 1_000_000, 33_000_000, u64::MAX / 3, u64::MAX]))
+    Duration::from_nanos(*rng.pick(&[0, 1, 7, 1_000_000, 33_000_000, u64::MAX / 3, u64::MAX]))
 }
 
 fn weird_share(rng: &mut Rng) -> f64 {
-    rng.pick(&[0.0, -0.5, 0.5, 1.0, 1.5, f64::NAN, f64::INFINITY, 1e-300])
+    *rng.pick(&[0.0, -0.5, 0.5, 1.0, 1.5, f64::NAN, f64::INFINITY, 1e-300])
 }
 
 fn weird_guarantee(rng: &mut Rng) -> Guarantee {
@@ -106,10 +106,10 @@ fn weird_guarantee(rng: &mut Rng) -> Guarantee {
 
 #[test]
 fn random_text_never_panics() {
-    let mut rng = Rng::from_env(0xbad_0001);
+    let mut rng = rng_from_env(0xbad_0001);
     for _ in 0..20_000 {
         let n = rng.range(0, 5);
-        let text: Vec<&str> = (0..n).map(|_| rng.pick(WORDS)).collect();
+        let text: Vec<&str> = (0..n).map(|_| *rng.pick(WORDS)).collect();
         let text = text.join(if rng.chance(20) { "  " } else { " " });
         match text.parse::<Guarantee>() {
             Ok(g) => assert!(g.validate().is_ok(), "{text:?} parsed into invalid {g:?}"),
@@ -124,7 +124,7 @@ fn random_text_never_panics() {
 
 #[test]
 fn invalid_guarantees_never_panic() {
-    let mut rng = Rng::from_env(0xbad_0002);
+    let mut rng = rng_from_env(0xbad_0002);
     for _ in 0..20_000 {
         let g = weird_guarantee(&mut rng);
         let _ = g.to_string();
@@ -132,7 +132,7 @@ fn invalid_guarantees_never_panic() {
         let s = Supply::of(&g);
         let t = weird_duration(&mut rng);
         let _ = (s.sbf(t), s.sbf_inverse(t), s.linear_bound());
-        let to = rng.pick(&GuaranteeKind::ALL_KINDS);
+        let to = *rng.pick(&GuaranteeKind::ALL_KINDS);
         let params = ConvertParams {
             period: rng.chance(50).then(|| weird_duration(&mut rng)),
             slack: weird_duration(&mut rng),
@@ -161,7 +161,7 @@ fn weird_task(rng: &mut Rng) -> Task {
 
 #[test]
 fn degenerate_task_sets_are_errors_not_panics() {
-    let mut rng = Rng::from_env(0xbad_0003);
+    let mut rng = rng_from_env(0xbad_0003);
     for _ in 0..400 {
         let n = rng.range(0, 3) as usize;
         let ts: Vec<Task> = (0..n)
@@ -203,7 +203,7 @@ fn degenerate_task_sets_are_errors_not_panics() {
 
 #[test]
 fn random_hierarchies_never_panic() {
-    let mut rng = Rng::from_env(0xbad_0004);
+    let mut rng = rng_from_env(0xbad_0004);
     let policies = [
         "fp", "ts", "rez", "ps", "sfq", "join", "limit", "best", "edf", "", "realrate", "coop",
     ];
@@ -225,7 +225,7 @@ fn random_hierarchies_never_panic() {
                 .then(|| Duration::from_millis(rng.range(0, 40))),
             proportion: rng.chance(30).then(|| weird_share(rng)),
             class: rng.chance(30).then(|| {
-                rng.pick(&[
+                *rng.pick(&[
                     RateClass::RealTime,
                     RateClass::Aperiodic,
                     RateClass::RealRate,
@@ -234,7 +234,8 @@ fn random_hierarchies_never_panic() {
             }),
         };
         for i in 0..ns {
-            let mut s = SchedulerSpec::new(&format!("n{i}"), rng.pick(&policies));
+            let policy = *rng.pick(&policies);
+            let mut s = SchedulerSpec::new(&format!("n{i}"), policy);
             s.params = InstanceParams {
                 cap: rng.chance(20).then(|| weird_share(&mut rng)),
                 amount: rng.chance(10).then(|| weird_duration(&mut rng)),
@@ -266,7 +267,7 @@ fn random_hierarchies_never_panic() {
             };
             let mut t = ThreadSpec::new(&format!("n{}", ns + i), parent);
             if rng.chance(50) {
-                let kind = rng.pick(&GuaranteeKind::ALL_KINDS);
+                let kind = *rng.pick(&GuaranteeKind::ALL_KINDS);
                 t.request = Some(random_guarantee(&mut rng, kind));
             }
             h.add_thread(t);

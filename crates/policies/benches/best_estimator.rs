@@ -26,15 +26,11 @@ fn patterns() -> Vec<(&'static str, Vec<u64>)> {
         .map(|k| (k / 2) * 41_700_000 + (k % 2) * 400_000)
         .collect();
     // SplitMix64 gaps between 0.1 and 300 ms.
-    let mut x = 7u64;
+    let mut rng = hsched_core::testing::SplitMix(7);
     let mut t = 0u64;
     let irregular: Vec<u64> = (0..1024)
         .map(|_| {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            t += 100_000 + (z ^ (z >> 31)) % 300_000_000;
+            t += 100_000 + rng.below(300_000_000);
             t
         })
         .collect();

@@ -6,6 +6,7 @@
 //! thread is a scripted behaviour that sends `coop_poll` messages through
 //! `Hsi::thread_msg` and reads OUT from its VP parameters.
 
+use hsched_core::testing::SplitMix;
 use hsched_core::{
     CpuId, Hsi, HsiError, Instant, Msg, ParamValue, Params, ParentLink, ParentRef, PolicyEvent,
     ThreadId, TraceEvent, TraceKind,
@@ -625,22 +626,6 @@ fn bad_coop_poll_parameters_are_refused() {
     .is_err());
 }
 
-/// SplitMix64 for the randomized test below.
-struct Mix(u64);
-
-impl Mix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// `coop` under `ps` (which revokes it at quantum ends) beside a hog, on
 /// two processors, with members calling coop_poll, sleeping and blocking at
 /// random: the protocol checker and `coop`'s own invariants must hold
@@ -652,7 +637,7 @@ fn random_coop_poll_traffic_under_a_parent_keeps_the_protocol() {
         Err(_) => (0..300).collect(),
     };
     for seed in seeds {
-        let mut rng = Mix(seed);
+        let mut rng = SplitMix(seed);
         let mut hsi = Hsi::new(2);
         hsi.set_checking(true);
         let ps = build(

@@ -9,37 +9,12 @@
 //! `HSCHED_POLICIES=fp,ts` restricts the mix; `HSCHED_TRACE=1` prints the
 //! last events before a failure.
 
+use hsched_core::testing::SplitMix as Rng;
 use hsched_core::{
     CpuId, Hsi, HsiError, InstanceId, Instant, Msg, ParamSpec, ParamValue, Params, ParentLink,
     ParentRef, ThreadId,
 };
 use hsched_policies::{registry, PolicyInfo};
-
-/// SplitMix64: small, seedable, identical everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 fn ms(x: u64) -> ParamValue {
     ParamValue::Str(format!("{x}ms"))

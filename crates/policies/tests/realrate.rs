@@ -4,7 +4,7 @@
 //!
 //! Run with `--nocapture` to see the numbers quoted in docs/real-rate.md.
 
-use hsched_core::testing::{Behaviour, Driver};
+use hsched_core::testing::{Behaviour, Driver, SplitMix as Rng};
 use hsched_core::*;
 use hsched_policies::realrate::{RealRate, RealRateConfig};
 
@@ -870,22 +870,6 @@ fn controller_cost() {
             per_tick / 10e6 * 100.0,
             control / 10e6 * 100.0
         );
-    }
-}
-
-/// SplitMix64 for the randomized test.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
     }
 }
 

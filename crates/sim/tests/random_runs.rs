@@ -28,43 +28,16 @@
 //! `target/tmp/random-run-SEED.toml`; replay it with
 //! `hsched sim target/tmp/random-run-SEED.toml --check-protocol`.
 
+use hsched_core::testing::SplitMix as Rng;
 use hsched_core::{ParamValue, Params};
 use hsched_policies::{registry, PolicyInfo};
 use hsched_sim::{Report, SimOptions};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// SplitMix64: small, seedable, identical everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-    /// Uniform in `[lo, hi)`, rounded to three decimals.
-    fn float(&mut self, lo: f64, hi: f64) -> f64 {
-        let x = lo + (hi - lo) * (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        (x * 1000.0).floor() / 1000.0
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.next() as usize % items.len()]
-    }
-    fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            items.swap(i, self.next() as usize % (i + 1));
-        }
-    }
+/// Uniform in `[lo, hi)`, rounded to three decimals.
+fn float(r: &mut Rng, lo: f64, hi: f64) -> f64 {
+    ((lo + (hi - lo) * r.unit()) * 1000.0).floor() / 1000.0
 }
 
 /// A duration in microseconds, as the file writes it.
@@ -273,7 +246,7 @@ impl Gen {
             "rez" => {
                 inst.cap = 0.85;
                 if r.chance(40) {
-                    inst.cap = r.float(0.3, 1.0);
+                    inst.cap = float(r, 0.3, 1.0);
                     keys.push(("cap", format!("{:.3}", inst.cap)));
                 }
                 match r.range(0, 3) {
@@ -286,7 +259,7 @@ impl Gen {
                         keys.push(("variant", q(&"feedback")));
                         inst.feedback = true;
                         if r.chance(50) {
-                            keys.push(("gain", format!("{:.3}", r.float(0.05, 1.0))));
+                            keys.push(("gain", format!("{:.3}", float(r, 0.05, 1.0))));
                         }
                     }
                     _ => {}
@@ -401,11 +374,11 @@ impl Gen {
                 inst.cap = 0.9;
                 inst.floor = 0.01;
                 if r.chance(40) {
-                    inst.cap = r.float(0.5, 0.95);
+                    inst.cap = float(r, 0.5, 0.95);
                     keys.push(("overload", format!("{:.3}", inst.cap)));
                 }
                 if r.chance(30) {
-                    inst.floor = r.float(0.005, 0.05);
+                    inst.floor = float(r, 0.005, 0.05);
                     keys.push(("floor", format!("{:.3}", inst.floor)));
                 }
                 if r.chance(30) {
@@ -427,7 +400,7 @@ impl Gen {
                     ("qex_level", 0.1, 1.0),
                 ] {
                     if r.chance(15) {
-                        keys.push((key, format!("{:.3}", r.float(lo, hi))));
+                        keys.push((key, format!("{:.3}", float(r, lo, hi))));
                     }
                 }
             }
@@ -467,7 +440,7 @@ impl Gen {
             },
             "rez" => {
                 let period = r.range(2 * MS, 100 * MS);
-                let amount = (r.float(0.01, 0.3) * period as f64).max(1.0) as u64;
+                let amount = (float(r, 0.01, 0.3) * period as f64).max(1.0) as u64;
                 let u = amount as f64 / period as f64;
                 if !room(inst, u) {
                     return None;
@@ -487,7 +460,7 @@ impl Gen {
                 if r.chance(80) {
                     p.push(match r.chance(70) {
                         true => format!("share = {}", r.range(1, 8)),
-                        false => format!("share = {:.3}", r.float(0.01, 4.0).max(0.001)),
+                        false => format!("share = {:.3}", float(r, 0.01, 4.0).max(0.001)),
                     });
                 }
                 if r.chance(30) {
@@ -514,7 +487,7 @@ impl Gen {
                 let mut p = Vec::new();
                 let cost = match r.range(0, 4) {
                     0 => {
-                        let x = r.float(0.01, 0.3);
+                        let x = float(r, 0.01, 0.3);
                         if self.changing || r.chance(50) {
                             p.push("class = \"real-time\"".to_string());
                         }
@@ -523,7 +496,7 @@ impl Gen {
                         x
                     }
                     1 => {
-                        let x = r.float(0.01, 0.3);
+                        let x = float(r, 0.01, 0.3);
                         if self.changing || r.chance(50) {
                             p.push("class = \"aperiodic\"".to_string());
                         }
@@ -545,7 +518,7 @@ impl Gen {
                     }
                 };
                 if r.chance(30) {
-                    p.push(format!("importance = {:.3}", r.float(0.1, 4.0)));
+                    p.push(format!("importance = {:.3}", float(r, 0.1, 4.0)));
                 }
                 if !room(inst, cost) {
                     return None;
@@ -791,7 +764,7 @@ impl Gen {
                             "{{ start = \"{}\", length = \"{}\", factor = {:.3} }}",
                             d(r.range(0, self.dur)),
                             d(r.range(MS, self.dur)),
-                            r.float(0.1, 4.0).max(0.001)
+                            float(r, 0.1, 4.0).max(0.001)
                         ));
                     }
                     put("pulses", format!("[{}]", pulses.join(", ")));
@@ -813,7 +786,7 @@ impl Gen {
                     put("decode", dq(r.range(500, 10 * MS)));
                 }
                 if r.chance(30) {
-                    put("spread", format!("{:.3}", r.float(0.0, 0.6)));
+                    put("spread", format!("{:.3}", float(r, 0.0, 0.6)));
                 }
                 if r.chance(30) {
                     put("event", dq(r.range(100, 3 * MS)));
@@ -1181,7 +1154,7 @@ fn generate(seed: u64) -> (String, Expect) {
                     machine,
                     "length = \"{}\"\nfraction = {:.3}",
                     d(length),
-                    r.float(0.05, 0.6).max(0.01)
+                    float(r, 0.05, 0.6).max(0.01)
                 );
                 if start > 0 {
                     let _ = writeln!(machine, "start = \"{}\"", d(start));
@@ -2230,12 +2203,12 @@ fn hostile_value(r: &mut Rng, kind: &str) -> String {
     match r.range(0, 9) {
         0 => format!("{}", r.range(0, 40) as i64 - 20),
         1 => format!("{}", r.range(0, 100_000)),
-        2 => format!("{:.3}", r.float(-1.0, 3.0)),
+        2 => format!("{:.3}", float(r, -1.0, 3.0)),
         3 => "\"bogus\"".into(),
         4 => "true".into(),
         _ if kind.starts_with("duration") => dq(r.range(0, 80 * MS)),
         _ if kind.starts_with("integer") => format!("{}", r.range(0, 40)),
-        _ if kind.starts_with("number") => format!("{:.3}", r.float(0.0, 2.0)),
+        _ if kind.starts_with("number") => format!("{:.3}", float(r, 0.0, 2.0)),
         _ if !quoted.is_empty() => format!("\"{}\"", r.pick(&quoted)),
         _ => format!("{}", r.range(0, 5)),
     }

@@ -379,18 +379,12 @@ fn ns(d: f64) -> String {
 /// `n` frame types drawn as `srtsim` does (§2.2.1): I and P with
 /// probability 1/6 each, B with 2/3; SplitMix64 seeded with `seed`.
 fn random_gop(seed: u64, n: usize) -> String {
-    let mut x = seed;
+    let mut rng = hsched_core::testing::SplitMix(seed);
     (0..n)
-        .map(|_| {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            match (z ^ (z >> 31)) % 6 {
-                0 => 'I',
-                1 => 'P',
-                _ => 'B',
-            }
+        .map(|_| match rng.below(6) {
+            0 => 'I',
+            1 => 'P',
+            _ => 'B',
         })
         .collect()
 }

@@ -4,36 +4,16 @@
 
 use hsched_guarantee::{Duration, Guarantee, GuaranteeKind};
 
-/// SplitMix64: small, seedable, reproducible.
-pub struct Rng(pub u64);
+pub use hsched_core::testing::SplitMix as Rng;
 
-impl Rng {
-    /// The seed from `HSCHED_SEED` (to replay a failure) or `default`.
-    pub fn from_env(default: u64) -> Rng {
-        let seed = std::env::var("HSCHED_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(default);
-        eprintln!("seed {seed} (replay: HSCHED_SEED={seed} cargo test -p hsched-guarantee)");
-        Rng(seed)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `lo..=hi`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
+/// A generator seeded from `HSCHED_SEED` (to replay a failure) or `default`.
+pub fn rng_from_env(default: u64) -> Rng {
+    let seed = std::env::var("HSCHED_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
+    eprintln!("seed {seed} (replay: HSCHED_SEED={seed} cargo test -p hsched-guarantee)");
+    Rng(seed)
 }
 
 pub fn g(s: &str) -> Guarantee {
