@@ -538,6 +538,17 @@ struct Newcomer<'p> {
     arrives: bool,
 }
 
+impl<'p> Newcomer<'p> {
+    /// Thread `t` arriving with `params`.
+    fn thread(t: usize, params: Option<&'p Params>) -> Self {
+        Newcomer {
+            params,
+            thread: Some(t),
+            arrives: true,
+        }
+    }
+}
+
 /// Why a scheduler refuses a child (see [`refusal`]).
 struct Refusal {
     message: String,
@@ -1346,11 +1357,7 @@ pub(crate) fn check_timeline(
                     .filter(|_| !broken && d.errs.len() == before)
                     .map(|info| kept(info, &t.params));
                 let newcomer = format!("thread `{}` cannot start under", t.name);
-                let child = Newcomer {
-                    params: params.as_ref(),
-                    thread: Some(i),
-                    arrives: true,
-                };
+                let child = Newcomer::thread(i, params.as_ref());
                 let sites = (site.as_str(), params_site.as_str(), t.span);
                 let taken = check_admit(d, &placed!(), &target, child, &newcomer, sites, &at);
                 current[i] = params;
@@ -1469,11 +1476,7 @@ pub(crate) fn check_timeline(
                         if let (Some(t), true) = (t, s_ok) {
                             let newcomer =
                                 format!("thread `{thread}` cannot begin a reservation under");
-                            let child = Newcomer {
-                                params: params.as_ref(),
-                                thread: Some(t),
-                                arrives: true,
-                            };
+                            let child = Newcomer::thread(t, params.as_ref());
                             let site = format!("{p}.scheduler=");
                             let sites = (site.as_str(), params_site.as_str(), op_span);
                             if check_admit(d, &placed!(), &scheduler, child, &newcomer, sites, &at)
@@ -1535,11 +1538,7 @@ pub(crate) fn check_timeline(
                                             };
                                             let newcomer =
                                                 format!("thread `{thread}` cannot go back under");
-                                            let child = Newcomer {
-                                                params: params.as_ref(),
-                                                thread: Some(t),
-                                                arrives: true,
-                                            };
+                                            let child = Newcomer::thread(t, params.as_ref());
                                             let site = format!("{p}.thread=");
                                             let sites = (site.as_str(), site.as_str(), op_span);
                                             if check_admit(
@@ -1655,11 +1654,7 @@ pub(crate) fn check_timeline(
                             .map(|info| kept(info, &params));
                         if let (Some(t), true) = (t, s_ok) {
                             let newcomer = format!("thread `{thread}` cannot move under");
-                            let child = Newcomer {
-                                params: params.as_ref(),
-                                thread: Some(t),
-                                arrives: true,
-                            };
+                            let child = Newcomer::thread(t, params.as_ref());
                             let site = format!("{p}.to=");
                             let sites = (site.as_str(), params_site.as_str(), op_span);
                             if check_admit(d, &placed!(), &to, child, &newcomer, sites, &at) {
@@ -1802,17 +1797,14 @@ pub(crate) fn check_timeline(
                     }
                     OpSpec::DestroyScheduler { name } => {
                         if sched_ref(d, &name, "name", &live, &destroyed_at) {
-                            let kids: Vec<String> = live
-                                .iter()
-                                .filter(|(_, l)| l.parents.iter().any(|x| x.name == name))
-                                .map(|(k, _)| format!("scheduler `{k}`"))
+                            let all: Vec<String> = family
+                                .kids
+                                .get(&name)
+                                .into_iter()
+                                .flatten()
+                                .map(|k| k.name(&h.threads))
                                 .collect();
-                            let threads: Vec<String> = (0..n)
-                                .filter(|&t| alive[t] && sched[t].as_deref() == Some(name.as_str()))
-                                .map(|t| format!("thread `{}`", h.threads[t].name))
-                                .collect();
-                            if !kids.is_empty() || !threads.is_empty() {
-                                let all: Vec<String> = kids.into_iter().chain(threads).collect();
+                            if !all.is_empty() {
                                 let e = d
                                     .make(&format!("{p}.name="), op_span, format!("scheduler `{name}` still has children at {at}: {}", all.join(", ")))
                                     .expected("a scheduler without children")
@@ -1871,11 +1863,7 @@ pub(crate) fn check_timeline(
                                         "thread `{}` cannot move with the default to",
                                         h.threads[t].name
                                     );
-                                    let child = Newcomer {
-                                        params: params.as_ref(),
-                                        thread: Some(t),
-                                        arrives: true,
-                                    };
+                                    let child = Newcomer::thread(t, params.as_ref());
                                     let site = format!("{p}.name=");
                                     let sites = (site.as_str(), site.as_str(), op_span);
                                     if check_admit(
