@@ -12,6 +12,7 @@
 mod analysis;
 mod cmd;
 mod input;
+mod numbers;
 mod outcome;
 mod output;
 mod progress;

@@ -586,6 +586,31 @@ fn bad_command_lines_are_usage_errors() {
     assert!(stderr(&o).contains("cannot create"), "{}", stderr(&o));
     let o = run(&["sim", "examples/overview.toml", "--window", "1s..2s"]);
     assert!(stderr(&o).contains("neither was given"), "{}", stderr(&o));
+    // A negative value reaches the option's own parser, which says what
+    // the option takes, rather than being taken for an unknown flag.
+    for (args, says) in [
+        (
+            &["sim", "examples/overview.toml", "--duration", "-1s"][..],
+            "non-negative",
+        ),
+        (
+            &["sim", "examples/overview.toml", "--seed", "-1"],
+            "from 0 to",
+        ),
+        (
+            &["sim", "examples/overview.toml", "--runs", "-2"],
+            "from 1 to 10000",
+        ),
+        (
+            &["analyze", "examples/overview.toml", "--tolerance", "-5"],
+            "between 0 and 1000",
+        ),
+        (&["import", "x.trace", "--pid", "-3"], "whole number"),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "hsched {args:?}");
+        assert!(stderr(&o).contains(says), "hsched {args:?}: {}", stderr(&o));
+    }
 }
 
 #[test]

@@ -76,7 +76,8 @@ pub struct Args {
     /// How much more utilization than the smallest found the search may
     /// give a reservation for a longer period, in percent (§6.1.2: fewer
     /// context switches for a little more CPU)
-    #[arg(long, value_name = "PCT", default_value = "1", value_parser = parse_tolerance)]
+    #[arg(long, value_name = "PCT", default_value = "1", value_parser = parse_tolerance,
+          allow_negative_numbers = true)]
     pub tolerance: f64,
 }
 

@@ -1,6 +1,7 @@
 //! `hsched import`: a Linux scheduler trace of real programs, turned into
 //! an rt-app workload that the simulator and live mode replay.
 
+use crate::numbers::whole;
 use crate::outcome::{input_error, Outcome};
 use hsched_config::{SchedTrace, Silence};
 use hsched_linux::diag;
@@ -34,7 +35,7 @@ pub struct Args {
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Import this thread (repeatable)
-    #[arg(long, value_name = "PID")]
+    #[arg(long, value_name = "PID", value_parser = parse_pid, allow_negative_numbers = true)]
     pub pid: Vec<u32>,
     /// Import every thread with this name (repeatable)
     #[arg(long, value_name = "NAME")]
@@ -192,4 +193,8 @@ fn list(trace: &SchedTrace) -> String {
     s.push_str(&trace.file);
     s.push_str(" --comm NAME -o app.json`\n");
     s
+}
+
+fn parse_pid(s: &str) -> Result<u32, String> {
+    whole(s, 0, u32::MAX)
 }

@@ -1,6 +1,7 @@
 //! `hsched record`: a scheduler trace of a command as it runs, for `hsched
 //! import`. The recording itself is `hsched_linux::record`.
 
+use crate::numbers::whole;
 use crate::outcome::{input_error, Outcome};
 use hsched_linux::record::{record, RecordOptions};
 use hsched_linux::{diag, LiveError};
@@ -30,7 +31,8 @@ pub struct Args {
     pub output: PathBuf,
     /// Trace buffer per CPU, in KiB; the oldest events are dropped when it
     /// fills
-    #[arg(long, value_name = "KIB", default_value_t = 16384)]
+    #[arg(long, value_name = "KIB", default_value_t = 16384, value_parser = parse_kib,
+          allow_negative_numbers = true)]
     pub buffer_kib: u32,
     /// The command to run, after `--`
     #[arg(
@@ -81,4 +83,9 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         r.pid
     );
     Ok(Outcome::Ok)
+}
+
+/// The kernel's trace buffer size: at least 1 KiB.
+fn parse_kib(s: &str) -> Result<u32, String> {
+    whole(s, 1, u32::MAX)
 }

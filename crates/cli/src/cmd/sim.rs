@@ -1,6 +1,7 @@
 //! `hsched sim`: run a hierarchy on the simulator.
 
 use crate::input;
+use crate::numbers::whole;
 use crate::outcome::{input_error, Outcome, EXIT_INTERRUPTED};
 use crate::output::{check_outputs, Named};
 use crate::progress::Progress;
@@ -65,10 +66,10 @@ pub struct Args {
     #[arg(long, value_name = "RTAPP.json")]
     pub workload: Option<PathBuf>,
     /// Simulated time to run (e.g. 10s); overrides the file's [sim] duration
-    #[arg(long, value_name = "D", value_parser = parse_run_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_run_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Random seed; overrides the file's [sim] seed
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_seed, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Print the report as JSON (the schema is in docs/metrics.md)
     #[arg(long)]
@@ -81,7 +82,7 @@ pub struct Args {
     pub gantt: Option<PathBuf>,
     /// The window of the Gantt chart and of the trace, START..END (default:
     /// the first second for the chart, the whole run for the trace)
-    #[arg(long, value_name = "A..B", value_parser = parse_window)]
+    #[arg(long, value_name = "A..B", value_parser = parse_window, allow_hyphen_values = true)]
     pub window: Option<(Duration, Duration)>,
     /// Check the HLS protocol after every event (slower); a violation stops
     /// the run with a replay command
@@ -90,13 +91,13 @@ pub struct Args {
     /// Run N times with the seeds S, S+1, ... (S: --seed, else the file's)
     /// on every processor, and report each figure's spread over the runs
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=MAX_RUNS as i64),
+          value_parser = parse_runs, allow_negative_numbers = true,
           conflicts_with_all = ["trace", "gantt", "window"])]
     pub runs: Option<u32>,
     /// How many of the --runs run at once (default: one per processor);
     /// the output is the same for any number
     #[arg(long, value_name = "N", requires = "runs",
-          value_parser = clap::value_parser!(u32).range(1..=MAX_JOBS as i64))]
+          value_parser = parse_jobs, allow_negative_numbers = true)]
     pub jobs: Option<u32>,
 }
 
@@ -408,6 +409,18 @@ fn parse_duration_arg(s: &str) -> Result<Duration, String> {
 /// A run's length: longer than zero, like the file's `[sim] duration`.
 fn parse_run_duration(s: &str) -> Result<Duration, String> {
     parse_run_length(s).map_err(|e| e.message)
+}
+
+fn parse_seed(s: &str) -> Result<u64, String> {
+    whole(s, 0, u64::MAX)
+}
+
+fn parse_runs(s: &str) -> Result<u32, String> {
+    whole(s, 1, MAX_RUNS)
+}
+
+fn parse_jobs(s: &str) -> Result<u32, String> {
+    whole(s, 1, MAX_JOBS)
 }
 
 /// `A..B` with units on both ends, A before B.
