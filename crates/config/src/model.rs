@@ -455,6 +455,11 @@ pub enum VideoMode {
     },
 }
 
+/// Relative standard deviation of an MPEG frame's CPU time around its
+/// type's mean (seed 003 Table 2.4): the simulator and live mode draw each
+/// frame as `mean × (1 + 0.10 × N(0, 1))`, at least 1 ns.
+pub const MPEG_REL_STDDEV: f64 = 0.10;
+
 /// What happens to a frame that misses its deadline (seed 003 §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MissPolicy {
@@ -486,16 +491,56 @@ pub enum Step {
     Runtime(Duration),
     /// Block for this long (rt-app `sleep`).
     Sleep(Duration),
-    /// Block until the next multiple of `period` from the program's timer
-    /// origin (rt-app `timer`); a job boundary with deadline at the next
-    /// timer expiry.
+    /// Block until the timer's next expiry, one `period` after the last
+    /// (rt-app `timer`, see [`timer_turn`]); a job boundary with its
+    /// deadline at that expiry.
     Timer {
         /// Timer period.
         period: Duration,
-        /// Absolute (`true`): expiries at origin + k·period even when late;
-        /// relative: the next expiry is `period` after waking.
+        /// Absolute (`true`): a late step keeps the expiries at origin +
+        /// k·period, so the next steps catch up; relative: a late step
+        /// starts the expiries again from now.
         absolute: bool,
     },
+}
+
+/// What a program's `timer` step does at `now`, in ns: rt-app's timer
+/// (`src/rt-app.c`, `rtapp_timer`), the same in the simulator and in live
+/// mode.
+///
+/// `expiry` is the one the previous timer step left (`None` at the first,
+/// which waits for `origin + period`, `origin` being when the program
+/// started, after its delay). The step waits for the expiry if it has not
+/// come; the next expiry is then one period later. A step on time or late
+/// does not wait: an absolute timer keeps its grid (the next steps catch
+/// up), a relative one starts again one period from now.
+#[must_use]
+pub fn timer_turn(
+    expiry: Option<u64>,
+    origin: u64,
+    period: u64,
+    absolute: bool,
+    now: u64,
+) -> TimerTurn {
+    let expiry = expiry.unwrap_or(origin.saturating_add(period));
+    let wait = now < expiry;
+    let next = if wait || absolute { expiry } else { now };
+    TimerTurn {
+        expiry,
+        wait,
+        next: next.saturating_add(period),
+    }
+}
+
+/// A `timer` step's outcome (see [`timer_turn`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerTurn {
+    /// The expiry the step is for: the deadline of the job it ends.
+    pub expiry: u64,
+    /// Whether the step sleeps until `expiry` (it has not come yet).
+    pub wait: bool,
+    /// The expiry the next timer step is for.
+    pub next: u64,
 }
 
 /// rt-app tasks and how they map onto threads.
@@ -603,4 +648,33 @@ pub struct Span {
     pub line: u32,
     /// Column.
     pub col: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_steps_follow_rt_app() {
+        // origin 100, period 10: the first step waits for 110.
+        let t = timer_turn(None, 100, 10, false, 103);
+        assert_eq!((t.expiry, t.wait, t.next), (110, true, 120));
+        // On time (the run fit): the grid holds in both modes.
+        for absolute in [false, true] {
+            let t = timer_turn(Some(120), 100, 10, absolute, 115);
+            assert_eq!((t.expiry, t.wait, t.next), (120, true, 130));
+        }
+        // Exactly at the expiry: no wait, and the grid holds.
+        let t = timer_turn(Some(130), 100, 10, false, 130);
+        assert_eq!((t.expiry, t.wait, t.next), (130, false, 140));
+        // Late by 7: a relative timer starts again from now, an absolute
+        // one keeps its grid and catches up.
+        let t = timer_turn(Some(140), 100, 10, false, 147);
+        assert_eq!((t.expiry, t.wait, t.next), (140, false, 157));
+        let t = timer_turn(Some(140), 100, 10, true, 147);
+        assert_eq!((t.expiry, t.wait, t.next), (140, false, 150));
+        // No overflow at the end of time.
+        let t = timer_turn(Some(u64::MAX - 1), 0, 10, true, 0);
+        assert_eq!((t.wait, t.next), (true, u64::MAX));
+    }
 }

@@ -9,7 +9,9 @@
 //! and the measurements in docs/live-mode.md.
 
 use crate::sys::{self, ProbeSlot};
-use hsched_config::{Program, Step, VideoMode, WorkloadSpec};
+use hsched_config::{
+    timer_turn, MissPolicy, Program, Step, VideoMode, VideoSpec, WorkloadSpec, MPEG_REL_STDDEV,
+};
 use std::sync::atomic::Ordering;
 
 /// Burns `ns` of this thread's CPU time.
@@ -17,6 +19,28 @@ pub fn spin_cpu(ns: u64) {
     let start = sys::thread_cpu_ns();
     while sys::thread_cpu_ns().wrapping_sub(start) < ns {
         std::hint::spin_loop();
+    }
+}
+
+/// Burns `ns` of this thread's CPU time, or less if the clock reaches
+/// `until` (absolute `CLOCK_MONOTONIC`) first; returns whether all of it
+/// was burnt.
+fn spin_cpu_until(ns: u64, until: u64) -> bool {
+    let start = sys::thread_cpu_ns();
+    while sys::thread_cpu_ns().wrapping_sub(start) < ns {
+        if sys::now_ns() >= until {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+    true
+}
+
+/// Records one job without a deadline (no lateness, as in the simulator's
+/// report).
+fn job_without_deadline(slot: Option<&ProbeSlot>) {
+    if let Some(s) = slot {
+        s.jobs.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -43,6 +67,21 @@ impl XorShift {
     fn exp(&mut self, mean: u64) -> u64 {
         (-(1.0 - self.next_f64()).ln() * mean as f64) as u64
     }
+    /// Uniform in `[lo, hi]`.
+    fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + (self.next_f64() * hi.saturating_sub(lo) as f64) as u64
+    }
+    /// Standard normal (Marsaglia's polar method).
+    fn normal(&mut self) -> f64 {
+        loop {
+            let u = 2.0 * self.next_f64() - 1.0;
+            let v = 2.0 * self.next_f64() - 1.0;
+            let s = u * u + v * v;
+            if s > 0.0 && s < 1.0 {
+                return u * (-2.0 * s.ln() / s).sqrt();
+            }
+        }
+    }
 }
 
 /// Runs `w` until `end_ns` (absolute `CLOCK_MONOTONIC`; `u64::MAX`: for
@@ -68,52 +107,36 @@ pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, see
             period,
             exec,
             deadline,
+            jitter,
             offset,
-            ..
         } => {
-            let mut release = t0 + offset.as_nanos();
-            while release < end_ns {
-                sys::sleep_until(release);
+            // As the simulator: job k is released up to `jitter` after its
+            // nominal release, and due `deadline` after the nominal one.
+            let mut nominal = t0 + offset.as_nanos();
+            while nominal < end_ns {
+                sys::sleep_until(nominal + rng.between(0, jitter.as_nanos()));
                 spin_cpu(exec.as_nanos());
                 job(
                     slot,
-                    sys::now_ns() as i64 - (release + deadline.as_nanos()) as i64,
+                    sys::now_ns() as i64 - (nominal + deadline.as_nanos()) as i64,
                 );
-                release += period.as_nanos().max(1);
+                nominal += period.as_nanos().max(1);
             }
         }
-        WorkloadSpec::Video(v) => {
-            let execs: Vec<u64> = match &v.mode {
-                VideoMode::Constant { exec } => vec![exec.as_nanos()],
-                VideoMode::Mpeg { i, p, b, gop } => gop
-                    .chars()
-                    .map(|c| match c {
-                        'I' | 'i' => i.as_nanos(),
-                        'P' | 'p' => p.as_nanos(),
-                        _ => b.as_nanos(),
-                    })
-                    .collect(),
-            };
-            let mut release = t0;
-            let mut k = 0;
-            while release < end_ns {
-                sys::sleep_until(release);
-                spin_cpu(execs[k % execs.len().max(1)]);
-                k += 1;
-                job(
-                    slot,
-                    sys::now_ns() as i64 - (release + v.period.as_nanos()) as i64,
-                );
-                release += v.period.as_nanos().max(1);
-            }
-        }
+        WorkloadSpec::Video(v) => video(v, slot, end_ns, &mut rng),
         WorkloadSpec::Sporadic {
             min_interarrival,
             max_interarrival,
             exec,
             deadline,
         } => {
-            let mut release = t0;
+            // As the simulator: the first job arrives one inter-arrival
+            // time after the start.
+            let (min, max) = (
+                min_interarrival.as_nanos().max(1),
+                max_interarrival.as_nanos(),
+            );
+            let mut release = t0 + rng.between(min, max);
             while release < end_ns {
                 sys::sleep_until(release);
                 spin_cpu(exec.as_nanos());
@@ -121,23 +144,20 @@ pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, see
                     slot,
                     sys::now_ns() as i64 - (release + deadline.as_nanos()) as i64,
                 );
-                let span = max_interarrival
-                    .as_nanos()
-                    .saturating_sub(min_interarrival.as_nanos());
-                release +=
-                    min_interarrival.as_nanos().max(1) + (rng.next_f64() * span as f64) as u64;
+                release += rng.between(min, max);
             }
         }
         WorkloadSpec::Interactive { think, burst } => {
             while before_end() {
                 sys::sleep_until(sys::now_ns() + rng.exp(think.as_nanos()));
                 spin_cpu(rng.exp(burst.as_nanos()));
-                job(slot, i64::MIN + 1);
+                job_without_deadline(slot);
             }
         }
         WorkloadSpec::BlockingIo { compute, io } => {
             while before_end() {
                 spin_cpu(compute.as_nanos());
+                job_without_deadline(slot);
                 sys::sleep_until(sys::now_ns() + io.as_nanos());
             }
         }
@@ -157,6 +177,9 @@ fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
     let origin = sys::now_ns() + p.delay.as_nanos();
     sys::sleep_until(origin);
     let mut next_timer: Option<u64> = None;
+    // As in the simulator: a timer step ends a job (due at its expiry);
+    // without one, each turn of the loop is a job with no deadline.
+    let has_timer = p.steps.iter().any(|s| matches!(s, Step::Timer { .. }));
     let mut done = 0u64;
     while sys::now_ns() < end_ns && p.loops.is_none_or(|l| done < l) {
         for s in &p.steps {
@@ -170,18 +193,67 @@ fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
                 }
                 Step::Sleep(d) => sys::sleep_until(sys::now_ns() + d.as_nanos()),
                 Step::Timer { period, absolute } => {
-                    let per = period.as_nanos().max(1);
-                    let at = match (next_timer, absolute) {
-                        (Some(t), true) => t,
-                        (Some(_), false) | (None, _) => sys::now_ns().max(origin) + per,
-                    };
-                    job(slot, sys::now_ns() as i64 - at as i64);
-                    sys::sleep_until(at);
-                    next_timer = Some(at + per);
+                    let now = sys::now_ns();
+                    let t = timer_turn(next_timer, origin, period.as_nanos(), *absolute, now);
+                    job(slot, now as i64 - t.expiry as i64);
+                    next_timer = Some(t.next);
+                    if t.wait {
+                        sys::sleep_until(t.expiry);
+                    }
                 }
             }
         }
+        if !has_timer {
+            job_without_deadline(slot);
+        }
         done += 1;
+    }
+}
+
+/// Seed 003's `srtsim` video player, as the simulator models it (§2.2):
+/// a frame starts at its period's start and is due one period later; its
+/// CPU time is constant, or its MPEG type's mean with 10 % noise
+/// ([`MPEG_REL_STDDEV`]). A frame finished on time sleeps until the next
+/// period. A late one either finishes, and the next period starts then
+/// (`continue`), or is dropped at its deadline, a miss that is not a job,
+/// and the next frame starts there (`skip`).
+fn video(v: &VideoSpec, slot: Option<&ProbeSlot>, end_ns: u64, rng: &mut XorShift) {
+    let period = v.period.as_nanos().max(1);
+    let cost = |k: usize, rng: &mut XorShift| -> u64 {
+        let mean = match &v.mode {
+            VideoMode::Constant { exec } => return exec.as_nanos(),
+            VideoMode::Mpeg { i, p, b, gop } => match gop.as_bytes()[k % gop.len().max(1)] {
+                b'I' | b'i' => i.as_nanos(),
+                b'P' | b'p' => p.as_nanos(),
+                _ => b.as_nanos(),
+            },
+        };
+        let c = mean as f64 * (1.0 + MPEG_REL_STDDEV * rng.normal());
+        ((c.max(0.0) + 0.5) as u64).max(1)
+    };
+    let mut start = sys::now_ns();
+    let mut k = 0;
+    while start < end_ns {
+        sys::sleep_until(start);
+        let due = start + period;
+        let work = cost(k, rng);
+        k += 1;
+        match v.on_miss {
+            MissPolicy::Continue => {
+                spin_cpu(work);
+                let now = sys::now_ns();
+                job(slot, now as i64 - due as i64);
+                start = due.max(now);
+            }
+            MissPolicy::Skip => {
+                if spin_cpu_until(work, due) {
+                    job(slot, sys::now_ns() as i64 - due as i64);
+                } else if let Some(s) = slot {
+                    s.misses.fetch_add(1, Ordering::Relaxed);
+                }
+                start = due;
+            }
+        }
     }
 }
 

@@ -243,6 +243,78 @@ workload = { kind = "cpu-bound" }
     assert_eq!(r["live"]["protocol_errors"], 0);
 }
 
+/// The built-in workloads keep the simulator's timing live. An rt-app
+/// `timer` keeps its period whatever the run before it took (rt-app's
+/// relative mode rebases only a late timer): 5 ms of work every 20 ms is
+/// 100 jobs in 2 s, where sleeping a period after each run gave about 80.
+/// A program without a timer counts a job per loop, with no lateness, and
+/// an `interactive` thread's jobs have no lateness either.
+#[test]
+fn built_in_workloads_keep_the_simulators_timing() {
+    let Some(_g) = live() else { return };
+    let json = write_file(
+        "timer.json",
+        r#"{ "tasks": {
+  "video": { "loop": -1, "run": 5000, "timer": { "ref": "t", "period": 20000 } },
+  "build": { "loop": -1, "run": 20000, "sleep": 10000 } } }"#,
+    );
+    let f = write_file(
+        "timer.toml",
+        &format!(
+            r#"
+default = "ts"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "rez"
+policy = "rez"
+parent = "fp"
+params = {{ priority = 2 }}
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "fp"
+params = {{ priority = 1 }}
+[workload]
+rtapp = "{}"
+[[workload.map]]
+task = "video"
+scheduler = "rez"
+params = {{ amount = "7ms", period = "20ms" }}
+[[thread]]
+name = "ui"
+workload = {{ kind = "interactive", think = "20ms", burst = "1ms" }}
+"#,
+            json.display()
+        ),
+    );
+    let (r, stolen) = run_json_steal(&f, &["--duration", "2s"]);
+    let jobs = |name: &str| program(&r, name)["jobs"].as_u64().unwrap();
+    let late = |name: &str| program(&r, name)["max_lateness_ns"].clone();
+    eprintln!(
+        "video {} jobs (max lateness {}), build {} jobs, ui {} jobs",
+        jobs("video"),
+        late("video"),
+        jobs("build"),
+        jobs("ui")
+    );
+    // Every 20 ms the host left the machine is a period.
+    let periods = (2_000_000_000u64.saturating_sub(stolen)) / 20_000_000;
+    assert!(
+        jobs("video") * 100 >= periods * 93 && jobs("video") <= 101,
+        "{} video jobs in {periods} periods",
+        jobs("video")
+    );
+    assert!(late("video").as_i64().is_some_and(|l| l < 0), "{r}");
+    // 20 ms of work and a 10 ms sleep: at most 67 loops in 2 s.
+    assert!((5..=67).contains(&jobs("build")), "{r}");
+    assert!(late("build").is_null(), "{r}");
+    assert!(jobs("ui") > 10 && late("ui").is_null(), "{r}");
+}
+
 /// A daemon whose stderr reader has gone (`2>&1 | head` after head exited)
 /// still runs to the end and writes its report: a warning it cannot print
 /// is dropped, not a panic that ends the run (and aborts in the panic

@@ -25,7 +25,8 @@ use crate::metrics::ThreadStats;
 use crate::player::PlayerWorkload;
 use crate::rng::{to_u64, Rng};
 use hsched_config::{
-    MissPolicy, Program, QueueSpec, StageSpec, Step, VideoMode, VideoSpec, WorkloadSpec,
+    timer_turn, MissPolicy, Program, QueueSpec, StageSpec, Step, VideoMode, VideoSpec,
+    WorkloadSpec, MPEG_REL_STDDEV,
 };
 use hsched_core::{Msg, ParamValue, Params};
 
@@ -448,9 +449,6 @@ pub struct Video {
     busy: bool,
 }
 
-/// Relative standard deviation of MPEG frame times (seed 003 Table 2.4).
-pub const MPEG_REL_STDDEV: f64 = 0.10;
-
 impl Video {
     /// The frame type of frame `k` (MPEG mode).
     pub fn frame_type(&self, k: u64) -> Option<FrameType> {
@@ -556,22 +554,19 @@ impl Prog {
                 }
                 Step::Run(_) | Step::Sleep(_) | Step::Runtime(_) => {}
                 Step::Timer { period, absolute } => {
-                    let p = period.as_nanos();
-                    let e = self.expiry.unwrap_or(self.origin.saturating_add(p));
-                    cx.job_with_deadline(e);
-                    if cx.now < e {
-                        self.expiry = Some(e.saturating_add(p));
-                        cx.arm(e);
+                    let t = timer_turn(
+                        self.expiry,
+                        self.origin,
+                        period.as_nanos(),
+                        absolute,
+                        cx.now,
+                    );
+                    cx.job_with_deadline(t.expiry);
+                    self.expiry = Some(t.next);
+                    if t.wait {
+                        cx.arm(t.expiry);
                         return Next::Block;
                     }
-                    // On time or late: no sleep. Absolute timers keep their
-                    // grid and catch up; relative ones restart from now
-                    // (rt-app's timer modes).
-                    self.expiry = Some(if absolute {
-                        e.saturating_add(p)
-                    } else {
-                        cx.now.saturating_add(p)
-                    });
                 }
             }
         }
