@@ -62,7 +62,7 @@ fn frames(args: &[String]) -> Result<String, String> {
     // `--only TEXT`: just the rows whose label contains TEXT (e.g. RESBS).
     let only = flag(args, "--only").map(|o| o.to_lowercase());
     let base = "[machine]\ncpus = 1\n[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\n[[scheduler]]\nname = \"rez\"\npolicy = \"rez\"\nparent = \"root\"\nparams = { priority = 10 }\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\nparent = \"root\"\nparams = { priority = 1 }\n";
-    let mut out = String::from("| renderer under | background hogs | CPU % | frames/s | misses (gap > 33 ms) | daemon timer lateness p50 / p99 / max (us) | timers > 0.2 / > 0.5 ms late (of N) | daemon CPU % |\n|---|---|---|---|---|---|---|---|\n");
+    let mut out = String::from("| renderer under | background hogs | CPU % | frames/s | misses (deadlines passed) | daemon timer lateness p50 / p99 / max (us) | timers > 0.2 / > 0.5 ms late (of N) | daemon CPU % |\n|---|---|---|---|---|---|---|---|\n");
     for (label, extra, sched, params) in [
         ("RESBH 10 33 (Rez)", "", "rez", "params = { amount = \"10ms\", period = \"33ms\" }\n"),
         ("RESBH 10.5 33 (Rez, 5% margin)", "", "rez", "params = { amount = \"10500us\", period = \"33ms\" }\n"),

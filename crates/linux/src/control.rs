@@ -793,6 +793,7 @@ impl Daemon {
                     "supply_ns": hsi.instance_supply(i).as_nanos(), "parents": parents, "children": hsi.instance_children(i).len()})
             })
             .collect();
+        let now = sys::now_ns();
         let threads: Vec<Value> = self
             .threads
             .values()
@@ -804,12 +805,11 @@ impl Daemon {
                 };
                 // A built-in workload counts its own jobs and misses.
                 let probe = self.groups[m.group].slot.and_then(|i| self.slots.get(i));
-                let count = |f: fn(&sys::ProbeSlot) -> u64| probe.map(f);
                 json!({"name": m.name, "tid": m.tid, "pid": m.orig.tgid, "scheduler": hsi.instance_name(hsi.thread_parent(m.hsi)),
                     "params": params_to_json(&v.params), "runnable": hsi.thread_runnable(m.hsi), "cpu": cpu, "frozen": m.frozen,
                     "received_ns": hsi.thread_received(m.hsi).as_nanos(), "cpu_ns": enforce::proc_cpu_ns(m.tid).unwrap_or(m.cpu_ns),
                     "deadline_ns": deadlines.get(&m.tid).copied().flatten(), "stolen_ns": m.stolen_ns,
-                    "jobs": count(|p| p.jobs.load(Ordering::Relaxed)), "deadline_misses": count(|p| p.misses.load(Ordering::Relaxed))})
+                    "jobs": probe.map(|p| p.jobs.load(Ordering::Relaxed)), "deadline_misses": probe.map(|p| p.misses_at(now))})
             })
             .collect();
         let mut lat = self
@@ -822,7 +822,7 @@ impl Daemon {
             .collect::<Vec<_>>();
         let d = crate::report::Dist::of(&mut lat);
         json!({
-            "now_ns": sys::now_ns().saturating_sub(self.epoch),
+            "now_ns": now.saturating_sub(self.epoch),
             "cpus": self.cpus,
             "default": hsi.default_instance().map(|i| hsi.instance_name(i).to_string()),
             "instances": instances,

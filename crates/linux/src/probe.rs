@@ -44,6 +44,17 @@ fn job_without_deadline(slot: Option<&ProbeSlot>) {
     }
 }
 
+/// Publishes the deadline of the job in progress or next, and the
+/// interval of the deadlines after it (0: none counted), so that the
+/// daemon counts those passed unmet at the end of the run
+/// ([`ProbeSlot::misses_at`]). Set for the next job as soon as one is done.
+fn pending(slot: Option<&ProbeSlot>, due: u64, every: u64) {
+    if let Some(s) = slot {
+        s.pending_every.store(every, Ordering::Relaxed);
+        s.pending_due.store(due, Ordering::Relaxed);
+    }
+}
+
 /// Records one job's outcome.
 fn job(slot: Option<&ProbeSlot>, lateness: i64) {
     if let Some(s) = slot {
@@ -112,15 +123,15 @@ pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, see
         } => {
             // As the simulator: job k is released up to `jitter` after its
             // nominal release, and due `deadline` after the nominal one.
+            let (period, deadline) = (period.as_nanos().max(1), deadline.as_nanos());
             let mut nominal = t0 + offset.as_nanos();
+            pending(slot, nominal + deadline, period);
             while nominal < end_ns {
                 sys::sleep_until(nominal + rng.between(0, jitter.as_nanos()));
                 spin_cpu(exec.as_nanos());
-                job(
-                    slot,
-                    sys::now_ns() as i64 - (nominal + deadline.as_nanos()) as i64,
-                );
-                nominal += period.as_nanos().max(1);
+                job(slot, sys::now_ns() as i64 - (nominal + deadline) as i64);
+                nominal += period;
+                pending(slot, nominal + deadline, period);
             }
         }
         WorkloadSpec::Video(v) => video(v, slot, end_ns, &mut rng),
@@ -136,15 +147,15 @@ pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, see
                 min_interarrival.as_nanos().max(1),
                 max_interarrival.as_nanos(),
             );
+            let deadline = deadline.as_nanos();
             let mut release = t0 + rng.between(min, max);
+            pending(slot, release + deadline, 0);
             while release < end_ns {
                 sys::sleep_until(release);
                 spin_cpu(exec.as_nanos());
-                job(
-                    slot,
-                    sys::now_ns() as i64 - (release + deadline.as_nanos()) as i64,
-                );
+                job(slot, sys::now_ns() as i64 - (release + deadline) as i64);
                 release += rng.between(min, max);
+                pending(slot, release + deadline, 0);
             }
         }
         WorkloadSpec::Interactive { think, burst } => {
@@ -179,7 +190,14 @@ fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
     let mut next_timer: Option<u64> = None;
     // As in the simulator: a timer step ends a job (due at its expiry);
     // without one, each turn of the loop is a job with no deadline.
-    let has_timer = p.steps.iter().any(|s| matches!(s, Step::Timer { .. }));
+    let first_period = p.steps.iter().find_map(|s| match s {
+        Step::Timer { period, .. } => Some(period.as_nanos()),
+        _ => None,
+    });
+    let has_timer = first_period.is_some();
+    if let Some(per) = first_period {
+        pending(slot, origin + per, 0);
+    }
     let mut done = 0u64;
     while sys::now_ns() < end_ns && p.loops.is_none_or(|l| done < l) {
         for s in &p.steps {
@@ -197,6 +215,7 @@ fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
                     let t = timer_turn(next_timer, origin, period.as_nanos(), *absolute, now);
                     job(slot, now as i64 - t.expiry as i64);
                     next_timer = Some(t.next);
+                    pending(slot, t.next, 0);
                     if t.wait {
                         sys::sleep_until(t.expiry);
                     }
@@ -207,6 +226,11 @@ fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
             job_without_deadline(slot);
         }
         done += 1;
+    }
+    if p.loops.is_some_and(|l| done >= l) {
+        // The program ended: nothing is pending (as in the simulator,
+        // where a thread whose program ended has no job left).
+        pending(slot, 0, 0);
     }
 }
 
@@ -232,6 +256,7 @@ fn video(v: &VideoSpec, slot: Option<&ProbeSlot>, end_ns: u64, rng: &mut XorShif
         ((c.max(0.0) + 0.5) as u64).max(1)
     };
     let mut start = sys::now_ns();
+    pending(slot, start + period, 0);
     let mut k = 0;
     while start < end_ns {
         sys::sleep_until(start);
@@ -254,12 +279,16 @@ fn video(v: &VideoSpec, slot: Option<&ProbeSlot>, end_ns: u64, rng: &mut XorShif
                 start = due;
             }
         }
+        // The next frame, which a run ending before it starts leaves
+        // unmissed.
+        pending(slot, start + period, 0);
     }
 }
 
-/// Seed 000 §10.5.2: renders frames back to back, each `work` ns of CPU; a
-/// gap of more than `miss_gap` between two frame completions is a miss.
-/// Returns (frames, misses, longest gap).
+/// Seed 000 §10.5.2: renders frames back to back, each `work` ns of CPU;
+/// a frame completing `gap` after the previous one missed every deadline
+/// `miss_gap`, `2·miss_gap`, … after it that passed before it. Returns
+/// (frames, misses, longest gap).
 pub fn frame_renderer(
     work: u64,
     miss_gap: u64,
@@ -275,6 +304,7 @@ pub fn frame_renderer(
         s.max_lateness.store(i64::MIN, Ordering::Relaxed);
         s.used.store(1, Ordering::Relaxed);
     }
+    pending(slot, last + miss_gap, miss_gap);
     while sys::now_ns() < end_ns {
         spin_cpu(work);
         let now = sys::now_ns();
@@ -282,13 +312,22 @@ pub fn frame_renderer(
         last = now;
         frames += 1;
         longest = longest.max(gap);
-        if gap > miss_gap {
-            misses += 1;
+        // Every deadline `last + k·miss_gap` passed before this frame is
+        // a miss, as the simulator counts them (docs/metrics.md).
+        let missed = gap.saturating_sub(1) / miss_gap;
+        if missed > 0 {
+            misses += missed;
             if debug {
-                crate::diag!("[mono {now}] frame miss: gap {gap} ns");
+                crate::diag!("[mono {now}] frame miss: gap {gap} ns, {missed} deadlines");
             }
         }
-        job(slot, gap as i64 - miss_gap as i64);
+        if let Some(s) = slot {
+            s.jobs.fetch_add(1, Ordering::Relaxed);
+            s.misses.fetch_add(missed, Ordering::Relaxed);
+            s.max_lateness
+                .fetch_max(gap as i64 - miss_gap as i64, Ordering::Relaxed);
+        }
+        pending(slot, last + miss_gap, miss_gap);
     }
     (frames, misses, longest)
 }

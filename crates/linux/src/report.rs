@@ -417,6 +417,7 @@ impl Report {
 
 pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
     let machine = (duration.max(1) * d.cpus.len() as u64) as f64;
+    let end = d.epoch + duration;
     let mut threads = Vec::new();
     for m in d.threads.values() {
         let sched = d.hsi.instance_name(d.hsi.thread_parent(m.hsi)).to_string();
@@ -486,7 +487,7 @@ pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
             cpu_ns: cpu,
             share: cpu as f64 / machine,
             jobs: slot.map(|s| s.jobs.load(Ordering::Relaxed)),
-            deadline_misses: slot.map(|s| s.misses.load(Ordering::Relaxed)),
+            deadline_misses: slot.map(|s| s.misses_at(end)),
             max_lateness_ns: slot
                 .map(|s| s.max_lateness.load(Ordering::Relaxed))
                 .filter(|&v| v != i64::MIN),

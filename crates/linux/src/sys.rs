@@ -1186,6 +1186,30 @@ pub struct ProbeSlot {
     pub max_lateness: std::sync::atomic::AtomicI64,
     /// Whether the slot is in use.
     pub used: std::sync::atomic::AtomicU64,
+    /// Deadline (absolute `CLOCK_MONOTONIC`) of the job in progress or
+    /// next; 0 when none is pending.
+    pub pending_due: std::sync::atomic::AtomicU64,
+    /// Interval between `pending_due` and the deadlines of the jobs after
+    /// it, which will be pending too if it is not done (0: count only it).
+    pub pending_every: std::sync::atomic::AtomicU64,
+}
+
+impl ProbeSlot {
+    /// Misses so far at `now`: those counted, and the pending deadlines
+    /// that have passed unmet, as the simulator counts them at the end of
+    /// a run (a starved thread must not look punctual).
+    pub fn misses_at(&self, now: u64) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let due = self.pending_due.load(Relaxed);
+        let every = self.pending_every.load(Relaxed);
+        let overdue = if due == 0 || due >= now {
+            0
+        } else {
+            // With no interval, only the pending job itself.
+            1 + (now - due - 1).checked_div(every).unwrap_or(0)
+        };
+        self.misses.load(Relaxed) + overdue
+    }
 }
 
 /// An anonymous shared mapping of `n` [`ProbeSlot`]s.
@@ -1352,7 +1376,26 @@ pub fn flock_exclusive_nb(fd: RawFd) -> io::Result<bool> {
 
 #[cfg(test)]
 mod tests {
-    use super::Exec;
+    use super::{Exec, ProbeSlot};
+    use std::sync::atomic::Ordering::Relaxed;
+
+    #[test]
+    fn pending_deadlines_that_passed_count_as_misses() {
+        let s = ProbeSlot::default();
+        s.misses.store(2, Relaxed);
+        // Nothing pending.
+        assert_eq!(s.misses_at(1_000), 2);
+        // One pending job, due at 100: missed only once its deadline has
+        // passed.
+        s.pending_due.store(100, Relaxed);
+        assert_eq!((s.misses_at(100), s.misses_at(101)), (2, 3));
+        // A renderer: due every 33 from 100, as the simulator counts the
+        // deadlines passed since the last frame.
+        s.pending_every.store(33, Relaxed);
+        assert_eq!(s.misses_at(133), 3);
+        assert_eq!(s.misses_at(134), 4);
+        assert_eq!(s.misses_at(100 + 10 * 33 + 1), 2 + 11);
+    }
 
     #[test]
     fn a_program_that_cannot_run_is_refused_before_the_fork() {
