@@ -147,15 +147,18 @@ pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, see
                 min_interarrival.as_nanos().max(1),
                 max_interarrival.as_nanos(),
             );
+            // The jobs behind a pending one arrive at most `max` apart, so
+            // counting their deadlines `max` apart at the end of the run
+            // misses none that surely passed (exact when min = max).
             let deadline = deadline.as_nanos();
             let mut release = t0 + rng.between(min, max);
-            pending(slot, release + deadline, 0);
+            pending(slot, release + deadline, max);
             while release < end_ns {
                 sys::sleep_until(release);
                 spin_cpu(exec.as_nanos());
                 job(slot, sys::now_ns() as i64 - (release + deadline) as i64);
                 release += rng.between(min, max);
-                pending(slot, release + deadline, 0);
+                pending(slot, release + deadline, max);
             }
         }
         WorkloadSpec::Interactive { think, burst } => {
