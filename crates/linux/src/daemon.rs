@@ -16,7 +16,7 @@
 use crate::control::{Conn, Server};
 use crate::enforce::{self, Freezer, Original, ThreadCg};
 use crate::hierarchy;
-use crate::observe::{Event, Observer};
+use crate::observe::{Event, Observer, STATE_INTERRUPTIBLE};
 use crate::report::{LiveStats, Report};
 use crate::stolen::{Steal, StolenMeter, StolenSource};
 use crate::sys::{self, CpuMask, SchedAttr, Slots};
@@ -1109,15 +1109,22 @@ impl Daemon {
                 }
                 self.touched.push(tid);
             }
-            Event::Block { time, tid, .. } => {
+            Event::Block { time, tid, state } => {
                 if crate::coop::before_block(self, tid, time) {
                     return;
                 }
                 let Some(m) = self.threads.get_mut(&tid) else {
                     return;
                 };
-                let by_freezer =
-                    m.frozen_at != 0 && time >= m.frozen_at && (m.frozen || time <= m.thawed_at);
+                // The freezer parks a thread uninterruptibly (reported as
+                // D); an interruptible sleep (S) is the thread's own, even
+                // between a freeze request and the thaw: a thread that ends
+                // its job as the freeze comes must not be held runnable
+                // while it sleeps, its grant spent on an idle CPU.
+                let by_freezer = state != STATE_INTERRUPTIBLE
+                    && m.frozen_at != 0
+                    && time >= m.frozen_at
+                    && (m.frozen || time <= m.thawed_at);
                 if time < m.last_event || by_freezer {
                     return;
                 }
@@ -1719,7 +1726,7 @@ impl Daemon {
         for c in 0..next.len() {
             if let Some(old) = self.running[c] {
                 if !next.contains(&Some(old)) {
-                    self.stop(old);
+                    self.stop(old, next[c]);
                 }
             }
         }
@@ -1734,7 +1741,7 @@ impl Daemon {
         let touched = std::mem::take(&mut self.touched);
         for &tid in &touched {
             if !self.running.contains(&Some(tid)) {
-                self.stop(tid);
+                self.stop(tid, None);
             }
         }
         self.touched = touched;
@@ -1742,8 +1749,9 @@ impl Daemon {
         self.govern();
     }
 
-    fn stop(&mut self, tid: i32) {
-        if !self.defer_stop(tid) {
+    /// `tid` lost its CPU to `successor` (`None`: to no managed thread).
+    fn stop(&mut self, tid: i32, successor: Option<i32>) {
+        if !self.defer_stop(tid, successor) {
             self.freeze_now(tid);
         }
     }

@@ -56,7 +56,8 @@ use std::path::{Path, PathBuf};
 /// One observed event, in kernel time (`CLOCK_MONOTONIC` ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// `tid` went off a CPU in a sleeping state (it blocked).
+    /// `tid` went off a CPU in a sleeping state (it blocked, or the freezer
+    /// parked it: [`STATE_INTERRUPTIBLE`] tells its own sleeps).
     Block {
         /// When.
         time: u64,
@@ -180,6 +181,12 @@ pub struct Tracepoints {
 /// `SIGURG`, `SIGWINCH` and the four stop signals), and not those the
 /// kernel reports as ignored (`result` 1, `TRACE_SIGNAL_IGNORED`).
 pub const SIGNAL_FILTER: &str = "result != 1 && sig != 17 && sig != 18 && sig != 19 && sig != 20 && sig != 21 && sig != 22 && sig != 23 && sig != 28";
+
+/// `sched_switch`'s `prev_state` for an interruptible sleep (S): a thread's
+/// own wait (a timer, a futex, a read). The cgroup freezer parks a thread
+/// uninterruptibly (D, 2), which is how a freeze's switch-out is told from
+/// a sleep that began as the freeze was asked for.
+pub const STATE_INTERRUPTIBLE: u64 = 1;
 
 /// The `sched_switch` filter: only switch-outs in a sleeping state (a
 /// block). A preempted thread reports 0 or `TASK_REPORT_MAX` (0x100 and
