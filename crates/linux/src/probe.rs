@@ -55,13 +55,17 @@ fn pending(slot: Option<&ProbeSlot>, due: u64, every: u64) {
     }
 }
 
-/// Records one job's outcome.
+/// Records one job's outcome: a miss if it was late.
 fn job(slot: Option<&ProbeSlot>, lateness: i64) {
+    job_missing(slot, lateness, u64::from(lateness > 0));
+}
+
+/// Records one job that missed `missed` deadlines (the frame renderer's
+/// can miss several).
+fn job_missing(slot: Option<&ProbeSlot>, lateness: i64, missed: u64) {
     if let Some(s) = slot {
         s.jobs.fetch_add(1, Ordering::Relaxed);
-        if lateness > 0 {
-            s.misses.fetch_add(1, Ordering::Relaxed);
-        }
+        s.misses.fetch_add(missed, Ordering::Relaxed);
         s.max_lateness.fetch_max(lateness, Ordering::Relaxed);
     }
 }
@@ -324,12 +328,7 @@ pub fn frame_renderer(
                 crate::diag!("[mono {now}] frame miss: gap {gap} ns, {missed} deadlines");
             }
         }
-        if let Some(s) = slot {
-            s.jobs.fetch_add(1, Ordering::Relaxed);
-            s.misses.fetch_add(missed, Ordering::Relaxed);
-            s.max_lateness
-                .fetch_max(gap as i64 - miss_gap as i64, Ordering::Relaxed);
-        }
+        job_missing(slot, gap as i64 - miss_gap as i64, missed);
         pending(slot, last + miss_gap, miss_gap);
     }
     (frames, misses, longest)
