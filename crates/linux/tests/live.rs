@@ -113,6 +113,14 @@ fn run_json_steal(file: &Path, args: &[&str]) -> (Value, u64) {
     (r, stolen)
 }
 
+/// How late, at worst, the daemon handled an HSI timer in report `r`
+/// (ns): a stall of the daemon's own CPU, which delays every grant and
+/// replenishment by as much, so tests of lateness allow it as they allow
+/// stolen time.
+fn daemon_late_ns(r: &Value) -> u64 {
+    r["live"]["timer_lateness"]["max_ns"].as_u64().unwrap_or(0)
+}
+
 /// [`run_json`] with environment variables set for the daemon.
 fn run_json_env(file: &Path, args: &[&str], env: &[(&str, &str)]) -> Value {
     let cpu = test_cpu().to_string();
@@ -431,17 +439,22 @@ name = "hog"
 workload = { kind = "cpu-bound" }
 "#,
     );
-    let r = run_json(&f, &["--duration", "3s"]);
+    let (r, stolen) = run_json_steal(&f, &["--duration", "3s"]);
     let p = program(&r, "T1");
+    let stall = daemon_late_ns(&r);
     eprintln!(
-        "T1: {} jobs, {} misses, max lateness {} ns",
+        "T1: {} jobs, {} misses, max lateness {} ns; daemon's timers up to {stall} ns late",
         p["jobs"], p["deadline_misses"], p["max_lateness_ns"]
     );
     assert!(p["jobs"].as_u64().unwrap() >= 285, "{p}");
     // Late by most of a period only when the budget ran out long before
-    // the job was done.
+    // the job was done, or when the host held the test CPU or the daemon.
     let late = p["max_lateness_ns"].as_i64().unwrap();
-    assert!(late < 8_000_000, "T1 finished a job {late} ns late: {p}");
+    let bound = 8_000_000 + stolen + stall;
+    assert!(
+        late < bound as i64,
+        "T1 finished a job {late} ns late (bound {bound}): {p}"
+    );
     assert_eq!(r["live"]["protocol_errors"], 0);
 }
 
@@ -1187,7 +1200,8 @@ fn pipe_fill_levels_size_a_shell_pipeline_beside_a_hog() {
 /// missed 40–60 frames, up to 95 ms late (without the grace alone,
 /// 139–203); the bounds leave room for the shared, loaded 2-vCPU machine,
 /// where up to 13 misses and one frame 20.5 ms late were seen in 4 s, by
-/// the code of this commit and by that of several before it.
+/// the code of this commit and by that of several before it, and a frame
+/// as late as the daemon's own stall (below).
 #[test]
 fn hard_reservation_frames_survive_a_hog_and_rt_throttling() {
     let Some(_g) = live() else { return };
@@ -1227,8 +1241,12 @@ workload = { kind = "cpu-bound" }
     let misses = p["deadline_misses"].as_u64().unwrap();
     let late_ms = p["max_lateness_ns"].as_i64().unwrap() as f64 / 1e6;
     let g = &r["live"]["rt_governor"];
+    // A stall of the daemon's own (seen once in CI: one frame 47 ms late,
+    // none stolen from the test CPU, the hog demoted 64 ms longer than
+    // usual, which only a daemon that did not run explains).
+    let daemon_late_ms = daemon_late_ns(&r) as f64 / 1e6;
     eprintln!(
-        "renderer share {share:.3}, {jobs} frames, {misses} misses, max lateness {late_ms:.2} ms; hog {:.3}; governor {g}",
+        "renderer share {share:.3}, {jobs} frames, {misses} misses, max lateness {late_ms:.2} ms; hog {:.3}; daemon's timers up to {daemon_late_ms:.2} ms late; governor {g}",
         program(&r, "hog")["share"].as_f64().unwrap()
     );
     // The longest the renderer may be let run in a period, by design: the
@@ -1252,7 +1270,12 @@ workload = { kind = "cpu-bound" }
         misses <= allowed,
         "{misses} frames missed (allowed {allowed})"
     );
-    assert!(late_ms < 40.0 + stolen_ms, "a frame was {late_ms} ms late");
+    // With the governor off, frames are 65 ms late (the throttling window
+    // after a period's budget) while the daemon is punctual (< 0.5 ms).
+    assert!(
+        late_ms < 40.0 + stolen_ms + daemon_late_ms,
+        "a frame was {late_ms} ms late"
+    );
     assert!(g["demotions"].as_u64().unwrap() > 0, "no demotion: {g}");
     assert!(g["deferred_freezes"].as_u64().unwrap() > 0, "no grace: {g}");
     assert!(program(&r, "hog")["share"].as_f64().unwrap() > 0.5);
