@@ -387,6 +387,7 @@ impl Hsi {
             last_block: None,
             past_received: Duration::ZERO,
             before_reservation: None,
+            last_revoke: None,
             live: true,
         });
         if let Err(error) = self.register_with(parent, vp) {
@@ -786,6 +787,13 @@ impl Hsi {
     /// Whether a thread is runnable.
     pub fn thread_runnable(&self, t: ThreadId) -> bool {
         self.st.threads[t.index()].runnable
+    }
+
+    /// Why the thread last lost its processor to a revocation (`None`
+    /// if it never did): a backend that enforces late can tell a thread
+    /// whose own budget ended from one preempted by a more urgent one.
+    pub fn thread_last_revoke(&self, t: ThreadId) -> Option<RevokeReason> {
+        self.st.threads[t.index()].last_revoke
     }
 
     /// CPU time a thread has received, net of stolen time, across moves.
@@ -1356,6 +1364,7 @@ impl Hsi {
                 Some((c, Note::Revoke(vp, cpu, reason)))
             }
             Node::Thread(t) => {
+                self.st.threads[t.index()].last_revoke = Some(reason);
                 self.st.thread_stopped(cpu, t);
                 None
             }

@@ -180,6 +180,8 @@ pub(crate) struct ThreadSlot {
     pub past_received: Duration,
     /// Where a reservation began from, to go back on `end_reservation`.
     pub before_reservation: Option<(InstanceId, Params)>,
+    /// Why the thread last lost its processor to a revocation.
+    pub last_revoke: Option<RevokeReason>,
     pub live: bool,
 }
 

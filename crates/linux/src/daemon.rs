@@ -108,6 +108,9 @@ pub(crate) struct Managed {
     /// Granted, but off its CPU since then (kernel time): from its thaw to
     /// its switch-in, or preempted. `None`: on its CPU, or not granted.
     pub off_since: Option<u64>,
+    /// Kernel time of its last wake-up record not yet followed by a
+    /// switch-in or a block: runnable but not on a CPU since then.
+    pub woke_at: Option<u64>,
     /// Time of its current grant it spent off the CPU so far (ns): what
     /// a reservation thread's deferred freeze adds to the grace.
     pub lost_ns: u64,
@@ -1079,13 +1082,16 @@ impl Daemon {
                 }
             }
             Event::Wake { time, tid, .. } | Event::Run { time, tid } => {
-                if matches!(e, Event::Run { .. }) {
-                    // Back on its CPU: the stretch off it ends.
-                    if let Some(m) = self.threads.get_mut(&tid) {
+                if let Some(m) = self.threads.get_mut(&tid) {
+                    if matches!(e, Event::Run { .. }) {
+                        // Back on its CPU: the stretch off it ends.
                         if let Some(t0) = m.off_since.filter(|&t0| time >= t0) {
                             m.lost_ns += time - t0;
                             m.off_since = None;
                         }
+                        m.woke_at = None;
+                    } else {
+                        m.woke_at.get_or_insert(time);
                     }
                 }
                 if crate::coop::parked(self, tid) {
@@ -1116,6 +1122,7 @@ impl Daemon {
                 let Some(m) = self.threads.get_mut(&tid) else {
                     return;
                 };
+                m.woke_at = None;
                 // The freezer parks a thread uninterruptibly (reported as
                 // D); an interruptible sleep (S) is the thread's own, even
                 // between a freeze request and the thaw: a thread that ends
@@ -1636,6 +1643,7 @@ impl Daemon {
                 renamed_at: 0,
                 missing: false,
                 off_since: None,
+                woke_at: None,
                 lost_ns: 0,
                 fixed_reservation: false,
                 by_rules: false,
@@ -1799,9 +1807,16 @@ impl Daemon {
         }
         m.grants += 1;
         // A frozen thread is off its CPU from now to its switch-in record;
-        // one not frozen may be running already, and nothing is counted.
+        // one woken and not yet on a CPU, from the HSI's grant (the time
+        // its budget is charged from: the input that granted it) or its
+        // wake-up, whichever is later; one that may be running already
+        // counts nothing.
         m.lost_ns = 0;
-        m.off_since = m.frozen.then(sys::now_ns);
+        m.off_since = if m.frozen {
+            Some(sys::now_ns())
+        } else {
+            m.woke_at.map(|w| w.max(self.epoch + self.hsi.now().0))
+        };
         let mut warn = None;
         if m.pinned != Some(cpu) {
             match sys::set_affinity(tid, &CpuMask::single(cpu)) {

@@ -140,6 +140,7 @@ fn an_earlier_deadline_preempts_the_running_reservation() {
         .create_thread(ms(0), "b", rez, res("1ms", "4ms"))
         .unwrap();
     let mut d = Driver::new(hsi);
+    assert_eq!(d.hsi.thread_last_revoke(a), None);
     d.add(a, Behaviour::CpuBound).unwrap();
     d.add(b, Behaviour::CpuBound).unwrap();
     d.run_until(ms(5)).unwrap();
@@ -147,8 +148,18 @@ fn an_earlier_deadline_preempts_the_running_reservation() {
         (d.hsi.thread_received(a), d.hsi.thread_received(b)),
         (dur_ms(3), dur_ms(2))
     );
+    // What a live backend reads to tell the two apart.
+    assert_eq!(d.hsi.thread_last_revoke(a), Some(RevokeReason::Preempted));
+    assert_eq!(
+        d.hsi.thread_last_revoke(b),
+        Some(RevokeReason::BudgetExhausted)
+    );
     d.run_until(ms(7)).unwrap();
     assert_eq!(d.hsi.thread_received(a), dur_ms(5));
+    assert_eq!(
+        d.hsi.thread_last_revoke(a),
+        Some(RevokeReason::BudgetExhausted)
+    );
     d.run_until(ms(9)).unwrap();
     assert_eq!(d.hsi.thread_received(b), dur_ms(3));
     let vp_a = d.hsi.thread_vp(a);
