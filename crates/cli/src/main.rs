@@ -15,6 +15,7 @@
 
 mod analysis;
 mod cmd;
+mod compare;
 mod input;
 mod numbers;
 mod outcome;

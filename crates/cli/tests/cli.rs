@@ -1642,3 +1642,67 @@ fn a_signal_while_the_files_load_ends_hsched_at_once() {
         assert_eq!(o.status.signal(), Some(sig));
     }
 }
+
+/// `hsched run --compare` (root, live mode): the measured report, then the
+/// simulator's run of the same file for as long, program by program. Only
+/// the shape and the simulated side are checked: the measured side is the
+/// live tests' business (crates/linux/tests/live.rs).
+#[test]
+fn run_compare_puts_the_simulation_beside_the_measurement() {
+    if let Err(e) = hsched_linux::check_support() {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("hsched-cli-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("compare.toml");
+    std::fs::write(
+        &f,
+        r#"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[thread]]
+name = "video"
+scheduler = "fp"
+params = { priority = 2 }
+workload = { kind = "periodic", period = "10ms", exec = "2ms" }
+[[thread]]
+name = "hog"
+scheduler = "fp"
+params = { priority = 1 }
+workload = { kind = "cpu-bound" }
+"#,
+    )
+    .unwrap();
+    let cpu = hsched_linux::sys::online_cpus().last().unwrap().to_string();
+    let f = f.to_str().unwrap();
+    let base = ["run", f, "--cpus", &cpu, "--duration", "500ms"];
+    let o = run(&[&base[..], &["--compare", "--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["mode"], "live");
+    let c = &r["compare"];
+    assert_eq!(c["duration_ns"], r["duration_ns"]);
+    let rows = c["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["video", "hog"], "{c}");
+    let video = &rows[0];
+    assert!(
+        (video["sim"]["share"].as_f64().unwrap() - 0.2).abs() < 0.01,
+        "{c}"
+    );
+    assert_eq!(video["sim"]["deadline_misses"], 0, "{c}");
+    assert!(video["live"]["jobs"].as_u64().unwrap() > 0, "{c}");
+    assert_eq!(rows[1]["sim"]["jobs"], Value::Null, "{c}");
+    let o = run(&[&base[..], &["--compare"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(
+        t.contains("compared with the simulator (same file, 0.5"),
+        "{t}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

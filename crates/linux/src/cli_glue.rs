@@ -140,43 +140,65 @@ pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), St
 
 /// `hsched run`: returns the process exit code.
 pub fn run_main(args: &[String]) -> i32 {
-    let (file, opts, json) = match parse_run_args(args) {
-        Ok(x) => x,
-        Err(e) => {
-            crate::diag!("hsched run: {e}\n{RUN_USAGE}");
-            return 2;
-        }
-    };
+    match run_report(args) {
+        Ok(done) => crate::out::print_stdout(&if done.json {
+            format!("{}\n", done.report.to_json())
+        } else {
+            done.report.to_table()
+        }),
+        Err(code) => code,
+    }
+}
+
+/// A finished `hsched run`: what ran, its report, and whether `--json`
+/// was asked for.
+pub struct RunDone {
+    /// The hierarchy file as loaded.
+    pub hierarchy: hsched_config::Hierarchy,
+    /// The measured report.
+    pub report: crate::Report,
+    /// `--json` was given.
+    pub json: bool,
+}
+
+/// `hsched run` up to its report, for callers that print more with it.
+///
+/// # Errors
+/// The exit code, after saying why on stderr: 2 for bad arguments or an
+/// unusable file, 3 where live mode is impossible (nothing was changed),
+/// 1 for an error during the run.
+pub fn run_report(args: &[String]) -> Result<RunDone, i32> {
+    let (file, opts, json) = parse_run_args(args).map_err(|e| {
+        crate::diag!("hsched run: {e}\n{RUN_USAGE}");
+        2
+    })?;
     // An unreadable or invalid file is an input error (2), like every verb.
-    let h = match hsched_config::load(&file) {
-        Ok(h) => h,
-        Err(e) => {
-            crate::diag!("{e}");
-            return 2;
-        }
-    };
+    let h = hsched_config::load(&file).map_err(|e| {
+        crate::diag!("{e}");
+        2
+    })?;
     if let Err(e) = h.check_live() {
         crate::diag!("{e}");
-        return 2;
+        return Err(2);
     }
     if let Some(note) = opts.duration.and_then(|d| h.unreached_note(d)) {
         crate::diag!("{note}");
     }
     match run(&h, opts) {
-        Ok(r) => crate::out::print_stdout(&if json {
-            format!("{}\n", r.to_json())
-        } else {
-            r.to_table()
+        Ok(report) => Ok(RunDone {
+            hierarchy: h,
+            report,
+            json,
         }),
         Err(e) => {
             crate::diag!("hsched run: {e}");
-            match e {
+            Err(match e {
                 crate::LiveError::Usage(_) => 2,
                 // Live mode impossible here (a missing feature, or another
                 // daemon manages a requested CPU); nothing was changed.
                 crate::LiveError::Unsupported(_) | crate::LiveError::CpuBusy { .. } => 3,
                 _ => 1,
-            }
+            })
         }
     }
 }

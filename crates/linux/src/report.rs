@@ -235,7 +235,7 @@ pub struct SchedulerReport {
 }
 
 /// Everything a live run measured.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Report {
     /// Wall-clock length of the run.
     pub duration_ns: u64,

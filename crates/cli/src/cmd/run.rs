@@ -1,7 +1,10 @@
 //! `hsched run`: live mode. Everything is done by `hsched-linux`; this verb
-//! forwards its arguments.
+//! forwards its arguments, and with `--compare` simulates the same file
+//! for the same length and prints the two side by side (crate::compare).
 
+use crate::compare;
 use crate::outcome::Outcome;
+use hsched_linux::{diag, out::print_stdout};
 
 /// Long help.
 pub const LONG_ABOUT: &str = "\
@@ -20,14 +23,18 @@ programs exit), --socket PATH, --group GID (may use the socket),
 --fifo-priority N (SCHED_FIFO of granted threads, 1 to 79, default 10; 0
 leaves their policy), --stolen off|procstat|trace (measure time stolen by
 interrupts and feed it to the hierarchy; see docs/stolen-time.md),
---stolen-irq-overhead D, --json.";
+--stolen-irq-overhead D, --json, --compare (then simulate the file for as
+long as the run lasted and show, program by program, the share, jobs,
+misses and largest lateness simulated beside those measured; with --json,
+under the key `compare`).";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
 Examples:
   sudo hsched run examples/frame-renderer.toml --duration 10s
   sudo hsched run examples/overview.toml --scheduler TS -- make -j2
-  sudo hsched run examples/overview.toml --json --duration 5s > report.json";
+  sudo hsched run examples/overview.toml --json --duration 5s > report.json
+  sudo hsched run examples/home-computer.toml --duration 4s --compare";
 
 /// Arguments of `hsched run`, parsed by `hsched-linux`.
 #[derive(clap::Args, Debug)]
@@ -47,7 +54,72 @@ pub struct Args {
 /// None of its own: `hsched-linux` reports and chooses the exit status
 /// (3: this machine cannot run live mode).
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    Ok(Outcome::Status(hsched_linux::cli_glue::run_main(
-        &args.args,
-    )))
+    let (compare, args) = take_compare(&args.args);
+    if !compare {
+        return Ok(Outcome::Status(hsched_linux::cli_glue::run_main(&args)));
+    }
+    let done = match hsched_linux::cli_glue::run_report(&args) {
+        Ok(done) => done,
+        Err(code) => return Ok(Outcome::Status(code)),
+    };
+    let opts = hsched_sim::SimOptions {
+        duration: Some(compare::sim_duration(&done.report)),
+        ..Default::default()
+    };
+    let sim = hsched_sim::run(&done.hierarchy, opts);
+    let c = sim.as_ref().ok().map(|s| compare::compare(&done.report, s));
+    let text = if done.json {
+        let mut v: serde_json::Value = serde_json::from_str(&done.report.to_json())?;
+        v["compare"] = c.as_ref().map_or(serde_json::Value::Null, |c| c.to_json());
+        format!("{}\n", serde_json::to_string_pretty(&v)?)
+    } else {
+        let mut t = done.report.to_table();
+        if let Some(c) = &c {
+            t.push_str(&c.to_table());
+        }
+        t
+    };
+    // The measured report is printed whatever the simulator says.
+    let status = print_stdout(&text);
+    if let Err(e) = sim {
+        diag!("hsched run --compare: the simulator cannot run this file: {e}");
+        return Ok(Outcome::Status(1));
+    }
+    Ok(Outcome::Status(status))
+}
+
+/// Whether `--compare` is among the options (before a `-- COMMAND`), and
+/// the arguments without it, for `hsched-linux`.
+fn take_compare(args: &[String]) -> (bool, Vec<String>) {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let mut rest: Vec<String> = args[..end]
+        .iter()
+        .filter(|a| *a != "--compare")
+        .cloned()
+        .collect();
+    let compare = rest.len() < end;
+    rest.extend_from_slice(&args[end..]);
+    (compare, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_compare;
+
+    fn v(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn compare_is_an_option_only_before_the_command() {
+        assert_eq!(
+            take_compare(&v(&["f.toml", "--compare", "--json"])),
+            (true, v(&["f.toml", "--json"]))
+        );
+        assert_eq!(
+            take_compare(&v(&["f.toml", "--", "prog", "--compare"])),
+            (false, v(&["f.toml", "--", "prog", "--compare"]))
+        );
+        assert_eq!(take_compare(&v(&["f.toml"])), (false, v(&["f.toml"])));
+    }
 }
