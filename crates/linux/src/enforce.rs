@@ -656,7 +656,7 @@ pub struct RtGovernor {
     pub forced: u64,
     /// Time spent demoted (ns).
     pub demoted_ns: u64,
-    /// Freezes deferred by the grace.
+    /// Freezes deferred: by the grace, or by lost time alone.
     pub deferred: u64,
     /// Of those, deferred further for time lost to dispatch (count, ns).
     pub lost_deferrals: u64,
