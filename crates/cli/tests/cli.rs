@@ -1653,6 +1653,15 @@ fn run_compare_puts_the_simulation_beside_the_measurement() {
         eprintln!("SKIPPED: {e}");
         return;
     }
+    // As the live tests do: wait while another daemon manages a CPU, and
+    // hold the CPUs for the daemon this test starts.
+    let cpus = hsched_linux::sys::online_cpus();
+    let _locks = hsched_linux::cpulock::CpuLocks::acquire_wait(
+        &cpus,
+        hsched_linux::cpulock::Sharing::WithChildren,
+        std::time::Duration::from_secs(120),
+    )
+    .expect("the CPUs, within 2 minutes");
     let dir = std::env::temp_dir().join(format!("hsched-cli-compare-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("compare.toml");
@@ -1677,7 +1686,7 @@ workload = { kind = "cpu-bound" }
 "#,
     )
     .unwrap();
-    let cpu = hsched_linux::sys::online_cpus().last().unwrap().to_string();
+    let cpu = cpus.last().unwrap().to_string();
     let f = f.to_str().unwrap();
     let base = ["run", f, "--cpus", &cpu, "--duration", "500ms"];
     let o = run(&[&base[..], &["--compare", "--json"]].concat());
