@@ -32,7 +32,7 @@ under the key `compare`).";
 pub const EXAMPLES: &str = "\
 Examples:
   sudo hsched run examples/frame-renderer.toml --duration 10s
-  sudo hsched run examples/overview.toml --scheduler TS -- make -j2
+  sudo hsched run examples/overview.toml --scheduler ts -- make -j2
   sudo hsched run examples/overview.toml --json --duration 5s > report.json
   sudo hsched run examples/home-computer.toml --duration 4s --compare";
 
