@@ -7,6 +7,7 @@
 //! | 2 | usage or input error: bad command line, unreadable or invalid file |
 //! | 3 | `run`: this machine cannot run live mode (not root, no freezer, ...) |
 //! | 130 | `sim`: stopped early by Ctrl-C (SIGINT) or SIGTERM; the report covers the time simulated |
+//! | 130 | `run --compare`: Ctrl-C or SIGTERM while simulating; the measured report is printed without the comparison |
 //! | 130, 143 | `sim`: killed by SIGINT or SIGTERM before the run started, or by a second one |
 //! | 101 | hsched itself failed (a bug; the message says so) |
 
@@ -35,6 +36,8 @@ Exit status:
        cover the time simulated (a second Ctrl-C stops at once)
   130  sim: Ctrl-C (143: SIGTERM) while the files load, before the run
        starts: hsched ends at once and writes nothing
+  130  run --compare: Ctrl-C or SIGTERM while simulating; the measured
+       report is printed without the comparison
   101  hsched itself failed (a bug: please report it)";
 
 /// How a verb that did not fail ended.

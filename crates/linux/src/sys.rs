@@ -735,6 +735,21 @@ pub fn read_signal(fd: &OwnedFd) -> Option<i32> {
     (r == n as isize).then_some(info.ssi_signo as i32)
 }
 
+/// Unblocks `sigs` in the calling thread: a caller that goes on after a
+/// run (whose signalfd blocked them) and wants them delivered again.
+pub fn unblock_signals(sigs: &[i32]) {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid set pointers; invalid numbers only make sigaddset fail.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for &s in sigs {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// Unblocks every signal in the calling thread (used in forked children).
 pub fn unblock_all_signals() {
     // SAFETY: sigset_t is plain data initialised by sigemptyset.

@@ -3,7 +3,7 @@
 //! for the same length and prints the two side by side (crate::compare).
 
 use crate::compare;
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, EXIT_INTERRUPTED};
 use hsched_linux::{diag, out::print_stdout};
 
 /// Long help.
@@ -62,12 +62,27 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         Ok(done) => done,
         Err(code) => return Ok(Outcome::Status(code)),
     };
+    // The daemon left SIGINT and SIGTERM blocked (its signalfd read them):
+    // from here on the first one ends the simulation early and the
+    // measured report is printed without the comparison; a second ends
+    // hsched at once, as in `hsched sim`.
+    let stop = crate::cmd::sim::stop_on_signals()?;
+    hsched_linux::sys::unblock_signals(&[
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ]);
     let opts = hsched_sim::SimOptions {
         duration: Some(compare::sim_duration(&done.report)),
+        stop: Some(stop),
         ..Default::default()
     };
     let sim = hsched_sim::run(&done.hierarchy, opts);
-    let c = sim.as_ref().ok().map(|s| compare::compare(&done.report, s));
+    let interrupted = sim.as_ref().is_ok_and(|s| s.interrupted);
+    let c = sim
+        .as_ref()
+        .ok()
+        .filter(|_| !interrupted)
+        .map(|s| compare::compare(&done.report, s));
     let text = if done.json {
         let mut v: serde_json::Value = serde_json::from_str(&done.report.to_json())?;
         v["compare"] = c.as_ref().map_or(serde_json::Value::Null, |c| c.to_json());
@@ -84,6 +99,10 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     if let Err(e) = sim {
         diag!("hsched run --compare: the simulator cannot run this file: {e}");
         return Ok(Outcome::Status(1));
+    }
+    if interrupted {
+        diag!("hsched run --compare: interrupted while simulating; no comparison");
+        return Ok(Outcome::Status(EXIT_INTERRUPTED.into()));
     }
     Ok(Outcome::Status(status))
 }

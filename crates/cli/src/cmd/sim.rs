@@ -344,7 +344,7 @@ fn run_batch(
 /// second signal ends the process at once, as without hsched's handler.
 /// Installed only once the run is about to start: nothing checks the flag
 /// while the files load.
-fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
