@@ -62,6 +62,13 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         Ok(done) => done,
         Err(code) => return Ok(Outcome::Status(code)),
     };
+    // The measured table goes out at once; the JSON report waits for its
+    // `compare` key.
+    let mut status = if done.json {
+        0
+    } else {
+        print_stdout(&done.report.to_table())
+    };
     // The daemon left SIGINT and SIGTERM blocked (its signalfd read them):
     // from here on the first one ends the simulation early and the
     // measured report is printed without the comparison; a second ends
@@ -83,19 +90,13 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         .ok()
         .filter(|_| !interrupted)
         .map(|s| compare::compare(&done.report, s));
-    let text = if done.json {
+    if done.json {
         let mut v: serde_json::Value = serde_json::from_str(&done.report.to_json())?;
         v["compare"] = c.as_ref().map_or(serde_json::Value::Null, |c| c.to_json());
-        format!("{}\n", serde_json::to_string_pretty(&v)?)
-    } else {
-        let mut t = done.report.to_table();
-        if let Some(c) = &c {
-            t.push_str(&c.to_table());
-        }
-        t
-    };
-    // The measured report is printed whatever the simulator says.
-    let status = print_stdout(&text);
+        status = print_stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+    } else if let Some(c) = &c {
+        status = status.max(print_stdout(&c.to_table()));
+    }
     if let Err(e) = sim {
         diag!("hsched run --compare: the simulator cannot run this file: {e}");
         return Ok(Outcome::Status(1));
