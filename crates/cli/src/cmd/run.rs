@@ -4,7 +4,10 @@
 
 use crate::compare;
 use crate::outcome::{Outcome, EXIT_INTERRUPTED};
+use crate::progress::Progress;
 use hsched_linux::{diag, out::print_stdout};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// Long help.
 pub const LONG_ABOUT: &str = "\
@@ -78,12 +81,18 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
     ]);
+    // As `hsched sim`: a bar on a terminal when simulating a long run
+    // takes more than about two seconds.
+    let progress = Rc::new(RefCell::new(Progress::for_stderr()));
+    let bar = Rc::clone(&progress);
     let opts = hsched_sim::SimOptions {
         duration: Some(compare::sim_duration(&done.report)),
         stop: Some(stop),
+        progress: Some(Box::new(move |f| bar.borrow_mut().update(f))),
         ..Default::default()
     };
     let sim = hsched_sim::run(&done.hierarchy, opts);
+    progress.borrow_mut().finish();
     let interrupted = sim.as_ref().is_ok_and(|s| s.interrupted);
     let c = sim
         .as_ref()
