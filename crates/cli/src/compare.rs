@@ -5,6 +5,7 @@
 //! the programs' real demand).
 
 use hsched_core::Duration;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// What one side measured of one program or thread.
@@ -76,6 +77,10 @@ pub fn compare(live: &hsched_linux::Report, sim: &hsched_sim::Report) -> Compari
             p.max_lateness_ns,
         )
     };
+    // By name both ways: a file may have thousands of threads (`count`).
+    let programs: HashMap<&str, &hsched_linux::ProgramReport> =
+        live.programs.iter().map(|p| (p.name.as_str(), p)).collect();
+    let simulated: HashSet<&str> = sim.threads.iter().map(|t| t.name.as_str()).collect();
     let mut rows: Vec<Row> = sim
         .threads
         .iter()
@@ -88,11 +93,11 @@ pub fn compare(live: &hsched_linux::Report, sim: &hsched_sim::Report) -> Compari
                 t.deadline_misses,
                 t.max_lateness_ns,
             )),
-            live: live.program(&t.name).map(live_side),
+            live: programs.get(t.name.as_str()).map(|p| live_side(p)),
         })
         .collect();
     for p in &live.programs {
-        if sim.thread(&p.name).is_none() {
+        if !simulated.contains(p.name.as_str()) {
             rows.push(Row {
                 name: p.name.clone(),
                 sim: None,
