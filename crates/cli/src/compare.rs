@@ -206,23 +206,7 @@ impl Comparison {
 mod tests {
     use super::*;
 
-    const FILE: &str = r#"
-[machine]
-cpus = 1
-[[scheduler]]
-name = "fp"
-policy = "fp"
-[[thread]]
-name = "video"
-scheduler = "fp"
-params = { priority = 2 }
-workload = { kind = "periodic", period = "10ms", exec = "2ms" }
-[[thread]]
-name = "hog"
-scheduler = "fp"
-params = { priority = 1 }
-workload = { kind = "cpu-bound" }
-"#;
+    const FILE: &str = include_str!("../tests/compare.toml");
 
     fn program(
         name: &str,

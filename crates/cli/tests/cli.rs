@@ -1170,7 +1170,6 @@ fn the_pipeline_example_keeps_its_queue_half_full_under_realrate() {
         all.contains("audio") && all.contains("RESBH 0.5 5"),
         "{all}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -1662,32 +1661,8 @@ fn run_compare_puts_the_simulation_beside_the_measurement() {
         std::time::Duration::from_secs(120),
     )
     .expect("the CPUs, within 2 minutes");
-    let dir = std::env::temp_dir().join(format!("hsched-cli-compare-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("compare.toml");
-    std::fs::write(
-        &f,
-        r#"
-[machine]
-cpus = 1
-[[scheduler]]
-name = "fp"
-policy = "fp"
-[[thread]]
-name = "video"
-scheduler = "fp"
-params = { priority = 2 }
-workload = { kind = "periodic", period = "10ms", exec = "2ms" }
-[[thread]]
-name = "hog"
-scheduler = "fp"
-params = { priority = 1 }
-workload = { kind = "cpu-bound" }
-"#,
-    )
-    .unwrap();
     let cpu = cpus.last().unwrap().to_string();
-    let f = f.to_str().unwrap();
+    let f = "crates/cli/tests/compare.toml";
     let base = ["run", f, "--cpus", &cpu, "--duration", "500ms"];
     let o = run(&[&base[..], &["--compare", "--json"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
@@ -1713,5 +1688,4 @@ workload = { kind = "cpu-bound" }
         t.contains("compared with the simulator (same file, 0.5"),
         "{t}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
