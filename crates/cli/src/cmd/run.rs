@@ -74,14 +74,16 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     } else {
         print_stdout(&done.report.to_table())
     };
-    // The daemon left SIGINT and SIGTERM blocked (its signalfd read them):
-    // from here on the first one ends the simulation early and the
-    // measured report is printed without the comparison; a second ends
-    // hsched at once, as in `hsched sim`.
+    // The daemon left SIGINT, SIGTERM and SIGHUP blocked (its signalfd
+    // read them): from here on the first SIGINT or SIGTERM ends the
+    // simulation early and the measured report is printed without the
+    // comparison; a second ends hsched at once, and SIGHUP (the terminal
+    // went away) ends it at once, as in `hsched sim`.
     let stop = crate::cmd::sim::stop_on_signals()?;
     hsched_linux::sys::unblock_signals(&[
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
     ]);
     // As `hsched sim`: a bar on a terminal when simulating a long run
     // takes more than about two seconds.
