@@ -273,6 +273,9 @@ pub(crate) struct Engine<'h> {
     stop: Option<Arc<AtomicBool>>,
     /// The run was ended early by `stop`.
     interrupted: bool,
+    /// The run was ended early because the Gantt chart's window held
+    /// more than it can show.
+    chart_full: bool,
     scheds: Vec<SchedRec>,
     timer_rounds: u32,
     timer_round_at: u64,
@@ -442,6 +445,7 @@ impl<'h> Engine<'h> {
             asked_end: setup.end,
             stop: setup.stop,
             interrupted: false,
+            chart_full: false,
             scheds: Vec::new(),
             timer_rounds: 0,
             timer_round_at: 0,
@@ -546,6 +550,18 @@ impl<'h> Engine<'h> {
         if let Err(e) = self.run_loop() {
             return Err(*e);
         }
+        if self.chart_full {
+            return Err(SimError::Io {
+                what: "Gantt chart",
+                error: std::io::Error::other(format!(
+                    "its window holds more than {} bars and marks, more than a chart \
+                     can show (the run stopped at {}); choose a shorter window (`--window`), \
+                     or write a trace (`--trace`), which streams a run of any length",
+                    crate::gantt::MAX_MARKS,
+                    Instant(self.end)
+                )),
+            });
+        }
         self.finish()
     }
 
@@ -627,9 +643,9 @@ impl<'h> Engine<'h> {
         }
     }
 
-    /// The clock reached `next_mark`: reports progress, and turns the
-    /// HSI's tracing on or off at the trace window's ends (before any
-    /// input at `t`).
+    /// The clock reached `next_mark`: reports progress, turns the HSI's
+    /// tracing on or off at the trace window's ends (before any input at
+    /// `t`), and ends the run once the Gantt chart is full.
     #[cold]
     fn mark(&mut self, t: u64) {
         if t >= self.next_progress {
@@ -641,6 +657,10 @@ impl<'h> Engine<'h> {
         }
         if t >= self.hsi_trace_flip {
             self.flip_hsi_trace(t);
+        }
+        if self.gantt.as_ref().is_some_and(Gantt::full) {
+            self.end = self.end.min(t);
+            self.chart_full = true;
         }
         self.next_mark = self.next_progress.min(self.hsi_trace_flip);
     }
@@ -1099,6 +1119,10 @@ impl<'h> Engine<'h> {
         }
         if let Some(g) = self.gantt.as_mut() {
             g.run(i as u32, c as u32, since, now);
+            if g.full() {
+                // `mark` ends the run at the next instant.
+                self.next_mark = 0;
+            }
         }
     }
 

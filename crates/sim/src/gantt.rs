@@ -1,7 +1,10 @@
 //! An SVG Gantt chart of a time window: one row per thread, a bar for each
 //! stretch it ran, colored by processor; deadline misses are red marks;
 //! stolen time gets a row per processor at the bottom. Only what falls in
-//! the window is kept, so memory is bounded by the window, not the run.
+//! the window is kept, so memory is bounded by the window, not the run;
+//! a window holding more than [`MAX_MARKS`] bars and marks (an SVG no
+//! viewer could open) stops the chart, and the run fails with a clear
+//! error rather than growing without bound.
 
 use hsched_core::Duration;
 use std::fmt::Write as _;
@@ -33,7 +36,12 @@ const PALETTE: [&str; 10] = [
     "#bab0ac", "#e15759",
 ];
 
+/// Most bars and marks one chart holds (about 100 MB of SVG).
+pub const MAX_MARKS: usize = 1_000_000;
+
 pub(crate) struct Gantt {
+    /// More than [`MAX_MARKS`] fell in the window: nothing more is kept.
+    full: bool,
     from: u64,
     to: u64,
     out: Box<dyn Write>,
@@ -50,6 +58,7 @@ impl Gantt {
         let from = req.from.as_nanos();
         let to = req.to.as_nanos().max(from + 1);
         Gantt {
+            full: false,
             from,
             to,
             out: req.out,
@@ -64,21 +73,45 @@ impl Gantt {
         (s < e).then_some((s, e))
     }
 
+    /// Whether the window held more than [`MAX_MARKS`] bars and marks.
+    pub fn full(&self) -> bool {
+        self.full
+    }
+
+    /// Counts one more bar or mark; past the limit, drops what is kept.
+    fn room(&mut self) -> bool {
+        if self.full {
+            return false;
+        }
+        if self.runs.len() + self.misses.len() + self.stolen.len() < MAX_MARKS {
+            return true;
+        }
+        self.full = true;
+        self.runs = Vec::new();
+        self.misses = Vec::new();
+        self.stolen = Vec::new();
+        false
+    }
+
     pub fn run(&mut self, thread: u32, cpu: u32, s: u64, e: u64) {
         if let Some((s, e)) = self.clip(s, e) {
-            self.runs.push((thread, cpu, s, e));
+            if self.room() {
+                self.runs.push((thread, cpu, s, e));
+            }
         }
     }
 
     pub fn miss(&mut self, thread: u32, at: u64) {
-        if at >= self.from && at < self.to {
+        if at >= self.from && at < self.to && self.room() {
             self.misses.push((thread, at));
         }
     }
 
     pub fn stolen(&mut self, cpu: u32, s: u64, e: u64) {
         if let Some((s, e)) = self.clip(s, e) {
-            self.stolen.push((cpu, s, e));
+            if self.room() {
+                self.stolen.push((cpu, s, e));
+            }
         }
     }
 

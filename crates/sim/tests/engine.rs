@@ -605,6 +605,39 @@ workload = {{ kind = \"periodic\", period = \"10ms\", exec = \"15ms\" }}
 }
 
 #[test]
+fn a_gantt_window_too_full_to_draw_ends_the_run_with_an_error() {
+    // A bar every 2 µs: the chart is full after about 2 s of model time,
+    // so the run stops there rather than keeping a bar for all 10 s.
+    let text = format!(
+        "{ONE_FIFO}
+[[thread]]
+name = \"fast\"
+scheduler = \"root\"
+workload = {{ kind = \"periodic\", period = \"2us\", exec = \"1us\" }}
+"
+    );
+    let buf = Buf::default();
+    let o = SimOptions {
+        gantt: Some(GanttRequest {
+            from: hsched_core::Duration(0),
+            to: hsched_core::Duration(10_000 * MS),
+            out: Box::new(buf.clone()),
+        }),
+        check_protocol: false,
+        ..opts(10.0)
+    };
+    let e = hsched_sim::run_with_policies(&parse(&text), o, &policies()).unwrap_err();
+    let SimError::Io { what, error } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(*what, "Gantt chart");
+    let msg = error.to_string();
+    assert!(msg.contains("more than 1000000 bars"), "{msg}");
+    assert!(msg.contains("the run stopped at t=2s"), "{msg}");
+    assert!(buf.bytes().is_empty(), "nothing is written");
+}
+
+#[test]
 fn a_join_under_a_multiprocessor_ts_keeps_the_protocol() {
     // A soft reservation (Join of a hard 5/20 reservation and a TS instance
     // over two processors) next to a periodic TS thread. This once broke
