@@ -342,7 +342,11 @@ fn syntax_error(src: &Source<'_>, e: &toml::de::Error) -> ConfigError {
         && text
             .chars()
             .all(|c| c.is_alphanumeric() || "-_.".contains(c));
-    if looks_duration {
+    // A duplicate key's span is the key, a bare word: not a value missing
+    // its quotes.
+    if msg.starts_with("duplicate key") {
+        err.hint("each key and each [table] may appear once; use [[double brackets]] for a list of tables")
+    } else if looks_duration {
         err.hint(format!(
             "durations are strings with a unit: write `\"{}\"`",
             text.replace(' ', "")
@@ -351,8 +355,6 @@ fn syntax_error(src: &Source<'_>, e: &toml::de::Error) -> ConfigError {
         err.hint(format!(
             "names and other strings need quotes: write `\"{text}\"`"
         ))
-    } else if msg.starts_with("duplicate key") {
-        err.hint("each key and each [table] may appear once; use [[double brackets]] for a list of tables")
     } else {
         err
     }
