@@ -550,6 +550,25 @@ fn read_stolen(r: &mut Reader<'_>, t: &Tab<'_, '_>, cpus: usize) -> Option<Stole
             r.push(e);
             return None;
         }
+        // Each slice steals a whole number of nanoseconds, at least one,
+        // and leaves at least one: a smaller share would be rounded up
+        // (or down) to that without a word. (A slice under the shortest
+        // interval has its own error.)
+        let least = fraction.min(1.0 - fraction);
+        if slice >= MIN_INTERVAL && (slice.as_nanos() as f64) * least < 1.0 {
+            let at = t.get("slice").map(|v| v.span()).unwrap_or(t.span.clone());
+            let e = r
+                .err(
+                    at,
+                    format!("`fraction` = {fraction} of a {slice} `slice` is less than 1 ns a slice, which hsched cannot steal exactly"),
+                )
+                .expected(format!(
+                    "a `slice` of at least {}",
+                    Duration((1.0 / least).ceil().min(u64::MAX as f64) as u64)
+                ));
+            r.push(e);
+            return None;
+        }
         StolenPattern::Burst {
             start,
             length,
