@@ -257,15 +257,15 @@ pub fn parse_duration(
             "`{t}`: a duration must be a finite, non-negative number"
         )));
     }
-    let scale: f64 = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
+    let scale: u128 = match unit {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
         "" => match bare_unit_ns {
-            Some(s) => s as f64,
+            Some(s) => s.into(),
             None => {
                 return Err(err(format!(
                     "`{t}` has no unit; write it with one of ns, us, ms, s, min, h (e.g. `{t}ms`)"
@@ -278,14 +278,42 @@ pub fn parse_duration(
             )))
         }
     };
-    let ns = value * scale;
-    if ns > MAX_PARSED.0 as f64 {
-        return Err(ParseDurationError {
+    // The float checked the syntax; the value is computed exactly, as
+    // `f64` would round 2^63 + 1 ns to 2^63 and let it through.
+    match exact_ns(num, scale) {
+        Some(ns) if ns <= u128::from(MAX_PARSED.0) => Ok(Duration(ns as u64)),
+        _ => Err(ParseDurationError {
             message: format!("`{t}` is too long: the longest duration is {MAX_PARSED_TEXT}"),
             too_long: true,
-        });
+        }),
     }
-    Ok(Duration(ns.round() as u64))
+}
+
+/// The non-negative decimal `num` (digits, at most one `.`, an optional
+/// sign) times `scale` nanoseconds, rounded to the nearest nanosecond;
+/// `None` when it is far beyond any duration.
+fn exact_ns(num: &str, scale: u128) -> Option<u128> {
+    let num = num.trim_start_matches(['+', '-']);
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    let int = int.trim_start_matches('0');
+    if int.len() > 20 {
+        return None;
+    }
+    let whole = if int.is_empty() {
+        0
+    } else {
+        int.parse::<u128>().ok()?
+    };
+    // 20 decimals resolve an hour to 4e-8 ns: later digits could move the
+    // rounding only of a value that close to half a nanosecond.
+    let frac = &frac[..frac.len().min(20)];
+    let part = if frac.is_empty() {
+        0
+    } else {
+        let den = 10u128.pow(frac.len() as u32);
+        (frac.parse::<u128>().ok()? * scale + den / 2) / den
+    };
+    whole.checked_mul(scale)?.checked_add(part)
 }
 
 /// [`parse_duration`] (units required) for the length of a run, which must
@@ -310,6 +338,27 @@ pub fn parse_run_length(text: &str) -> Result<Duration, ParseDurationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_exact_to_the_nanosecond() {
+        let ns = |t: &str| parse_duration(t, None).map(|d| d.0);
+        assert_eq!(ns("9223372036854775807ns"), Ok((1 << 63) - 1));
+        assert_eq!(ns("9223372036854775808ns"), Ok(1 << 63));
+        assert!(ns("9223372036854775809ns").unwrap_err().is_too_long());
+        assert!(ns("2562048h").unwrap_err().is_too_long());
+        assert!(ns(&format!("1{}ns", "0".repeat(400)))
+            .unwrap_err()
+            .is_too_long());
+        assert_eq!(ns("2562047h"), Ok(2_562_047 * 3_600_000_000_000));
+        assert_eq!(ns("1.5ns"), Ok(2));
+        assert_eq!(ns("1.49ns"), Ok(1));
+        assert_eq!(ns("0.1s"), Ok(100_000_000));
+        assert_eq!(ns(".5us"), Ok(500));
+        assert_eq!(ns("5.ms"), Ok(5_000_000));
+        assert_eq!(ns("0.333333333333333333333333333ms"), Ok(333_333));
+        assert_eq!(ns("000012.000us"), Ok(12_000));
+        assert_eq!(ns("-0ms"), Ok(0));
+    }
 
     #[test]
     fn parses_units_and_bare_numbers() {
