@@ -395,9 +395,24 @@ fn read_machine(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Machine {
             } else if let Some(hz) = t
                 .strip_suffix("hz")
                 .and_then(|n| n.trim().parse::<u32>().ok())
-                .filter(|&n| n > 0 && n <= 1_000_000_000)
+                .filter(|&n| n > 0)
             {
-                m.timer = TimerModel::Tick { hz };
+                // A tick is an interval: at least `MIN_INTERVAL` apart.
+                let max = 1_000_000_000 / crate::model::MIN_INTERVAL.as_nanos();
+                if u64::from(hz) > max {
+                    let e = r
+                        .err(
+                            v.span(),
+                            format!(
+                                "a {hz} Hz `timer` ticks more often than every {}, the shortest interval hsched models",
+                                crate::model::MIN_INTERVAL
+                            ),
+                        )
+                        .expected(format!("at most \"{max}hz\""));
+                    r.push(e);
+                } else {
+                    m.timer = TimerModel::Tick { hz };
+                }
             } else {
                 let e = r
                     .err(v.span(), format!("`timer` = \"{s}\" is not a timer model"))

@@ -188,13 +188,18 @@ impl Rd<'_> {
 
     /// An integer value.
     fn int(&mut self, v: &J, what: &str) -> Option<i64> {
+        self.int_of(v, what, "an integer")
+    }
+
+    /// [`int`](Self::int) saying what the integer counts in the error.
+    fn int_of(&mut self, v: &J, what: &str, expected: &str) -> Option<i64> {
         match &v.v {
             JVal::Num(n) if n.int.is_some() => n.int,
             other => {
                 let k = other.kind();
                 set(
                     self.err(v.span, format!("{what} must be an integer, found {k}")),
-                    Some("an integer (rt-app times are microseconds)"),
+                    Some(expected),
                     None,
                 );
                 None
@@ -205,7 +210,7 @@ impl Rd<'_> {
     /// A non-negative integer of microseconds, no longer than the longest
     /// duration a hierarchy file may give.
     fn micros(&mut self, v: &J, what: &str) -> Option<Duration> {
-        let n = self.int(v, what)?;
+        let n = self.int_of(v, what, "an integer (rt-app times are microseconds)")?;
         if n < 0 {
             set(
                 self.err(v.span, format!("{what} is negative ({n})")),
@@ -309,7 +314,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
                     match &*gk.name {
                         "duration" => {
                             // rt-app: a duration of 0 or less means "until the tasks end".
-                            match rd.int(gv, "`duration` (seconds)") {
+                            match rd.int_of(gv, "`duration`", "an integer number of seconds") {
                                 Some(s) if s > MAX_DURATION_S => set(
                                     rd.err(
                                         gv.span,

@@ -259,7 +259,8 @@ pub fn parse_duration(
     }
     let scale: u128 = match unit {
         "ns" => 1,
-        "us" | "µs" => 1_000,
+        // The micro sign (U+00B5) or the Greek mu (U+03BC): they look alike.
+        "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
         "m" | "min" => 60_000_000_000,
@@ -358,6 +359,8 @@ mod tests {
         assert_eq!(ns("0.333333333333333333333333333ms"), Ok(333_333));
         assert_eq!(ns("000012.000us"), Ok(12_000));
         assert_eq!(ns("-0ms"), Ok(0));
+        assert_eq!(ns("5\u{b5}s"), Ok(5_000));
+        assert_eq!(ns("5\u{3bc}s"), Ok(5_000));
     }
 
     #[test]
