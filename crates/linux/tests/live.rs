@@ -442,29 +442,40 @@ name = "hog"
 workload = { kind = "cpu-bound" }
 "#,
     );
-    let (r, stolen) = run_json_steal(&f, &["--duration", "3s"]);
-    let p = program(&r, "T1");
-    let stall = daemon_late_ns(&r);
-    eprintln!(
-        "T1: {} jobs, {} misses, max lateness {} ns; daemon's timers up to {stall} ns late",
-        p["jobs"], p["deadline_misses"], p["max_lateness_ns"]
-    );
-    assert!(p["jobs"].as_u64().unwrap() >= 285, "{p}");
-    // Late by most of a period only when the budget ran out long before
-    // the job was done, or when the host held the test CPU or the daemon.
-    let late = p["max_lateness_ns"].as_i64().unwrap();
-    let bound = 8_000_000 + stolen + stall;
-    assert!(
-        late < bound as i64,
-        "T1 finished a job {late} ns late (bound {bound}): {p}"
-    );
-    let allowed = 30 + stolen / 10_000_000;
-    let misses = p["deadline_misses"].as_u64().unwrap();
-    assert!(
-        misses <= allowed,
-        "T1 missed {misses} (allowed {allowed}): {p}"
-    );
-    assert_eq!(r["live"]["protocol_errors"], 0);
+    // The count of misses is the sharper test (68–175 before the fix), but
+    // the host or a stalled daemon can cost a few dozen: a run so
+    // disturbed that it misses too many is run once more.
+    for attempt in 1..=2 {
+        let (r, stolen) = run_json_steal(&f, &["--duration", "3s"]);
+        let p = program(&r, "T1");
+        let stall = daemon_late_ns(&r);
+        eprintln!(
+            "T1: {} jobs, {} misses, max lateness {} ns; daemon's timers up to {stall} ns late",
+            p["jobs"], p["deadline_misses"], p["max_lateness_ns"]
+        );
+        assert!(p["jobs"].as_u64().unwrap() >= 285, "{p}");
+        // Late by most of a period only when the budget ran out long before
+        // the job was done, or when the host held the test CPU or the daemon.
+        let late = p["max_lateness_ns"].as_i64().unwrap();
+        let bound = 8_000_000 + stolen + stall;
+        assert!(
+            late < bound as i64,
+            "T1 finished a job {late} ns late (bound {bound}): {p}"
+        );
+        assert_eq!(r["live"]["protocol_errors"], 0);
+        let allowed = 30 + stolen / 10_000_000;
+        let misses = p["deadline_misses"].as_u64().unwrap();
+        let disturbed = stolen > 0 || stall > 2_000_000;
+        if misses > allowed && disturbed && attempt == 1 {
+            eprintln!("T1 missed {misses} (allowed {allowed}) in a disturbed run: once more");
+            continue;
+        }
+        assert!(
+            misses <= allowed,
+            "T1 missed {misses} (allowed {allowed}): {p}"
+        );
+        break;
+    }
 }
 
 #[test]
