@@ -398,14 +398,14 @@ fn read_machine(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Machine {
                 .filter(|&n| n > 0)
             {
                 // A tick is an interval: at least `MIN_INTERVAL` apart.
-                let max = 1_000_000_000 / crate::model::MIN_INTERVAL.as_nanos();
+                let max = 1_000_000_000 / MIN_INTERVAL.as_nanos();
                 if u64::from(hz) > max {
                     let e = r
                         .err(
                             v.span(),
                             format!(
                                 "a {hz} Hz `timer` ticks more often than every {}, the shortest interval hsched models",
-                                crate::model::MIN_INTERVAL
+                                MIN_INTERVAL
                             ),
                         )
                         .expected(format!("at most \"{max}hz\""));

@@ -273,9 +273,6 @@ pub(crate) struct Engine<'h> {
     stop: Option<Arc<AtomicBool>>,
     /// The run was ended early by `stop`.
     interrupted: bool,
-    /// The run was ended early because the Gantt chart's window held
-    /// more than it can show.
-    chart_full: bool,
     scheds: Vec<SchedRec>,
     timer_rounds: u32,
     timer_round_at: u64,
@@ -445,7 +442,6 @@ impl<'h> Engine<'h> {
             asked_end: setup.end,
             stop: setup.stop,
             interrupted: false,
-            chart_full: false,
             scheds: Vec::new(),
             timer_rounds: 0,
             timer_round_at: 0,
@@ -550,18 +546,6 @@ impl<'h> Engine<'h> {
         if let Err(e) = self.run_loop() {
             return Err(*e);
         }
-        if self.chart_full {
-            return Err(SimError::Io {
-                what: "Gantt chart",
-                error: std::io::Error::other(format!(
-                    "its window holds more than {} bars and marks, more than a chart \
-                     can show (the run stopped at {}); choose a shorter window (`--window`), \
-                     or write a trace (`--trace`), which streams a run of any length",
-                    crate::gantt::MAX_MARKS,
-                    Instant(self.end)
-                )),
-            });
-        }
         self.finish()
     }
 
@@ -659,8 +643,8 @@ impl<'h> Engine<'h> {
             self.flip_hsi_trace(t);
         }
         if self.gantt.as_ref().is_some_and(Gantt::full) {
+            // `finish` says why.
             self.end = self.end.min(t);
-            self.chart_full = true;
         }
         self.next_mark = self.next_progress.min(self.hsi_trace_flip);
     }
@@ -1458,6 +1442,18 @@ impl<'h> Engine<'h> {
             })?;
         }
         if let Some(g) = self.gantt.take() {
+            if g.full() {
+                return Err(SimError::Io {
+                    what: "Gantt chart",
+                    error: std::io::Error::other(format!(
+                        "its window holds more than {} bars and marks, more than a chart \
+                         can show (the run stopped at {}); choose a shorter window (`--window`), \
+                         or write a trace (`--trace`), which streams a run of any length",
+                        crate::gantt::MAX_MARKS,
+                        Instant(end)
+                    )),
+                });
+            }
             let names: Vec<String> = self.threads.iter().map(|t| t.name.clone()).collect();
             g.write(&names, self.cpus.len())
                 .map_err(|error| SimError::Io {
