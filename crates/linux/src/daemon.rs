@@ -77,6 +77,8 @@ pub(crate) struct Managed {
     /// (it must run to notice the freeze), so a sleep reported between a
     /// freeze and the following thaw is the freezer too.
     pub thawed_at: u64,
+    /// hsched last gave it `SCHED_FIFO` (the program may have changed its
+    /// policy since: each grant sets it again, see `start_on`).
     pub fifo: bool,
     pub pinned: Option<usize>,
     pub orig: Original,
@@ -1829,7 +1831,12 @@ impl Daemon {
                 }
             }
         }
-        if !m.fifo && prio > 0 {
+        // Set at every grant, not only when hsched last left it otherwise:
+        // a program may set its own threads' policy at any time (cyclictest
+        // and rt-app do as each thread starts), and a granted thread left at
+        // `SCHED_OTHER` would queue behind unmanaged work on its CPU while
+        // its budget runs. The kernel returns at once when nothing changes.
+        if prio > 0 {
             let mut a = SchedAttr::fifo(prio);
             a.flags = m.orig.attr.flags & sys::SCHED_FLAG_RESET_ON_FORK;
             match sys::sched_setattr(tid, &a) {
