@@ -56,7 +56,10 @@ pub fn attach_workload(h: &mut Hierarchy, path: &Path) -> anyhow::Result<()> {
     let text = hsched_config::read_text(path, hsched_config::MAX_FILE_BYTES)
         .map_err(|e| input_error(format!("error: cannot read the rt-app file `{name}`: {e}")))?;
     let w = hsched_config::parse_rtapp(&text, &name).map_err(rendered)?;
-    hsched_config::attach_rtapp(h, w).map_err(rendered)
+    hsched_config::attach_rtapp(h, w).map_err(|mut e| {
+        e.fill_source(&name, &text);
+        rendered(e)
+    })
 }
 
 /// The longest trace `hsched import` reads: 1 GiB of text, some 7 million

@@ -1585,6 +1585,31 @@ fn workload_replaces_the_files_own_rt_app_file_unread() {
 }
 
 #[test]
+fn a_refused_workload_task_is_reported_in_the_workload_file() {
+    let dir = scratch("workload-refused");
+    let toml = "default = \"root\"\n[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\nunique_priorities = true\n\n[[thread]]\nname = \"x\"\nparams = { priority = 10 }\nworkload = { kind = \"cpu-bound\" }\n";
+    std::fs::write(dir.join("h.toml"), toml).unwrap();
+    let json =
+        "{\n\t\"tasks\" : {\n\t\t\"b\" : { \"policy\" : \"SCHED_FIFO\", \"run\" : 1000 }\n\t}\n}\n";
+    std::fs::write(dir.join("w.json"), json).unwrap();
+    let w = dir.join("w.json");
+    let o = run(&[
+        "sim",
+        dir.join("h.toml").to_str().unwrap(),
+        "--workload",
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!(" --> {}:3:3\n  |\n3 |         \"b\" : {{", w.display());
+    assert!(
+        stderr(&o).contains("priority 10 is taken by thread `x`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+}
+
+#[test]
 fn a_signal_while_the_files_load_ends_hsched_at_once() {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::OpenOptionsExt;

@@ -1110,6 +1110,9 @@ pub(crate) struct TimelineSites<'a> {
     pub broken_threads: &'a [usize],
     /// Operations (indices) whose tables had errors.
     pub broken_ops: &'a [usize],
+    /// The rt-app file, where the threads made from its tasks (not named
+    /// by a `[[thread]]`) are declared and their errors are reported.
+    pub rtapp_file: &'a str,
 }
 
 /// Where `end-reservation` takes a thread back, as the HSI remembers it.
@@ -1295,76 +1298,85 @@ pub(crate) fn check_timeline(
         let at = At(now);
         match phase {
             0 => {
-                let t = &h.threads[i];
-                let explicit = !t.scheduler.is_empty();
-                let target = if explicit {
-                    Some(t.scheduler.clone())
-                } else {
-                    default.clone()
-                };
-                let Some(target) = target else {
-                    if default_invalid {
-                        continue;
-                    }
-                    let e = d
-                        .make(&tpath(i), t.span, format!("thread `{}` names no `scheduler` and no default scheduler is in force at {at}", t.name))
-                        .expected("`scheduler = \"...\"` in the [[thread]], or a top-level `default = \"...\"`");
-                    d.push(e);
-                    continue;
-                };
-                // The scheduler key, or the thread when the default applies.
-                let site = if explicit {
-                    format!("{}.scheduler=", tpath(i))
-                } else {
-                    tpath(i)
-                };
-                if !live.contains_key(&target) {
-                    let e = missing_scheduler(
-                        d,
-                        &site,
-                        t.span,
-                        &target,
-                        now,
-                        &format!("thread `{}` starts at {at} under", t.name),
-                        &created_at,
-                        &destroyed_at,
-                        &all_names,
-                    );
-                    let hint = match destroyed_at.get(&target) {
-                        Some(t) => format!("give the thread another scheduler, or destroy `{target}` after the thread starts (it is destroyed at {})", At(*t)),
-                        None => "give the thread a scheduler that exists when it starts".to_string(),
+                let first = d.errs.len();
+                'start: {
+                    let t = &h.threads[i];
+                    let explicit = !t.scheduler.is_empty();
+                    let target = if explicit {
+                        Some(t.scheduler.clone())
+                    } else {
+                        default.clone()
                     };
-                    d.push(e.hint_if_none(hint));
-                    continue;
+                    let Some(target) = target else {
+                        if default_invalid {
+                            break 'start;
+                        }
+                        let e = d
+                            .make(&tpath(i), t.span, format!("thread `{}` names no `scheduler` and no default scheduler is in force at {at}", t.name))
+                            .expected("`scheduler = \"...\"` in the [[thread]], or a top-level `default = \"...\"`");
+                        d.push(e);
+                        break 'start;
+                    };
+                    // The scheduler key, or the thread when the default applies.
+                    let site = if explicit {
+                        format!("{}.scheduler=", tpath(i))
+                    } else {
+                        tpath(i)
+                    };
+                    if !live.contains_key(&target) {
+                        let e = missing_scheduler(
+                            d,
+                            &site,
+                            t.span,
+                            &target,
+                            now,
+                            &format!("thread `{}` starts at {at} under", t.name),
+                            &created_at,
+                            &destroyed_at,
+                            &all_names,
+                        );
+                        let hint = match destroyed_at.get(&target) {
+                            Some(t) => format!("give the thread another scheduler, or destroy `{target}` after the thread starts (it is destroyed at {})", At(*t)),
+                            None => "give the thread a scheduler that exists when it starts".to_string(),
+                        };
+                        d.push(e.hint_if_none(hint));
+                        break 'start;
+                    }
+                    let info = find_policy(policies, &live[&target].policy);
+                    let broken = sites.broken_threads.contains(&i);
+                    let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared) || broken;
+                    let before = d.errs.len();
+                    let params_site = format!("{}.params", tpath(i));
+                    if let (Some(info), false) = (info, skip) {
+                        check_child_params(
+                            d,
+                            info,
+                            &target,
+                            &t.params,
+                            &params_site,
+                            t.span,
+                            &format!("thread `{}`", t.name),
+                        );
+                    }
+                    let params = info
+                        .filter(|_| !broken && d.errs.len() == before)
+                        .map(|info| kept(info, &t.params));
+                    let newcomer = format!("thread `{}` cannot start under", t.name);
+                    let child = Newcomer::thread(i, params.as_ref());
+                    let sites = (site.as_str(), params_site.as_str(), t.span);
+                    let taken = check_admit(d, &placed!(), &target, child, &newcomer, sites, &at);
+                    current[i] = params;
+                    h.threads[i].scheduler = target.clone();
+                    sched[i] = taken.then_some(target);
+                    alive[i] = true;
+                    sync!(i);
                 }
-                let info = find_policy(policies, &live[&target].policy);
-                let broken = sites.broken_threads.contains(&i);
-                let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared) || broken;
-                let before = d.errs.len();
-                let params_site = format!("{}.params", tpath(i));
-                if let (Some(info), false) = (info, skip) {
-                    check_child_params(
-                        d,
-                        info,
-                        &target,
-                        &t.params,
-                        &params_site,
-                        t.span,
-                        &format!("thread `{}`", t.name),
-                    );
+                // A thread made from an rt-app task is declared in that file.
+                if h.threads[i].rtapp.as_ref().is_some_and(|b| !b.declared) {
+                    for e in &mut d.errs[first..] {
+                        e.file = sites.rtapp_file.to_string();
+                    }
                 }
-                let params = info
-                    .filter(|_| !broken && d.errs.len() == before)
-                    .map(|info| kept(info, &t.params));
-                let newcomer = format!("thread `{}` cannot start under", t.name);
-                let child = Newcomer::thread(i, params.as_ref());
-                let sites = (site.as_str(), params_site.as_str(), t.span);
-                let taken = check_admit(d, &placed!(), &target, child, &newcomer, sites, &at);
-                current[i] = params;
-                h.threads[i].scheduler = target.clone();
-                sched[i] = taken.then_some(target);
-                alive[i] = true;
-                sync!(i);
             }
             2 => {
                 alive[i] = false;

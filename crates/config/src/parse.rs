@@ -292,6 +292,7 @@ pub fn parse_str_with_policies(
         strict_threads: !rtapp_pending,
         broken_threads: &broken_threads,
         broken_ops: &broken_ops,
+        rtapp_file: "",
     };
     check_timeline(&mut d, &mut h, policies, &ts);
     errs.extend(d.errs);

@@ -1199,6 +1199,7 @@ pub fn attach_rtapp_with_policies(
             strict_threads: true,
             broken_threads: &[],
             broken_ops: &[],
+            rtapp_file: &json_file,
         };
         check_timeline(&mut tdiag, &mut g, policies, &sites);
     }
