@@ -5,7 +5,9 @@
 use crate::check::{
     check_child_params, check_graph, check_params, check_timeline, find_policy, At, TimelineSites,
 };
-use crate::error::{did_you_mean, one_of, one_of_these, ConfigError, ConfigErrors, Source};
+use crate::error::{
+    closest, did_you_mean, one_of, one_of_these, ConfigError, ConfigErrors, Source,
+};
 use crate::model::*;
 use crate::read::{text_of, Diag, Reader, Tab, V};
 use hsched_core::time::{MAX_PARSED, MAX_PARSED_TEXT};
@@ -779,6 +781,12 @@ fn read_scheduler(
     let policy = match tab.get("policy") {
         None => {
             r.missing(tab, &what, "policy", "\"fp\"");
+            // Without a policy, other keys are not checked as its
+            // parameters: name the one that is likely `policy` misspelled.
+            let near = tab.keys().find(|(k, _)| closest(k, ["policy"]).is_some());
+            if let (Some((k, _)), Some(e)) = (near, r.errs.last_mut()) {
+                e.hint = Some(format!("`{k}` is not a key here; did you mean `policy`?"));
+            }
             None
         }
         Some(v) => {
@@ -979,9 +987,11 @@ fn read_scheduler(
     });
     let span = r.span(&tab.span);
     let ok = params_ok && parents_ok && r.errs.len() == before;
+    // Without its policy (an error already) it is still declared: its
+    // children and threads are not told that their parent does not exist.
     let spec = SchedulerSpec {
         name: name?,
-        policy: policy?,
+        policy: policy.unwrap_or_default(),
         params,
         parents,
         cpus: root_cpus,
