@@ -30,6 +30,20 @@ pub fn load_without_rtapp(path: &Path) -> anyhow::Result<Hierarchy> {
     hsched_config::load_without_rtapp(path).map_err(rendered)
 }
 
+/// [`load`], or with `workload` given (`--workload`), [`load_without_rtapp`]
+/// with that workload attached in place of the file's own.
+///
+/// # Errors
+/// Either file cannot be read or is invalid, or a task cannot be placed.
+pub fn load_with(path: &Path, workload: Option<&Path>) -> anyhow::Result<Hierarchy> {
+    let Some(w) = workload else {
+        return load(path);
+    };
+    let mut h = load_without_rtapp(path)?;
+    attach_workload(&mut h, w)?;
+    Ok(h)
+}
+
 /// The rt-app file `h`, read from `path`, names: relative to the hierarchy
 /// file, as [`load`] reads it.
 pub fn rtapp_path(path: &Path, h: &Hierarchy) -> Option<PathBuf> {
@@ -84,6 +98,14 @@ pub fn load_trace(path: &Path) -> anyhow::Result<hsched_config::SchedTrace> {
 /// A thread without a workload.
 pub fn check_simulatable(h: &Hierarchy) -> anyhow::Result<()> {
     h.check_simulatable().map_err(rendered)
+}
+
+/// Checks that every thread with `rtapp` has its task (`hsched check`).
+///
+/// # Errors
+/// A thread whose rt-app task is not attached.
+pub fn check_rtapp_attached(h: &Hierarchy) -> anyhow::Result<()> {
+    h.check_rtapp_attached().map_err(rendered)
 }
 
 /// The configuration crate's rendering, which already counts several

@@ -1610,6 +1610,38 @@ fn a_refused_workload_task_is_reported_in_the_workload_file() {
 }
 
 #[test]
+fn check_refuses_an_rtapp_thread_without_its_task_as_sim_does() {
+    let dir = scratch("check-rtapp");
+    let toml = "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n\n[[thread]]\nname = \"v\"\nscheduler = \"ts\"\nrtapp = \"video\"\n\n[[thread]]\nname = \"live\"\nscheduler = \"ts\"\nexec = [\"true\"]\n";
+    let h = dir.join("h.toml");
+    std::fs::write(&h, toml).unwrap();
+    let check = run(&["check", h.to_str().unwrap()]);
+    let sim = run(&["sim", h.to_str().unwrap(), "--duration", "1s"]);
+    assert_eq!(check.status.code(), Some(2), "{}", stdout(&check));
+    assert!(
+        stderr(&check).contains("thread `v` has `rtapp = \"video\"`, but no rt-app file is given"),
+        "{}",
+        stderr(&check)
+    );
+    // Only that error: a thread with just `exec` is valid for live mode.
+    assert!(!stderr(&check).contains("`live`"), "{}", stderr(&check));
+    assert!(
+        stderr(&sim).starts_with(&stderr(&check)),
+        "{}",
+        stderr(&sim)
+    );
+    // With the workload, as `sim --workload` reads it, the file checks.
+    let json = root().join("examples/rtapp-tasks.json");
+    let o = run(&[
+        "check",
+        h.to_str().unwrap(),
+        "--workload",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
 fn a_signal_while_the_files_load_ends_hsched_at_once() {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::OpenOptionsExt;

@@ -2009,6 +2009,22 @@ impl Hierarchy {
     /// # Errors
     /// One error per thread without a workload.
     pub fn check_simulatable(&self) -> Result<(), ConfigErrors> {
+        self.check_workloads(false)
+    }
+
+    /// Checks that every thread with `rtapp` has its task attached: with no
+    /// rt-app file given, such a thread runs nothing, in the simulator or
+    /// live (`hsched check`, which also passes live-mode threads).
+    ///
+    /// # Errors
+    /// One error per thread whose rt-app task is not attached.
+    pub fn check_rtapp_attached(&self) -> Result<(), ConfigErrors> {
+        self.check_workloads(true)
+    }
+
+    /// Threads without a workload, except those with only `exec` when
+    /// `exec_ok`.
+    fn check_workloads(&self, exec_ok: bool) -> Result<(), ConfigErrors> {
         let mut errs = Vec::new();
         for t in &self.threads {
             if t.workload.is_some() {
@@ -2018,6 +2034,7 @@ impl Hierarchy {
                 Some(b) => ConfigError::at_span(&self.file, t.span, format!("thread `{}` has `rtapp = \"{}\"`, but no rt-app file is given", t.name, b.task))
                     .expected("an rt-app file that declares the task: `[workload] rtapp = \"tasks.json\"` in the hierarchy file, or `--workload tasks.json` on the command line")
                     .hint("`rtapp` takes a task's program from that file; give the thread a `workload` instead to run it without one"),
+                None if exec_ok => continue,
                 None => ConfigError::at_span(&self.file, t.span, format!("thread `{}` has no `workload`, so it cannot be simulated", t.name))
                     .expected("`workload = { kind = \"...\" }` or `rtapp = \"task\"`")
                     .hint("`exec` alone describes a thread for live mode only"),

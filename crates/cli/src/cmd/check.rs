@@ -42,6 +42,10 @@ pub struct Args {
     /// The hierarchy file
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    /// An rt-app JSON file whose tasks replace those the hierarchy file
+    /// names, as `hsched sim --workload` takes them
+    #[arg(long, value_name = "RTAPP.json")]
+    pub workload: Option<PathBuf>,
     /// Print nothing when the file is valid
     #[arg(short, long)]
     pub quiet: bool,
@@ -62,7 +66,8 @@ pub struct Problem {
 /// # Errors
 /// An invalid file (input error), or stdout closed.
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    let h = input::load(&args.file)?;
+    let h = input::load_with(&args.file, args.workload.as_deref())?;
+    input::check_rtapp_attached(&h)?;
     let a = analysis::analyze(&h);
     let problems = composition(&a);
     let mut out = std::io::stdout().lock();

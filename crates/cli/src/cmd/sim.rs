@@ -116,19 +116,19 @@ const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
 /// An invalid file or workload, an output that cannot be created (input
 /// errors), or a failed run.
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    let (mut h, source) = match &args.file {
-        Some(path) if args.workload.is_some() => {
-            (input::load_without_rtapp(path)?, path.display().to_string())
-        }
-        Some(path) => (input::load(path)?, path.display().to_string()),
-        None => (
-            input::default_example()?,
-            input::DEFAULT_EXAMPLE_NAME.to_string(),
+    let (h, source) = match &args.file {
+        Some(path) => (
+            input::load_with(path, args.workload.as_deref())?,
+            path.display().to_string(),
         ),
+        None => {
+            let mut h = input::default_example()?;
+            if let Some(w) = &args.workload {
+                input::attach_workload(&mut h, w)?;
+            }
+            (h, input::DEFAULT_EXAMPLE_NAME.to_string())
+        }
     };
-    if let Some(w) = &args.workload {
-        input::attach_workload(&mut h, w)?;
-    }
     input::check_simulatable(&h)?;
     let rtapp = match (&args.file, &args.workload) {
         (Some(path), None) => input::rtapp_path(path, &h),
