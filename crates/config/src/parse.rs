@@ -87,6 +87,10 @@ const MAX_COUNT: u64 = 100_000;
 const MAX_SCHEDULERS: usize = 10_000;
 /// Most processors a machine may have.
 const MAX_CPUS: u64 = 4096;
+/// A context switch shorter than this: 100 ms is the longest default
+/// quantum (`best`), so a longer switch takes every turn of every
+/// time-sharing policy whole (a real one costs microseconds).
+const MAX_CONTEXT_SWITCH: Duration = Duration::from_millis(100);
 /// Largest queue capacity, in items.
 const MAX_QUEUE: u64 = 1 << 40;
 /// Smallest `fps` or `rate`: one event about every 288 years, so that the
@@ -423,6 +427,35 @@ fn read_machine(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Machine {
                     .maybe_hint(did_you_mean(&t, ["precise"]));
                 r.push(e);
             }
+        }
+    }
+    if let Some(v) = tab.get("context_switch") {
+        // A switch that lasts a tick, or any quantum, leaves no time to run.
+        let tick = match m.timer {
+            TimerModel::Tick { hz } => Some((hz, Duration(1_000_000_000 / u64::from(hz)))),
+            TimerModel::Precise => None,
+        };
+        let (limit, why) = match tick {
+            Some((hz, t)) if t < MAX_CONTEXT_SWITCH => {
+                (t, format!("the interval of the {hz} Hz `timer`"))
+            }
+            _ => (
+                MAX_CONTEXT_SWITCH,
+                "the longest default quantum (`best`)".to_string(),
+            ),
+        };
+        if m.context_switch >= limit {
+            let e = r
+                .err(
+                    v.span(),
+                    format!(
+                        "`context_switch` ({}) is not shorter than {limit}, {why}: switching would leave threads no time to run",
+                        m.context_switch
+                    ),
+                )
+                .expected(format!("less than {limit} (a real switch costs microseconds)"));
+            r.push(e);
+            m.context_switch = Duration::ZERO;
         }
     }
     if let Some(v) = tab.get("stolen") {
