@@ -629,6 +629,14 @@ fn read_stolen(r: &mut Reader<'_>, t: &Tab<'_, '_>, cpus: usize) -> Option<Stole
     } else {
         let v = t.get("trace")?;
         let items = r.array(v, "trace")?;
+        if items.is_empty() {
+            let e = r
+                .err(v.span(), "`trace` is empty: the source steals nothing")
+                .expected("at least one steal [start, length], e.g. [[\"10ms\", \"1ms\"]]")
+                .hint("remove the [[machine.stolen]] table to steal nothing");
+            r.push(e);
+            return None;
+        }
         let mut steals: Vec<(Duration, Duration)> = Vec::new();
         let mut ok = true;
         for item in items.iter() {
