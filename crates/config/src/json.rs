@@ -410,7 +410,16 @@ impl<'a> Reader<'a> {
                             } else {
                                 char::from_u32(hi)
                             };
-                            out.push(ch.unwrap_or('\u{FFFD}'));
+                            // A lone surrogate is no character: as U+FFFD two
+                            // different names would read alike.
+                            let Some(ch) = ch else {
+                                return Err(self.err(
+                                    esc_at..self.i,
+                                    "a lone UTF-16 surrogate in a string",
+                                    "a character, or a high surrogate \\uD800-\\uDBFF followed by a low one \\uDC00-\\uDFFF",
+                                ));
+                            };
+                            out.push(ch);
                         }
                         _ => {
                             return Err(self.err(
@@ -612,6 +621,9 @@ mod tests {
             "1e",
             "--1",
             "{\"\\u12\"}",
+            "\"\\ud800\"",
+            "\"\\udc00\\ud800\"",
+            "\"\\ud800\\u0041\"",
             "99999999999999999999",
             "\"\\",
         ] {
