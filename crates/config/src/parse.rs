@@ -1643,45 +1643,44 @@ fn read_stage(
         r.push(e);
         return None;
     }
+    // Every pulse is read, so that all bad ones are reported at once.
+    let mut pulses_ok = true;
     if let Some(pv) = tab.get("pulses") {
         for pt in r.tables(pv, "pulses") {
             r.unknown_keys(&pt, "a pulse", &["start", "length", "factor"]);
-            let start = match pt.get("start") {
-                Some(v) => r.duration(v, "start")?,
+            let required = |r: &mut Reader<'_>, key: &str| match pt.get(key) {
+                Some(v) => r.duration(v, key),
                 None => {
-                    r.missing(&pt, "a pulse", "start", "\"1s\"");
-                    return None;
+                    r.missing(&pt, "a pulse", key, "\"1s\"");
+                    None
                 }
             };
-            let length = match pt.get("length") {
-                Some(v) => r.duration(v, "length")?,
-                None => {
-                    r.missing(&pt, "a pulse", "length", "\"1s\"");
-                    return None;
-                }
-            };
+            let start = required(r, "start");
+            let length = required(r, "length");
             let factor = match pt.get("factor") {
-                Some(v) => {
-                    let f = r.number(v, "factor")?;
+                Some(v) => r.number(v, "factor").filter(|f| {
                     // A millionfold change either way: further would stop
                     // the source or make its items free, not pace them.
-                    if !(1e-6..=1e6).contains(&f) {
+                    let ok = (1e-6..=1e6).contains(f);
+                    if !ok {
                         let text = text_of(r.src, v);
                         let e = r
                             .err(v.span(), format!("`factor` = {text} is out of range"))
                             .expected("a speed multiplier from 0.000001 to 1000000, e.g. 2 (twice as fast) or 0.5 (half as fast)");
                         r.push(e);
-                        return None;
                     }
-                    f
-                }
-                None => 2.0,
+                    ok
+                }),
+                None => Some(2.0),
             };
-            pulses.push(Pulse {
-                start,
-                length,
-                factor,
-            });
+            match (start, length, factor) {
+                (Some(start), Some(length), Some(factor)) => pulses.push(Pulse {
+                    start,
+                    length,
+                    factor,
+                }),
+                _ => pulses_ok = false,
+            }
         }
     }
     let report = match tab.get("report") {
@@ -1692,6 +1691,9 @@ fn read_stage(
             (d > Duration::ZERO).then_some(d)
         }
     };
+    if !pulses_ok {
+        return None;
+    }
     Some(WorkloadSpec::Stage(StageSpec {
         input,
         output,
@@ -1759,8 +1761,9 @@ fn read_player(r: &mut Reader<'_>, tab: &Tab<'_, '_>) -> Option<WorkloadSpec> {
         }
     };
     let frame = match tab.get("fps") {
-        None => Duration::from_nanos(41_666_667),
-        Some(v) => frame_period(r, v, "24")?,
+        None => Some(Duration::from_nanos(41_666_667)),
+        // Not `?`: the other keys' problems are reported too.
+        Some(v) => frame_period(r, v, "24"),
     };
     let decode = d(r, "decode", Duration::from_micros(5_500));
     let event = d(r, "event", Duration::from_millis(1));
@@ -1770,9 +1773,10 @@ fn read_player(r: &mut Reader<'_>, tab: &Tab<'_, '_>) -> Option<WorkloadSpec> {
     let display = d(r, "display", Duration::from_micros(50));
     let spread = match tab.get("spread") {
         None => Some(0.4),
-        Some(v) => match r.number(v, "spread")? {
-            x if (0.0..1.0).contains(&x) => Some(x),
-            _ => {
+        Some(v) => match r.number(v, "spread") {
+            None => None,
+            Some(x) if (0.0..1.0).contains(&x) => Some(x),
+            Some(_) => {
                 let text = text_of(r.src, v);
                 let e = r
                     .err(v.span(), format!("`spread` = {text} is out of range"))
@@ -1791,7 +1795,7 @@ fn read_player(r: &mut Reader<'_>, tab: &Tab<'_, '_>) -> Option<WorkloadSpec> {
         Some(v) => r.boolean(v, "cooperative"),
     };
     Some(WorkloadSpec::Player(PlayerSpec {
-        frame,
+        frame: frame?,
         decode: decode?,
         spread: spread?,
         event: event?,
