@@ -31,7 +31,7 @@
 //! - `trace-cmd report`'s default form: `sched_switch: COMM:PID [PRIO]
 //!   STATE ==> COMM:PID [PRIO]` and `sched_wakeup: COMM:PID [PRIO] …`.
 
-use crate::error::{ConfigError, ConfigErrors};
+use crate::error::{closest, ConfigError, ConfigErrors};
 use hsched_core::Duration;
 use std::collections::BTreeMap;
 
@@ -49,6 +49,10 @@ pub struct SchedTrace {
     pub threads: BTreeMap<u32, TracedThread>,
     /// Lines of other events that were skipped.
     pub skipped: usize,
+    /// Skipped lines whose event name looks like one of those read,
+    /// misspelled (`sched_swtich`): how many, and the first one's line and
+    /// name (`hsched import` warns about them).
+    pub misnamed: Option<(usize, u32, String)>,
     /// The longest stretch with no event at all, `None` with a single
     /// event (see [`SchedTrace::clock_jump`]).
     pub longest_silence: Option<Silence>,
@@ -173,6 +177,7 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
     let mut events = Vec::new();
     let mut errors = Vec::new();
     let mut skipped = 0;
+    let mut misnamed: Option<(usize, u32, String)> = None;
     for (k, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -180,7 +185,13 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
         }
         match parse_line(line) {
             Ok(Some((at, ev))) => events.push((at, k, ev)),
-            Ok(None) => skipped += 1,
+            Ok(None) => {
+                skipped += 1;
+                if let Some(name) = misnamed_event(line) {
+                    let first = misnamed.get_or_insert((0, k as u32 + 1, name.to_string()));
+                    first.0 += 1;
+                }
+            }
             Err((col, message, expected)) => {
                 // Byte offset to 1-based character column (an offset that is
                 // not on a character boundary counts up to the line's end).
@@ -265,6 +276,7 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
         end_ns,
         threads,
         skipped,
+        misnamed,
         longest_silence: silence.map(|s| s.0),
     })
 }
@@ -470,6 +482,24 @@ fn find_event(line: &str) -> Option<(&'static str, usize, usize)> {
     None
 }
 
+/// The event name of a line that [`find_event`] does not read, when it is
+/// close to one it reads (a misspelling, or a variant this reader does
+/// not know). Clearly unrelated events (`irq_handler_entry`, and
+/// `sched_waking`, the start of a wake-up) are not: a trace of more events
+/// than these has them on most lines.
+fn misnamed_event(line: &str) -> Option<&str> {
+    let mut words = line.split_whitespace();
+    // The word after the timestamp (`15355.137243:`).
+    words.find(|w| {
+        w.strip_suffix(':')
+            .is_some_and(|t| t.contains('.') && t.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+    })?;
+    let word = words.next()?.strip_suffix(':')?;
+    let name = word.strip_prefix("sched:").unwrap_or(word);
+    let known = ["sched_switch", "sched_wakeup", "sched_wakeup_new"];
+    (name != "sched_waking" && closest(name, known).is_some()).then_some(name)
+}
+
 /// The timestamp before the event name: the last word ending in `:`,
 /// seconds with a fraction.
 fn timestamp(line: &str, event_at: usize) -> Result<u64, LineError> {
@@ -624,7 +654,19 @@ fn state_of(state: &str, at: usize) -> Result<(bool, bool), LineError> {
             "a task state such as R, R+, S or D".into(),
         ));
     }
-    let runnable = state == "R" || state == "R+";
+    // The kernel's letters (`__print_flags` in the sched_switch format,
+    // old and new kernels): `R`, or blocked states joined by `|`, with
+    // `+` when preempted. Any other is refused, not taken as blocked.
+    let letters = state.strip_suffix('+').unwrap_or(state);
+    let runnable = letters == "R";
+    let known = |p: &str| p.len() == 1 && "SDTtXZxKWPNI".contains(p);
+    if !runnable && !letters.split('|').all(known) {
+        return Err((
+            at,
+            format!("unknown `prev_state` `{state}`"),
+            "a Linux task state: R or R+ (still runnable), or S, D, T, t, X, Z, x, K, W, P, N or I, joined by |".into(),
+        ));
+    }
     let dead = state.contains('X') || state.contains('Z');
     Ok((runnable, dead))
 }
@@ -957,6 +999,43 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no sched_switch or sched_wakeup event"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_prev_state_is_an_error_and_the_kernels_states_are_read() {
+        let line = |state: &str| {
+            format!("x-1 [000] d..2. 100.0: sched_switch: prev_comm=x prev_pid=1 prev_prio=1 prev_state={state} ==> next_comm=y next_pid=2 next_prio=1\n")
+        };
+        for state in [
+            "R", "R+", "S", "D", "D|K", "S+", "I", "P", "T", "t", "X", "Z",
+        ] {
+            assert!(parse_sched_trace(&line(state), "t").is_ok(), "{state}");
+        }
+        for state in ["Q", "SD", "S|", "0x200", "r"] {
+            let e = parse_sched_trace(&line(state), "st.trace")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("unknown `prev_state` `{state}`")),
+                "{e}"
+            );
+            assert!(e.contains("st.trace:1:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn misspelled_event_names_are_counted_and_unrelated_events_are_not() {
+        let t = parse_sched_trace(FTRACE, "t").unwrap();
+        assert_eq!(t.misnamed, None);
+        let other = "\
+          <idle>-0       [000] d..2.   100.000001: sched_swtich: prev_comm=a
+          <idle>-0       [000] d..2.   100.000002: sched_waking: comm=app pid=42 prio=120 target_cpu=000
+          <idle>-0       [000] d.h2.   100.000003: irq_handler_entry: irq=1 name=x
+             app-42      [000] d..2.   100.000004: sched:sched_wakeupp: comm=app pid=42
+";
+        let t = parse_sched_trace(&format!("{FTRACE}{other}"), "t").unwrap();
+        assert_eq!(t.skipped, 4);
+        assert_eq!(t.misnamed, Some((2, 12, "sched_swtich".to_string())));
     }
 
     #[test]

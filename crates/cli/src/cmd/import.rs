@@ -65,6 +65,15 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     if let Some(j) = trace.clock_jump() {
         diag!("{}", jump_warning(&trace, j));
     }
+    if let Some((n, line, name)) = &trace.misnamed {
+        diag!(
+            "warning: `{}` has {n} line{} of an event named like `sched_switch` or `sched_wakeup` but not one of them (the first at line {line}: `{name}`); {} skipped\n  \
+             = help: fix the event name if it was mistyped; the events read are sched_switch, sched_wakeup and sched_wakeup_new",
+            trace.file,
+            if *n == 1 { "" } else { "s" },
+            if *n == 1 { "it is" } else { "they are" },
+        );
+    }
     if args.pid.is_empty() && args.comm.is_empty() {
         std::io::stdout()
             .lock()
