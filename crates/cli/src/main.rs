@@ -24,7 +24,9 @@ mod progress;
 
 use clap::{Parser, Subcommand};
 use hsched_linux::diag;
-use outcome::{is_broken_pipe, InputError, EXIT_INPUT, EXIT_PROBLEMS, EXIT_STATUS_HELP};
+use outcome::{
+    is_broken_pipe, stdout_error, InputError, EXIT_INPUT, EXIT_PROBLEMS, EXIT_STATUS_HELP,
+};
 use std::process::ExitCode;
 
 const ABOUT: &str = "Check, draw, analyze and simulate hierarchies of loadable CPU schedulers";
@@ -164,6 +166,10 @@ fn main() -> ExitCode {
     match result {
         Ok(outcome) => outcome.exit_code(),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if stdout_error(&e).is_some() => {
+            diag!("error: {e:#}");
+            ExitCode::from(EXIT_INPUT)
+        }
         Err(e) => match e.downcast_ref::<InputError>() {
             Some(input) => {
                 diag!("{}", input.0.trim_end());

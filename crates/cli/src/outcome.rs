@@ -5,6 +5,7 @@
 //! | 0 | success: the file is valid, the run finished |
 //! | 1 | the check or analysis found problems, or the run itself failed |
 //! | 2 | usage or input error: bad command line, unreadable or invalid file |
+//! | 2 | an output cannot be written: standard output or a file named on the command line (a full disk, a bad path) |
 //! | 3 | `run`: this machine cannot run live mode (not root, no freezer, ...) |
 //! | 130 | `sim`: stopped early by Ctrl-C (SIGINT) or SIGTERM; the report covers the time simulated |
 //! | 130 | `run --compare`: Ctrl-C or SIGTERM while simulating; the measured report is printed without the comparison |
@@ -18,7 +19,8 @@ use std::process::ExitCode;
 pub const EXIT_OK: u8 = 0;
 /// Exit status: the check or analysis found problems, or the run failed.
 pub const EXIT_PROBLEMS: u8 = 1;
-/// Exit status: usage or input error.
+/// Exit status: usage or input error, or an output that cannot be
+/// written.
 pub const EXIT_INPUT: u8 = 2;
 /// Exit status: `sim` stopped early by a signal (128 + SIGINT, as a shell
 /// reports a process Ctrl-C ended).
@@ -30,6 +32,8 @@ Exit status:
     0  success: the file is valid, the run finished
     1  the check or analysis found problems, or the run failed
     2  usage or input error: bad command line, unreadable or invalid file
+    2  an output cannot be written: standard output or a file named on the
+       command line (a full disk, a bad path)
     3  run, record, stolen: this machine cannot run live mode or trace the
        scheduler (not root, missing kernel feature)
   130  sim: stopped early by Ctrl-C or SIGTERM; the report and the trace
@@ -87,5 +91,28 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// A report that could not be written to standard output, carried inside
+/// the `io::Error` (whose kind is kept, so that a closed pipe is still
+/// recognised) up to `main`, which exits with [`EXIT_INPUT`].
+#[derive(Debug)]
+pub struct StdoutError(pub std::io::Error);
+
+impl fmt::Display for StdoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "writing the report to standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutError {}
+
+/// The [`StdoutError`] in the error chain, if any.
+pub fn stdout_error(err: &anyhow::Error) -> Option<&StdoutError> {
+    err.chain().find_map(|e| {
+        e.downcast_ref::<std::io::Error>()?
+            .get_ref()?
+            .downcast_ref::<StdoutError>()
     })
 }

@@ -1,6 +1,6 @@
 //! Files a verb writes on the user's behalf.
 
-use crate::outcome::input_error;
+use crate::outcome::{input_error, StdoutError};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -116,5 +116,34 @@ pub fn remove_unfinished(path: &Path) -> io::Result<bool> {
         Ok(true)
     } else {
         Ok(false)
+    }
+}
+
+/// Standard output, where a verb writes its report: a failed write says
+/// so (`writing the report to standard output: No space left on device`).
+pub struct Report(io::StdoutLock<'static>);
+
+/// The verb's report on standard output.
+pub fn report() -> Report {
+    Report(io::stdout().lock())
+}
+
+impl Report {
+    fn failed(e: io::Error) -> io::Error {
+        match e.kind() {
+            // Not an error: `main` ends quietly.
+            io::ErrorKind::BrokenPipe => e,
+            kind => io::Error::new(kind, StdoutError(e)),
+        }
+    }
+}
+
+impl io::Write for Report {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(Self::failed)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(Self::failed)
     }
 }

@@ -1642,6 +1642,94 @@ fn check_refuses_an_rtapp_thread_without_its_task_as_sim_does() {
 }
 
 #[test]
+fn a_full_output_names_what_was_written_and_exits_2() {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["sim", "examples/home-computer.toml", "--duration", "1s"],
+            "writing the report to standard output",
+        ),
+        (
+            &[
+                "sim",
+                "examples/home-computer.toml",
+                "--duration",
+                "1s",
+                "--json",
+            ],
+            "writing the report to standard output",
+        ),
+        (
+            &["check", "examples/home-computer.toml"],
+            "writing the report to standard output",
+        ),
+        (
+            &["tree", "examples/home-computer.toml"],
+            "writing the report to standard output",
+        ),
+        (
+            &["analyze", "examples/media-player.toml"],
+            "writing the report to standard output",
+        ),
+        (&["policies"], "writing the report to standard output"),
+        (
+            &[
+                "sim",
+                "examples/home-computer.toml",
+                "--duration",
+                "1s",
+                "--trace",
+                "/dev/full",
+            ],
+            "writing the trace",
+        ),
+        (
+            &[
+                "sim",
+                "examples/home-computer.toml",
+                "--duration",
+                "1s",
+                "--gantt",
+                "/dev/full",
+            ],
+            "writing the Gantt chart",
+        ),
+        (
+            &[
+                "analyze",
+                "examples/media-player.toml",
+                "--csv",
+                "/dev/full",
+            ],
+            "cannot write `/dev/full`",
+        ),
+    ];
+    for (args, what) in cases {
+        // A file named `/dev/full` is written with the report going nowhere.
+        let stdout = if args.contains(&"/dev/full") {
+            Stdio::null()
+        } else {
+            full().into()
+        };
+        let o = hsched()
+            .current_dir(root())
+            .args(*args)
+            .stdout(stdout)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(what), "{args:?}: {err}");
+        assert!(err.contains("No space left on device"), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn a_signal_while_the_files_load_ends_hsched_at_once() {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::OpenOptionsExt;

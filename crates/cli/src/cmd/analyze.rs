@@ -214,7 +214,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             if findings.len() == 1 { "" } else { "s" }
         );
     }
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::output::report().write_all(text.as_bytes())?;
     Ok(if ok && all_met {
         Outcome::Ok
     } else {

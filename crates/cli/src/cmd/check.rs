@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     input::check_rtapp_attached(&h)?;
     let a = analysis::analyze(&h);
     let problems = composition(&a);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::report();
     if !problems.is_empty() {
         let file = args.file.display().to_string();
         // The text was readable a moment ago; without it the lines are not quoted.

@@ -75,9 +75,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         );
     }
     if args.pid.is_empty() && args.comm.is_empty() {
-        std::io::stdout()
-            .lock()
-            .write_all(list(&trace).as_bytes())?;
+        crate::output::report().write_all(list(&trace).as_bytes())?;
         return Ok(Outcome::Ok);
     }
     let pids = chosen(&trace, args)?;
@@ -85,7 +83,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     match output {
         Some(path) => std::fs::write(path, &json)
             .map_err(|e| input_error(format!("error: cannot write `{}`: {e}", path.display())))?,
-        None => std::io::stdout().lock().write_all(json.as_bytes())?,
+        None => crate::output::report().write_all(json.as_bytes())?,
     }
     for pid in &pids {
         let t = &trace.threads[pid];

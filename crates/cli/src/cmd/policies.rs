@@ -46,7 +46,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             }
         },
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::report();
     out.write_all(render(&chosen).as_bytes())?;
     Ok(Outcome::Ok)
 }

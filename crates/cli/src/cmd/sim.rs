@@ -206,7 +206,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Err(e) => return Err(remove_outputs(sim_error(e), &args)),
     };
 
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::report();
     if args.json {
         writeln!(out, "{}", report.to_json().trim_end())?;
     } else {
@@ -315,7 +315,7 @@ fn run_batch(
     })?;
     let batch = summary.finish().map_err(summary_failed)?;
     let asked = seeds.len();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::report();
     if batch.runs > 0 {
         if args.json {
             batch.write_json(&mut out)?;
@@ -393,11 +393,13 @@ fn create(path: &Path) -> anyhow::Result<BufWriter<File>> {
         .map_err(|e| input_error(format!("error: cannot create `{}`: {e}", path.display())))
 }
 
-/// Building the hierarchy fails on bad input (exit 2); everything else is a
-/// failed run (exit 1), reported with its replay line when it has one.
+/// Building the hierarchy fails on bad input, and writing the trace or the
+/// chart on a full disk (exit 2); everything else is a failed run (exit
+/// 1), reported with its replay line when it has one.
 fn sim_error(e: SimError) -> anyhow::Error {
     match &e {
         SimError::Build { message } => input_error(format!("error: {message}")),
+        SimError::Io { .. } => input_error(format!("error: {e}")),
         _ => anyhow::Error::new(e).context("the simulation failed"),
     }
 }

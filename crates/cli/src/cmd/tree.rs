@@ -57,7 +57,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let h = input::load(&args.file)?;
     let file = args.file.display().to_string();
     let text = render(&h, &crate::analysis::analyze(&h).tree_notes(&file));
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::output::report().write_all(text.as_bytes())?;
     Ok(Outcome::Ok)
 }
 
