@@ -631,3 +631,17 @@ fn guarantees_doc_shows_real_output() {
     }
     assert!(shown >= 2, "only {shown} commands with output found");
 }
+
+#[test]
+fn an_empty_reservation_scheduler_has_nothing_reserved_not_minus_zero() {
+    let f = tmp("empty-rez.toml");
+    std::fs::write(&f, "[[scheduler]]\nname = \"rez\"\npolicy = \"rez\"\n").unwrap();
+    let o = run(&["analyze", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(" 0.0% of the 85.0% cap reserved, 85.0% free"),
+        "{out}"
+    );
+    assert!(!out.contains("-0.0%"), "{out}");
+}

@@ -263,7 +263,8 @@ fn with_suffix(path: &Path, name: &str) -> PathBuf {
 }
 
 fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
+    // An empty sum of floats is -0.0 (no reservation yet): not below zero.
+    format!("{:.1}%", x * 100.0 + 0.0)
 }
 
 /// The per-instance section: what each instance receives, how its policy
