@@ -1970,11 +1970,13 @@ impl Hierarchy {
     /// Checks that live mode can run every thread that has no `exec`: the
     /// `stage` and `player` workloads exist only in the simulator (their
     /// queues and coop_poll calls are modelled, not real), so such a thread
-    /// needs `exec`.
+    /// needs `exec`, and a thread with `rtapp` needs its task.
     ///
     /// # Errors
-    /// One error per such thread, naming it and its workload kind.
+    /// One error per such thread, naming it and its workload kind or task.
     pub fn check_live(&self) -> Result<(), ConfigErrors> {
+        // An `rtapp` thread without its task has nothing to run live either.
+        let unattached = self.check_rtapp_attached().err().map(|e| e.0);
         let errs: Vec<ConfigError> = self
             .threads
             .iter()
@@ -1994,6 +1996,7 @@ impl Hierarchy {
                     .hint("run the file with `hsched sim`, or give the thread a real program"),
                 )
             })
+            .chain(unattached.into_iter().flatten())
             .collect();
         if errs.is_empty() {
             Ok(())
@@ -2012,9 +2015,10 @@ impl Hierarchy {
         self.check_workloads(false)
     }
 
-    /// Checks that every thread with `rtapp` has its task attached: with no
-    /// rt-app file given, such a thread runs nothing, in the simulator or
-    /// live (`hsched check`, which also passes live-mode threads).
+    /// Checks that every thread with `rtapp` has its task attached, unless
+    /// it has `exec` for live mode: with no rt-app file given, such a thread
+    /// runs nothing, in the simulator or live (`hsched check`, which also
+    /// passes live-mode threads, and `hsched run`).
     ///
     /// # Errors
     /// One error per thread whose rt-app task is not attached.
@@ -2022,19 +2026,18 @@ impl Hierarchy {
         self.check_workloads(true)
     }
 
-    /// Threads without a workload, except those with only `exec` when
+    /// Threads without a workload, except those with `exec` when
     /// `exec_ok`.
     fn check_workloads(&self, exec_ok: bool) -> Result<(), ConfigErrors> {
         let mut errs = Vec::new();
         for t in &self.threads {
-            if t.workload.is_some() {
+            if t.workload.is_some() || (exec_ok && t.exec.is_some()) {
                 continue;
             }
             let e = match &t.rtapp {
                 Some(b) => ConfigError::at_span(&self.file, t.span, format!("thread `{}` has `rtapp = \"{}\"`, but no rt-app file is given", t.name, b.task))
                     .expected("an rt-app file that declares the task: `[workload] rtapp = \"tasks.json\"` in the hierarchy file, or `--workload tasks.json` on the command line")
                     .hint("`rtapp` takes a task's program from that file; give the thread a `workload` instead to run it without one"),
-                None if exec_ok => continue,
                 None => ConfigError::at_span(&self.file, t.span, format!("thread `{}` has no `workload`, so it cannot be simulated", t.name))
                     .expected("`workload = { kind = \"...\" }` or `rtapp = \"task\"`")
                     .hint("`exec` alone describes a thread for live mode only"),

@@ -218,6 +218,39 @@ fn a_thread_without_workload_cannot_be_simulated() {
 }
 
 #[test]
+fn an_rtapp_thread_without_its_task_cannot_run_live_unless_it_has_exec() {
+    let text = r#"
+default = "top"
+
+[[scheduler]]
+name = "top"
+policy = "prio"
+
+[[thread]]
+name = "alone"
+rtapp = "task"
+
+[[thread]]
+name = "with-exec"
+rtapp = "task"
+exec = ["/bin/true"]
+"#;
+    let h = parse_str_with_policies(text, "t.toml", &policies()).unwrap_or_else(|e| panic!("{e}"));
+    for e in [h.check_live(), h.check_rtapp_attached()] {
+        let e = e.unwrap_err();
+        assert_eq!(e.len(), 1, "{e}");
+        assert!(
+            e.0[0]
+                .message
+                .contains("thread `alone` has `rtapp = \"task\"`, but no rt-app file is given"),
+            "{e}"
+        );
+    }
+    // The simulator needs both tasks.
+    assert_eq!(h.check_simulatable().unwrap_err().len(), 2);
+}
+
+#[test]
 fn builds_and_applies_operations() {
     let pol = policies();
     let h = parse(GOOD).unwrap();
