@@ -1820,9 +1820,14 @@ impl Daemon {
             m.woke_at.map(|w| w.max(self.epoch + self.hsi.now().0))
         };
         let mut warn = None;
+        // A thread that exited since (`ESRCH`) is no failure: its exit
+        // record follows. A warning for it would also take the place of a
+        // real one, which is said once per run.
+        let gone = |e: &std::io::Error| e.raw_os_error() == Some(libc::ESRCH);
         if m.pinned != Some(cpu) {
             match sys::set_affinity(tid, &CpuMask::single(cpu)) {
                 Ok(()) => m.pinned = Some(cpu),
+                Err(e) if gone(&e) => {}
                 Err(e) => {
                     warn = Some((
                         "affinity",
@@ -1841,6 +1846,7 @@ impl Daemon {
             a.flags = m.orig.attr.flags & sys::SCHED_FLAG_RESET_ON_FORK;
             match sys::sched_setattr(tid, &a) {
                 Ok(()) => m.fifo = true,
+                Err(e) if gone(&e) => {}
                 Err(e) => {
                     warn = Some((
                         "fifo",
