@@ -491,15 +491,17 @@ pub enum Step {
     Runtime(Duration),
     /// Block for this long (rt-app `sleep`).
     Sleep(Duration),
-    /// Block until the timer's next expiry, one `period` after the last
-    /// (rt-app `timer`, see [`timer_turn`]); a job boundary with its
-    /// deadline at that expiry.
+    /// Block until the timer's next expiry, this step's `period` after
+    /// the last one (rt-app `timer`, see [`timer_turn`]); a job boundary
+    /// with its deadline at that expiry.
     Timer {
-        /// Timer period.
+        /// Timer period, added to the timer at this step.
         period: Duration,
-        /// Absolute (`true`): a late step keeps the expiries at origin +
-        /// k·period, so the next steps catch up; relative: a late step
-        /// starts the expiries again from now.
+        /// Absolute (`true`): a late step keeps the expiries on their
+        /// grid, so the next steps catch up; relative: a late step starts
+        /// the expiries again from now. rt-app makes a timer absolute for
+        /// all its events when any of them says so; the reader does the
+        /// same.
         absolute: bool,
     },
 }
@@ -508,27 +510,28 @@ pub enum Step {
 /// (`src/rt-app.c`, `rtapp_timer`), the same in the simulator and in live
 /// mode.
 ///
-/// `expiry` is the one the previous timer step left (`None` at the first,
-/// which waits for `origin + period`, `origin` being when the program
-/// started, after its delay). The step waits for the expiry if it has not
-/// come; the next expiry is then one period later. A step on time or late
-/// does not wait: an absolute timer keeps its grid (the next steps catch
-/// up), a relative one starts again one period from now.
+/// `base` is what the previous timer step left (`None` at the first:
+/// `origin`, when the program started, after its delay). The step's own
+/// `period` is added to it, as rt-app adds each timer event's period when
+/// the event comes, so steps of one timer with different periods space
+/// their expiries by their own periods. The step waits for that expiry if
+/// it has not come. A step that waits, or an absolute one, leaves its
+/// expiry as the next base, so the next steps catch up after a late one;
+/// a late relative one leaves `now`, starting again from there.
 #[must_use]
 pub fn timer_turn(
-    expiry: Option<u64>,
+    base: Option<u64>,
     origin: u64,
     period: u64,
     absolute: bool,
     now: u64,
 ) -> TimerTurn {
-    let expiry = expiry.unwrap_or(origin.saturating_add(period));
+    let expiry = base.unwrap_or(origin).saturating_add(period);
     let wait = now < expiry;
-    let next = if wait || absolute { expiry } else { now };
     TimerTurn {
         expiry,
         wait,
-        next: next.saturating_add(period),
+        base: if wait || absolute { expiry } else { now },
     }
 }
 
@@ -539,8 +542,8 @@ pub struct TimerTurn {
     pub expiry: u64,
     /// Whether the step sleeps until `expiry` (it has not come yet).
     pub wait: bool,
-    /// The expiry the next timer step is for.
-    pub next: u64,
+    /// What the next timer step adds its own period to.
+    pub base: u64,
 }
 
 /// rt-app tasks and how they map onto threads.
@@ -658,23 +661,26 @@ mod tests {
     fn timer_steps_follow_rt_app() {
         // origin 100, period 10: the first step waits for 110.
         let t = timer_turn(None, 100, 10, false, 103);
-        assert_eq!((t.expiry, t.wait, t.next), (110, true, 120));
+        assert_eq!((t.expiry, t.wait, t.base), (110, true, 110));
         // On time (the run fit): the grid holds in both modes.
         for absolute in [false, true] {
-            let t = timer_turn(Some(120), 100, 10, absolute, 115);
-            assert_eq!((t.expiry, t.wait, t.next), (120, true, 130));
+            let t = timer_turn(Some(110), 100, 10, absolute, 115);
+            assert_eq!((t.expiry, t.wait, t.base), (120, true, 120));
         }
         // Exactly at the expiry: no wait, and the grid holds.
-        let t = timer_turn(Some(130), 100, 10, false, 130);
-        assert_eq!((t.expiry, t.wait, t.next), (130, false, 140));
+        let t = timer_turn(Some(120), 100, 10, false, 130);
+        assert_eq!((t.expiry, t.wait, t.base), (130, false, 130));
         // Late by 7: a relative timer starts again from now, an absolute
         // one keeps its grid and catches up.
-        let t = timer_turn(Some(140), 100, 10, false, 147);
-        assert_eq!((t.expiry, t.wait, t.next), (140, false, 157));
-        let t = timer_turn(Some(140), 100, 10, true, 147);
-        assert_eq!((t.expiry, t.wait, t.next), (140, false, 150));
+        let t = timer_turn(Some(130), 100, 10, false, 147);
+        assert_eq!((t.expiry, t.wait, t.base), (140, false, 147));
+        let t = timer_turn(Some(130), 100, 10, true, 147);
+        assert_eq!((t.expiry, t.wait, t.base), (140, false, 140));
+        // Each step adds its own period: 20 after a step of period 5.
+        let t = timer_turn(Some(140), 100, 20, false, 141);
+        assert_eq!((t.expiry, t.wait, t.base), (160, true, 160));
         // No overflow at the end of time.
         let t = timer_turn(Some(u64::MAX - 1), 0, 10, true, 0);
-        assert_eq!((t.wait, t.next), (true, u64::MAX));
+        assert_eq!((t.expiry, t.wait, t.base), (u64::MAX, true, u64::MAX));
     }
 }

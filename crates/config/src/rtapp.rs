@@ -523,10 +523,7 @@ fn read_events(
                         other => set(rd.err(tk.span, format!("unknown key `{other}` in a timer of task `{task}`")), Some("`ref`, `period` and `mode`"), did_you_mean(other, ["ref", "period", "mode"])),
                     }
                 }
-                // rt-app: "unique..." refs are private to the thread.
-                if !reference.starts_with("unique") {
-                    timers.insert(reference);
-                }
+                timers.insert(reference);
                 match period {
                     // A zero period never waits (rt-app sets the next expiry to now).
                     Some(p) if p > Duration::ZERO => steps.push(Step::Timer {
@@ -691,7 +688,9 @@ fn read_task(
             Some("hsched gives each thread one timer origin; use the same `ref` for every timer event of the task".into()),
         );
     }
-    for t in &timers {
+    // rt-app: "unique..." refs are private to the thread; a name is one
+    // timer within it (counted above).
+    for t in timers.iter().filter(|t| !t.starts_with("unique")) {
         let shared = match timer_owner.get(t) {
             Some(owner) if *owner != name => Some(format!("task `{owner}`")),
             _ if instance > 1 => Some(format!("the {instance} instances of `{name}`")),
@@ -708,9 +707,22 @@ fn read_task(
             .entry(t.clone())
             .or_insert_with(|| name.to_string());
     }
-    let Some(program) = program else { return };
+    let Some(mut program) = program else { return };
     if rd.errs.len() > before {
         return;
+    }
+    // rt-app keeps one mode per timer, absolute once any of its events
+    // says so (and this task has one timer).
+    if program
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Timer { absolute: true, .. }))
+    {
+        for s in &mut program.steps {
+            if let Step::Timer { absolute, .. } = s {
+                *absolute = true;
+            }
+        }
     }
     if let Some(problem) = program_problem(&program) {
         set(

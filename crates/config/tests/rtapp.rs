@@ -354,3 +354,51 @@ fn a_hierarchy_and_its_workload_make_at_most_100_000_threads_together() {
         "{e}"
     );
 }
+
+/// rt-app keeps one mode per timer: absolute once any of its events says
+/// so, whichever phase it is in (`src/rt-app_parse_config.c`; checked
+/// against rt-app 1.0, whose log shows the absolute timer's catch-up in
+/// both orders).
+#[test]
+fn a_timer_is_absolute_for_every_event_once_one_says_so() {
+    for (first, second) in [
+        ("\"absolute\"", "\"relative\""),
+        ("\"relative\"", "\"absolute\""),
+    ] {
+        let text = format!(
+            r#"{{"tasks": {{"t": {{"phases": {{
+                "a": {{"runtime": 25000, "timer": {{"ref": "tick", "period": 10000, "mode": {first}}}}},
+                "b": {{"runtime": 1000, "timer": {{"ref": "tick", "period": 5000, "mode": {second}}}}}
+            }}}}}}}}"#
+        );
+        let w = parse_rtapp(&text, "m.json").unwrap_or_else(|e| panic!("{e}"));
+        let modes: Vec<bool> = w.tasks[0]
+            .program
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Timer { absolute, .. } => Some(*absolute),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(modes, [true, true], "{first} then {second}");
+    }
+}
+
+/// Two `unique…` names in one task are two timers in rt-app (one per
+/// name and thread), which hsched does not model: refused like two
+/// shared names, instead of run as one timer.
+#[test]
+fn two_unique_timer_names_in_a_task_are_two_timers() {
+    let text = r#"{"tasks": {"t": {"phases": {
+        "a": {"run": 1000, "timer": {"ref": "uniqueA", "period": 10000}},
+        "b": {"run": 1000, "timer": {"ref": "uniqueB", "period": 10000}}
+    }}}}"#;
+    let e = parse_rtapp(text, "u.json").unwrap_err().to_string();
+    assert!(
+        e.contains("task `t` waits on several timers (`uniqueA`, `uniqueB`)"),
+        "{e}"
+    );
+    // One unique name, used twice, is one timer.
+    parse_rtapp(&text.replace("uniqueB", "uniqueA"), "u.json").unwrap_or_else(|e| panic!("{e}"));
+}

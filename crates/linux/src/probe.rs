@@ -194,17 +194,24 @@ pub fn run_workload(w: &WorkloadSpec, slot: Option<&ProbeSlot>, end_ns: u64, see
 fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
     let origin = sys::now_ns() + p.delay.as_nanos();
     sys::sleep_until(origin);
-    let mut next_timer: Option<u64> = None;
+    let mut timer_base: Option<u64> = None;
+    // The timer steps' periods in program order: the job pending after the
+    // k-th timer step waits for the next one's (the program loops).
+    let periods: Vec<u64> = p
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Timer { period, .. } => Some(period.as_nanos()),
+            _ => None,
+        })
+        .collect();
     // As in the simulator: a timer step ends a job (due at its expiry);
     // without one, each turn of the loop is a job with no deadline.
-    let first_period = p.steps.iter().find_map(|s| match s {
-        Step::Timer { period, .. } => Some(period.as_nanos()),
-        _ => None,
-    });
-    let has_timer = first_period.is_some();
-    if let Some(per) = first_period {
+    let has_timer = !periods.is_empty();
+    if let Some(per) = periods.first() {
         pending(slot, origin + per, 0);
     }
+    let mut timer_steps = 0;
     let mut done = 0u64;
     while sys::now_ns() < end_ns && p.loops.is_none_or(|l| done < l) {
         for s in &p.steps {
@@ -219,10 +226,12 @@ fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
                 Step::Sleep(d) => sys::sleep_until(sys::now_ns() + d.as_nanos()),
                 Step::Timer { period, absolute } => {
                     let now = sys::now_ns();
-                    let t = timer_turn(next_timer, origin, period.as_nanos(), *absolute, now);
+                    let t = timer_turn(timer_base, origin, period.as_nanos(), *absolute, now);
                     job(slot, now as i64 - t.expiry as i64);
-                    next_timer = Some(t.next);
-                    pending(slot, t.next, 0);
+                    timer_base = Some(t.base);
+                    timer_steps += 1;
+                    let next_period = periods[timer_steps % periods.len()];
+                    pending(slot, t.base.saturating_add(next_period), 0);
                     if t.wait {
                         sys::sleep_until(t.expiry);
                     }
