@@ -1344,7 +1344,17 @@ pub(crate) fn check_timeline(
                     }
                     let info = find_policy(policies, &live[&target].policy);
                     let broken = sites.broken_threads.contains(&i);
-                    let skip = t.rtapp.as_ref().is_some_and(|b| !b.declared) || broken;
+                    // A thread made from an rt-app task was checked where its
+                    // task was read; a declared one without `params` (and
+                    // without `exec`, which runs live with or without the
+                    // task) takes them from its task when the task is
+                    // attached, and is checked then.
+                    let from_task = t.rtapp.as_ref().is_some_and(|b| !b.declared)
+                        || (t.rtapp.is_some()
+                            && t.workload.is_none()
+                            && t.exec.is_none()
+                            && t.params.is_empty());
+                    let skip = from_task || broken;
                     let before = d.errs.len();
                     let params_site = format!("{}.params", tpath(i));
                     if let (Some(info), false) = (info, skip) {

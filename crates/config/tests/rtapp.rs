@@ -402,3 +402,30 @@ fn two_unique_timer_names_in_a_task_are_two_timers() {
     // One unique name, used twice, is one timer.
     parse_rtapp(&text.replace("uniqueB", "uniqueA"), "u.json").unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// A `[[thread]]` naming an rt-app task without `params` of its own takes
+/// the task's scheduling fields, as a `[[workload.map]]` rule does: a
+/// `SCHED_DEADLINE` task under `rez` gets its `amount` and `period`. The
+/// file is checked again when the task is attached, so a task with no such
+/// fields is refused there, in the rt-app file.
+#[test]
+fn a_declared_thread_without_params_takes_its_tasks_fields() {
+    let toml = "default = \"ts\"\n[[scheduler]]\nname = \"fp\"\npolicy = \"fp\"\n\
+        [[scheduler]]\nname = \"res\"\npolicy = \"rez\"\nparent = \"fp\"\nparams = { priority = 2 }\n\
+        [[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\nparent = \"fp\"\nparams = { priority = 1 }\n\
+        [[thread]]\nname = \"v\"\nrtapp = \"video\"\nscheduler = \"res\"\n";
+    let mut h = parse_str(toml, "h.toml").unwrap_or_else(|e| panic!("{e}"));
+    let dl = r#"{"tasks": {"video": {"policy": "SCHED_DEADLINE", "dl-runtime": 6000, "dl-period": 20000, "run": 5000, "timer": {"ref": "t", "period": 20000}}}}"#;
+    attach_rtapp(&mut h, parse_rtapp(dl, "dl.json").unwrap()).unwrap_or_else(|e| panic!("{e}"));
+    let v = &h.threads[0];
+    assert_eq!(v.params.duration("amount").unwrap(), Some(ms(6)));
+    assert_eq!(v.params.duration("period").unwrap(), Some(ms(20)));
+    let mut h = parse_str(toml, "h.toml").unwrap();
+    let other = r#"{"tasks": {"video": {"run": 5000, "timer": {"ref": "t", "period": 20000}}}}"#;
+    let e = attach_rtapp(&mut h, parse_rtapp(other, "o.json").unwrap()).unwrap_err();
+    assert!(
+        e.0.iter()
+            .any(|e| e.file == "o.json" && e.message.contains("task `video` has no `amount`")),
+        "{e}"
+    );
+}
