@@ -721,6 +721,26 @@ scheduler = "mid"
     );
 }
 
+/// FP over a reservation scheduler `res` (priority 2) and the default
+/// time-sharing `ts` (priority 1): the tests that run independent programs
+/// place their threads under `res` with `[[rule]]`s.
+const RES_AND_TS: &str = r#"
+default = "ts"
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "res"
+policy = "rez"
+parent = "fp"
+params = { priority = 2 }
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "fp"
+params = { priority = 1 }
+"#;
+
 /// The path of program `name` on `PATH`, if it is installed.
 fn installed(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -905,32 +925,20 @@ fn real_rt_app_meets_its_timers_against_stress_ng_under_reservations() {
     // Under hsched.
     let f = write_file(
         "rt-app.toml",
-        r#"
-default = "ts"
-[[scheduler]]
-name = "fp"
-policy = "fp"
-[[scheduler]]
-name = "res"
-policy = "rez"
-parent = "fp"
-params = { priority = 2 }
-[[scheduler]]
-name = "ts"
-policy = "ts"
-parent = "fp"
-params = { priority = 1 }
+        &format!(
+            r#"{RES_AND_TS}
 [[rule]]
 thread = "video"
 program = "rt-app"
 scheduler = "res"
-params = { amount = "8ms", period = "20ms" }
+params = {{ amount = "8ms", period = "20ms" }}
 [[rule]]
 thread = "audio"
 program = "rt-app"
 scheduler = "res"
-params = { amount = "2ms", period = "10ms" }
-"#,
+params = {{ amount = "2ms", period = "10ms" }}
+"#
+        ),
     );
     let managed = tasks("rt-app-managed");
     let (r, stolen) = {
@@ -985,26 +993,14 @@ fn a_program_that_sets_its_own_policy_is_raised_at_every_grant() {
     let cpu = test_cpu();
     let f = write_file(
         "cyclictest.toml",
-        r#"
-default = "ts"
-[[scheduler]]
-name = "fp"
-policy = "fp"
-[[scheduler]]
-name = "res"
-policy = "rez"
-parent = "fp"
-params = { priority = 2 }
-[[scheduler]]
-name = "ts"
-policy = "ts"
-parent = "fp"
-params = { priority = 1 }
+        &format!(
+            r#"{RES_AND_TS}
 [[rule]]
 thread = "cyclictest"
 scheduler = "res"
-params = { amount = "2ms", period = "10ms" }
-"#,
+params = {{ amount = "2ms", period = "10ms" }}
+"#
+        ),
     );
     let out = f.with_file_name("cyclictest.out");
     // 3 s of 1 ms cycles on the test CPU; `-q` prints one summary line.
