@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 /// Usage of `run`.
-pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--fifo-priority N] [--stolen off|procstat|trace] [--stolen-irq-overhead D] [--json] [-- COMMAND ARGS...]";
+pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--fifo-priority N] [--stolen off|procstat|trace] [--stolen-irq-overhead D] [--json] [--output FILE] [-- COMMAND ARGS...]";
 /// Usage of `ctl`.
 pub const CTL_USAGE: &str = "usage: hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...   (OP: hello, show, create, destroy, move, begin-reservation, end-reservation, set-params, set-share, set-default, attach, detach, shutdown)";
 
@@ -47,10 +47,11 @@ fn param_value(s: &str) -> ParamValue {
 ///
 /// # Errors
 /// A message naming the bad argument.
-pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), String> {
+pub fn parse_run_args(args: &[String]) -> Result<RunArgs, String> {
     let mut opts = RunOptions::default();
     let mut file = None;
     let mut json = false;
+    let mut output = None;
     let mut it = args.iter().enumerate();
     let need = |v: Option<(usize, &String)>, flag: &str| {
         v.map(|(_, s)| s.clone())
@@ -129,23 +130,44 @@ pub fn parse_run_args(args: &[String]) -> Result<(PathBuf, RunOptions, bool), St
                     .map_err(|e| format!("--stolen-irq-overhead: {}", e.message))?;
             }
             "--json" => json = true,
+            "--output" | "-o" => output = Some(PathBuf::from(need(it.next(), a)?)),
             s if s.starts_with("--") => return Err(format!("unknown option `{s}`")),
             _ if file.is_none() => file = Some(PathBuf::from(a)),
             _ => return Err(format!("unexpected argument `{a}`")),
         }
     }
     let file = file.ok_or("a hierarchy FILE is required")?;
-    Ok((file, opts, json))
+    Ok(RunArgs {
+        file,
+        opts,
+        json,
+        output,
+    })
+}
+
+/// `hsched run`'s arguments.
+pub struct RunArgs {
+    /// The hierarchy file.
+    pub file: PathBuf,
+    /// The daemon's options.
+    pub opts: RunOptions,
+    /// `--json`.
+    pub json: bool,
+    /// `--output FILE`: where the report goes instead of standard output.
+    pub output: Option<PathBuf>,
 }
 
 /// `hsched run`: returns the process exit code.
 pub fn run_main(args: &[String]) -> i32 {
     match run_report(args) {
-        Ok(done) => crate::out::print_stdout(&if done.json {
-            format!("{}\n", done.report.to_json())
-        } else {
-            done.report.to_table()
-        }),
+        Ok(mut done) => {
+            let text = if done.json {
+                format!("{}\n", done.report.to_json())
+            } else {
+                done.report.to_table()
+            };
+            done.out.write(&text)
+        }
         Err(code) => code,
     }
 }
@@ -159,6 +181,8 @@ pub struct RunDone {
     pub report: crate::Report,
     /// `--json` was given.
     pub json: bool,
+    /// Where the report goes (`--output`).
+    pub out: crate::out::ReportOut,
 }
 
 /// `hsched run` up to its report, for callers that print more with it.
@@ -168,7 +192,12 @@ pub struct RunDone {
 /// unusable file, 3 where live mode is impossible (nothing was changed),
 /// 1 for an error during the run.
 pub fn run_report(args: &[String]) -> Result<RunDone, i32> {
-    let (file, opts, json) = parse_run_args(args).map_err(|e| {
+    let RunArgs {
+        file,
+        opts,
+        json,
+        output,
+    } = parse_run_args(args).map_err(|e| {
         crate::diag!("hsched run: {e}\n{RUN_USAGE}");
         2
     })?;
@@ -184,11 +213,16 @@ pub fn run_report(args: &[String]) -> Result<RunDone, i32> {
     if let Some(note) = opts.duration.and_then(|d| h.unreached_note(d)) {
         crate::diag!("{note}");
     }
+    let out = crate::out::ReportOut::create(output.as_deref()).map_err(|e| {
+        crate::diag!("hsched run: {e}");
+        2
+    })?;
     match run(&h, opts) {
         Ok(report) => Ok(RunDone {
             hierarchy: h,
             report,
             json,
+            out,
         }),
         Err(e) => {
             crate::diag!("hsched run: {e}");
@@ -389,12 +423,25 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let (f, o, json) = parse_run_args(&a).unwrap();
+        let RunArgs {
+            file: f,
+            opts: o,
+            json,
+            output,
+        } = parse_run_args(&a).unwrap();
         assert_eq!(f, PathBuf::from("f.toml"));
         assert_eq!(o.cpus, Some(vec![1]));
         assert_eq!(o.duration, Some(hsched_core::Duration::from_secs(2)));
         assert_eq!(o.command, Some(vec!["sleep".to_string(), "1".to_string()]));
         assert!(!json);
+        assert_eq!(output, None);
+        let a: Vec<String> = ["f.toml", "--json", "-o", "r.json", "--", "sleep", "1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let r = parse_run_args(&a).unwrap();
+        assert_eq!(r.output, Some(PathBuf::from("r.json")));
+        assert!(parse_run_args(&["f.toml".to_string(), "--output".to_string()]).is_err());
         assert!(parse_run_args(&["--bogus".to_string()]).is_err());
         assert!(parse_run_args(&[]).is_err());
     }
@@ -416,7 +463,7 @@ mod tests {
                 .chain(extra)
                 .map(|s| s.to_string())
                 .collect();
-            parse_run_args(&a).map(|(_, o, _)| o)
+            parse_run_args(&a).map(|r| r.opts)
         };
         let o = parse(&["--cpus", "0-2,5", "--fifo-priority", "79"]).unwrap();
         assert_eq!(o.cpus, Some(vec![0, 1, 2, 5]));

@@ -30,3 +30,49 @@ pub fn print_stdout(text: &str) -> i32 {
         }
     }
 }
+
+/// Where `hsched run` writes its report: standard output, or the file
+/// `--output` names, created (emptied) before the run starts so that a path
+/// that cannot be written stops hsched before any program runs, and so
+/// that a launched program's own output stays out of it.
+pub enum ReportOut {
+    /// Standard output.
+    Stdout,
+    /// `--output FILE`.
+    File(std::path::PathBuf, std::fs::File),
+}
+
+impl ReportOut {
+    /// Standard output, or `path` created for writing.
+    ///
+    /// # Errors
+    /// The file cannot be created, in words naming it.
+    pub fn create(path: Option<&std::path::Path>) -> Result<Self, String> {
+        match path {
+            None => Ok(Self::Stdout),
+            Some(p) => std::fs::File::create(p)
+                .map(|f| Self::File(p.to_path_buf(), f))
+                .map_err(|e| format!("cannot create `{}`: {e}", p.display())),
+        }
+    }
+
+    /// Writes `text`. Returns the exit status: as [`print_stdout`] for
+    /// standard output; for a file 0, or 2 after saying why on stderr (an
+    /// output that cannot be written, as for every verb).
+    pub fn write(&mut self, text: &str) -> i32 {
+        use std::io::Write;
+        match self {
+            Self::Stdout => print_stdout(text),
+            Self::File(path, f) => match f.write_all(text.as_bytes()).and_then(|()| f.flush()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    diag!(
+                        "hsched: cannot write the report to `{}`: {e}",
+                        path.display()
+                    );
+                    2
+                }
+            },
+        }
+    }
+}

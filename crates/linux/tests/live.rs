@@ -1036,6 +1036,59 @@ params = {{ amount = "2ms", period = "10ms" }}
     );
 }
 
+/// `-o FILE` keeps the report apart from what the launched program prints:
+/// the program's line reaches standard output alone and the file holds the
+/// whole JSON report.
+#[test]
+fn the_report_goes_to_its_output_file_and_the_programs_output_to_stdout() {
+    let Some(_g) = live() else { return };
+    let f = write_file(
+        "output.toml",
+        "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n",
+    );
+    let report = f.with_file_name("output.json");
+    let cpu = test_cpu().to_string();
+    let child = Command::new(bin())
+        .arg("run")
+        .arg(&f)
+        .args(["--cpus", &cpu, "--json", "-o"])
+        .arg(&report)
+        .args(["--", "sh", "-c", "echo from the program"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_bounded(child, Duration::from_secs(60));
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from the program\n");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["mode"], "live", "{r}");
+}
+
+/// An `--output` that cannot be written is an input error found before the
+/// run: nothing is launched. It needs no root (the check comes first).
+#[test]
+fn an_output_file_that_cannot_be_written_stops_the_run_before_it_starts() {
+    let f = write_file(
+        "unwritable.toml",
+        "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n",
+    );
+    let marker = f.with_file_name("unwritable.ran");
+    let out = Command::new(bin())
+        .arg("run")
+        .arg(&f)
+        .args(["--output", "/nonexistent/dir/report.json", "--"])
+        .args(["sh", "-c", &format!("touch {}", marker.display())])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot create `/nonexistent/dir/report.json`"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the program ran");
+}
+
 fn start_daemon(file: &Path, sock: &Path, extra: &[&str]) -> Child {
     let cpu = test_cpu().to_string();
     let _ = std::fs::remove_file(sock);

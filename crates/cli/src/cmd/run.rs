@@ -5,7 +5,7 @@
 use crate::compare;
 use crate::outcome::{Outcome, EXIT_INTERRUPTED};
 use crate::progress::Progress;
-use hsched_linux::{diag, out::print_stdout};
+use hsched_linux::diag;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -26,16 +26,18 @@ programs exit), --socket PATH, --group GID (may use the socket),
 --fifo-priority N (SCHED_FIFO of granted threads, 1 to 79, default 10; 0
 leaves their policy), --stolen off|procstat|trace (measure time stolen by
 interrupts and feed it to the hierarchy; see docs/stolen-time.md),
---stolen-irq-overhead D, --json, --compare (then simulate the file for as
-long as the run lasted and show, program by program, the share, jobs,
-misses and largest lateness simulated beside those measured; with --json,
-under the key `compare`).";
+--stolen-irq-overhead D, --json, -o/--output FILE (write the report there,
+not to standard output, which the programs share; the file is created
+before anything runs), --compare (then simulate the file for as long as
+the run lasted and show, program by program, the share, jobs, misses and
+largest lateness simulated beside those measured; with --json, under the
+key `compare`).";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
 Examples:
   sudo hsched run examples/frame-renderer.toml --duration 10s
-  sudo hsched run examples/overview.toml --scheduler ts -- make -j2
+  sudo hsched run examples/overview.toml --scheduler ts --json -o make.json -- make -j2
   sudo hsched run examples/overview.toml --json --duration 5s > report.json
   sudo hsched run examples/home-computer.toml --duration 4s --compare";
 
@@ -63,7 +65,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     if !compare {
         return Ok(Outcome::Status(hsched_linux::cli_glue::run_main(&args)));
     }
-    let done = match hsched_linux::cli_glue::run_report(&args) {
+    let mut done = match hsched_linux::cli_glue::run_report(&args) {
         Ok(done) => done,
         Err(code) => return Ok(Outcome::Status(code)),
     };
@@ -72,7 +74,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let mut status = if done.json {
         0
     } else {
-        print_stdout(&done.report.to_table())
+        done.out.write(&done.report.to_table())
     };
     // The daemon left SIGINT, SIGTERM and SIGHUP blocked (its signalfd
     // read them): from here on the first SIGINT or SIGTERM ends the
@@ -113,9 +115,9 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
                 serde_json::to_string_pretty(&v).ok()
             })
             .unwrap_or(live);
-        status = print_stdout(&format!("{text}\n"));
+        status = done.out.write(&format!("{text}\n"));
     } else if let Some(c) = &c {
-        status = status.max(print_stdout(&c.to_table()));
+        status = status.max(done.out.write(&c.to_table()));
     }
     if let Err(e) = sim {
         diag!("hsched run --compare: the simulator cannot run this file: {e}");
