@@ -1686,7 +1686,7 @@ fn a_full_output_names_what_was_written_and_exits_2() {
                 "--trace",
                 "/dev/full",
             ],
-            "writing the trace",
+            "writing the trace to `/dev/full`",
         ),
         (
             &[
@@ -1697,7 +1697,7 @@ fn a_full_output_names_what_was_written_and_exits_2() {
                 "--gantt",
                 "/dev/full",
             ],
-            "writing the Gantt chart",
+            "writing the Gantt chart to `/dev/full`",
         ),
         (
             &[

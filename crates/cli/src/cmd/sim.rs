@@ -203,7 +203,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     progress.borrow_mut().finish();
     let report = match result {
         Ok(report) => report,
-        Err(e) => return Err(remove_outputs(sim_error(e), &args)),
+        Err(e) => {
+            let e = output_error(&e, &args).unwrap_or_else(|| sim_error(e));
+            return Err(remove_outputs(e, &args));
+        }
     };
 
     let mut out = crate::output::report();
@@ -402,6 +405,24 @@ fn sim_error(e: SimError) -> anyhow::Error {
         SimError::Io { .. } => input_error(format!("error: {e}")),
         _ => anyhow::Error::new(e).context("the simulation failed"),
     }
+}
+
+/// A trace or chart that could not be written, naming its file (exit 2):
+/// the simulator names only the output (`what`: "trace" or "Gantt
+/// chart").
+fn output_error(e: &SimError, args: &Args) -> Option<anyhow::Error> {
+    let SimError::Io { what, error } = e else {
+        return None;
+    };
+    let path = if *what == "trace" {
+        args.trace.as_ref()
+    } else {
+        args.gantt.as_ref()
+    }?;
+    Some(input_error(format!(
+        "error: writing the {what} to `{}`: {error}",
+        path.display()
+    )))
 }
 
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
