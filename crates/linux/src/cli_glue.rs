@@ -226,6 +226,10 @@ pub fn run_report(args: &[String]) -> Result<RunDone, i32> {
         }),
         Err(e) => {
             crate::diag!("hsched run: {e}");
+            // No report: leave no empty file behind.
+            if let crate::out::ReportOut::File(path, _) = &out {
+                let _ = std::fs::remove_file(path);
+            }
             Err(match e {
                 crate::LiveError::Usage(_) => 2,
                 // Live mode impossible here (a missing feature, or another

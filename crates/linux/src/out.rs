@@ -31,10 +31,11 @@ pub fn print_stdout(text: &str) -> i32 {
     }
 }
 
-/// Where `hsched run` writes its report: standard output, or the file
-/// `--output` names, created (emptied) before the run starts so that a path
-/// that cannot be written stops hsched before any program runs, and so
-/// that a launched program's own output stays out of it.
+/// Where `hsched run` writes its report: standard output, so far as a
+/// launched program's own output allows, or the file `--output` names,
+/// created (emptied) before the run starts so that a path that cannot be
+/// written stops hsched before any program runs (and removed when the run
+/// fails and there is no report).
 pub enum ReportOut {
     /// Standard output.
     Stdout,
