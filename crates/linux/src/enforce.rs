@@ -35,9 +35,18 @@ pub struct Original {
     pub mask: CpuMask,
 }
 
+/// Thread `tid`'s own `stat` file. `/proc/TID/stat` is the process view:
+/// for a thread of a large process the kernel sums the CPU time of every
+/// thread of it at each read, which made the daemon's per-thread reads
+/// quadratic under a program creating thousands of threads. The fields
+/// read here (state, flags, start time) are the thread's in both.
+fn read_thread_stat(tid: i32) -> io::Result<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/task/{tid}/stat"))
+}
+
 /// `(tgid, start time)` of thread `tid`, from procfs.
 pub fn proc_identity(tid: i32) -> io::Result<(i32, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat"))?;
+    let stat = read_thread_stat(tid)?;
     let start = stat
         .rsplit_once(')')
         .and_then(|(_, rest)| rest.split_whitespace().nth(19))
@@ -60,7 +69,7 @@ pub fn proc_comm(tid: i32) -> Option<String> {
 
 /// The state letter of thread `tid` (`R`, `S`, `D`, `T`, ...).
 pub fn proc_state(tid: i32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    let stat = read_thread_stat(tid).ok()?;
     stat.rsplit_once(')')?
         .1
         .split_whitespace()
@@ -199,7 +208,7 @@ pub enum Leaving {
 pub fn proc_leaving(tid: i32, start: u64) -> Option<Leaving> {
     const PF_EXITING: u64 = 0x4;
     let sets = SigSets::parse(&std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?)?;
-    let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    let stat = read_thread_stat(tid).ok()?;
     let mut f = stat.rsplit_once(')')?.1.split_whitespace();
     // After the name: field 3 is index 0, flags (9) index 6, start (22) 19.
     let flags: u64 = f.nth(6)?.parse().ok()?;
