@@ -1677,6 +1677,8 @@ fn a_full_output_names_what_was_written_and_exits_2() {
             "writing the report to standard output",
         ),
         (&["policies"], "writing the report to standard output"),
+        // The live tools write through `hsched_linux::out::print_stdout`.
+        (&["stolen", "help"], "writing the report to standard output"),
         (
             &[
                 "sim",

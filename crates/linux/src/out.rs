@@ -17,7 +17,8 @@ macro_rules! diag {
 
 /// Writes `text` to stdout and flushes it. Returns the exit status: 0,
 /// also when the reader has gone (`| head`; every hsched verb treats a
-/// closed pipe so), or 1 after saying why on stderr (a full disk).
+/// closed pipe so), or 2 after saying why on stderr (a full disk: an output
+/// that cannot be written, as for every verb).
 pub fn print_stdout(text: &str) -> i32 {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -25,8 +26,8 @@ pub fn print_stdout(text: &str) -> i32 {
         Ok(()) => 0,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            diag!("hsched: cannot write the output: {e}");
-            1
+            diag!("error: writing the report to standard output: {e}");
+            2
         }
     }
 }
