@@ -1293,6 +1293,10 @@ pub(crate) fn check_timeline(
         events.push((op.at, 1, i));
     }
     events.sort();
+    // The `[[thread]]` tables (by position) whose parameters were refused:
+    // the other copies of a table with `count` share them and are not
+    // reported again.
+    let mut refused_tables: BTreeSet<(u32, u32)> = BTreeSet::new();
 
     for (now, phase, i) in events {
         let at = At(now);
@@ -1343,7 +1347,6 @@ pub(crate) fn check_timeline(
                         break 'start;
                     }
                     let info = find_policy(policies, &live[&target].policy);
-                    let broken = sites.broken_threads.contains(&i);
                     // A thread made from an rt-app task was checked where its
                     // task was read; a declared one without `params` (and
                     // without `exec`, which runs live with or without the
@@ -1354,6 +1357,9 @@ pub(crate) fn check_timeline(
                             && t.workload.is_none()
                             && t.exec.is_none()
                             && t.params.is_empty());
+                    let table = (t.span.line, t.span.col);
+                    let broken = sites.broken_threads.contains(&i)
+                        || (!from_task && refused_tables.contains(&table));
                     let skip = from_task || broken;
                     let before = d.errs.len();
                     let params_site = format!("{}.params", tpath(i));
@@ -1367,6 +1373,9 @@ pub(crate) fn check_timeline(
                             t.span,
                             &format!("thread `{}`", t.name),
                         );
+                    }
+                    if !from_task && d.errs.len() > before {
+                        refused_tables.insert(table);
                     }
                     let params = info
                         .filter(|_| !broken && d.errs.len() == before)
