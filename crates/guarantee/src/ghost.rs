@@ -25,8 +25,8 @@ use std::fmt::Write as _;
 use hsched_core::time::Duration;
 
 use crate::parse::Ms;
-use crate::rta::{self, response_time_unchecked, validate, AnalysisError, Task};
-use crate::sbf::{PeriodicResource, Supply};
+use crate::rta::{self, validate, AnalysisError, Task};
+use crate::sbf::{busy_period_response, PeriodicResource, Supply, DEFAULT_HORIZON};
 use crate::types::{ratio, Guarantee};
 
 /// The ghost task standing for the time a basic reservation `amount` per
@@ -70,10 +70,34 @@ pub fn schedulable_in_reservation(
 ) -> Result<bool, AnalysisError> {
     validate(app)?;
     check_reservation(amount, period)?;
+    let levels = distinct_levels(app.len());
     if amount.as_nanos() == 0 || !necessary(app, amount, period) {
-        return Ok(fits(app, amount, period));
+        return Ok(fits(app, &levels, amount, period));
     }
-    rta::schedulable(&with_ghost(app, amount, period))
+    let tasks = with_ghost(app, amount, period);
+    for i in 1..tasks.len() {
+        if ghost_response(&tasks, &levels, i)?.is_none() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Levels for tasks in decreasing priority order, all distinct.
+pub(crate) fn distinct_levels(n: usize) -> Vec<i64> {
+    (0..n).map(|k| (n - k) as i64).collect()
+}
+
+/// The response of `tasks[i]` (the ghost at index 0, the application after
+/// it with `levels`): the ghost delays everything, and each application
+/// task is delayed by the others of its level or above.
+fn ghost_response(
+    tasks: &[Task],
+    levels: &[i64],
+    i: usize,
+) -> Result<Option<Duration>, AnalysisError> {
+    let interferes = |j: usize| j == 0 || (j != i && levels[j - 1] >= levels[i - 1]);
+    busy_period_response(tasks, i, &interferes, &Supply::Full, DEFAULT_HORIZON)
 }
 
 fn check_reservation(amount: Duration, period: Duration) -> Result<(), AnalysisError> {
@@ -105,9 +129,9 @@ fn necessary(app: &[Task], amount: Duration, period: Duration) -> bool {
         .all(|t| supply.sbf(t.deadline - t.jitter) >= t.wcet)
 }
 
-/// The test used by the search and the grid; a recurrence that does not
-/// settle counts as "does not fit".
-fn fits(app: &[Task], amount: Duration, period: Duration) -> bool {
+/// The test used by the search and the grid (tasks at `levels`); a busy
+/// period that is not decided counts as "does not fit".
+fn fits(app: &[Task], levels: &[i64], amount: Duration, period: Duration) -> bool {
     if amount.as_nanos() == 0 {
         return app.iter().all(|t| t.wcet.as_nanos() == 0);
     }
@@ -115,13 +139,13 @@ fn fits(app: &[Task], amount: Duration, period: Duration) -> bool {
         return false;
     }
     let tasks = with_ghost(app, amount, period);
-    (1..tasks.len()).all(|i| matches!(response_time_unchecked(&tasks, i), Ok(Some(_))))
+    (1..tasks.len()).all(|i| matches!(ghost_response(&tasks, levels, i), Ok(Some(_))))
 }
 
 /// Lemma 6.2 in closed form: the jittered ghost leaves exactly the supply of
 /// the periodic resource `Γ(y, x)`, so the test can iterate over the
 /// application's own jobs (`t ← sbf⁻¹(rbf(t))`) instead of the ghost's.
-fn fits_sbf(app: &[Task], amount: Duration, period: Duration) -> bool {
+fn fits_sbf(app: &[Task], levels: &[i64], amount: Duration, period: Duration) -> bool {
     if !necessary(app, amount, period) {
         return false;
     }
@@ -130,8 +154,9 @@ fn fits_sbf(app: &[Task], amount: Duration, period: Duration) -> bool {
         budget: amount,
     });
     (0..app.len()).all(|i| {
+        let interferes = |j: usize| j != i && levels[j] >= levels[i];
         matches!(
-            crate::sbf::fp_response_time_unchecked(app, i, &supply),
+            busy_period_response(app, i, &interferes, &supply, DEFAULT_HORIZON),
             Ok(Some(_))
         )
     })
@@ -158,6 +183,7 @@ pub fn min_amount(
     }
     Ok(min_amount_unchecked(
         app,
+        &distinct_levels(app.len()),
         period,
         resolution,
         Analysis::GhostTask,
@@ -167,6 +193,7 @@ pub fn min_amount(
 
 fn min_amount_unchecked(
     app: &[Task],
+    levels: &[i64],
     period: Duration,
     resolution: Duration,
     analysis: Analysis,
@@ -176,8 +203,8 @@ fn min_amount_unchecked(
     let step = resolution.as_nanos();
     let top = period.as_nanos() / step; // amounts k·step ≤ period
     let amount = |k: u64| Duration::from_nanos(k * step);
-    let ok = |k: u64| fits(app, amount(k), period);
-    if !fits(app, period, period) {
+    let ok = |k: u64| fits(app, levels, amount(k), period);
+    if !fits(app, levels, period, period) {
         return None;
     }
     if !ok(top) {
@@ -248,7 +275,7 @@ pub enum Analysis {
 }
 
 impl Analysis {
-    fn test(self) -> fn(&[Task], Duration, Duration) -> bool {
+    fn test(self) -> fn(&[Task], &[i64], Duration, Duration) -> bool {
         match self {
             Analysis::GhostTask => fits,
             Analysis::SupplyBound => fits_sbf,
@@ -336,7 +363,27 @@ pub fn search_reservation(
     app: &[Task],
     config: &SearchConfig,
 ) -> Result<ReservationChoice, AnalysisError> {
+    search_reservation_at_levels(app, &distinct_levels(app.len()), config)
+}
+
+/// [`search_reservation`] for tasks at priority `levels` (larger is more
+/// urgent; equal levels share a priority, analysed as in
+/// [`crate::sbf::fp_response_times_at_levels`]). Every reservation it
+/// proposes passes that analysis.
+///
+/// # Errors
+/// As [`search_reservation`], and `levels` of another length than `app`.
+pub fn search_reservation_at_levels(
+    app: &[Task],
+    levels: &[i64],
+    config: &SearchConfig,
+) -> Result<ReservationChoice, AnalysisError> {
     validate(app)?;
+    if levels.len() != app.len() {
+        return Err(AnalysisError::BadArgument {
+            reason: format!("{} levels for {} tasks", levels.len(), app.len()),
+        });
+    }
     let c = config;
     if c.min_period.as_nanos() == 0
         || c.period_step.as_nanos() == 0
@@ -352,7 +399,9 @@ pub fn search_reservation(
             reason: "the tolerance must be a non-negative number".into(),
         });
     }
-    if !rta::schedulable(app)? {
+    let full =
+        crate::sbf::fp_response_times_at_levels(app, levels, &Supply::Full, DEFAULT_HORIZON)?;
+    if full.iter().any(Option::is_none) {
         return Err(AnalysisError::BadArgument {
             reason:
                 "the task set misses deadlines even on the whole processor; no reservation can help"
@@ -365,7 +414,7 @@ pub fn search_reservation(
     while p <= c.max_period {
         tested += 1;
         let hint = found.last().map(|&(x, q)| ratio(x, q));
-        if let Some(x) = min_amount_unchecked(app, p, c.resolution, c.analysis, hint) {
+        if let Some(x) = min_amount_unchecked(app, levels, p, c.resolution, c.analysis, hint) {
             found.push((x, p));
         }
         p += c.period_step;
@@ -459,7 +508,25 @@ fn axis(min: Duration, max: Duration, step: Duration) -> Vec<Duration> {
 /// # Errors
 /// Invalid tasks, a zero step, or more than a million cells.
 pub fn parameter_space(app: &[Task], grid: &Grid) -> Result<ParameterSpace, AnalysisError> {
+    parameter_space_at_levels(app, &distinct_levels(app.len()), grid)
+}
+
+/// [`parameter_space`] for tasks at priority `levels` (see
+/// [`search_reservation_at_levels`]).
+///
+/// # Errors
+/// As [`parameter_space`], and `levels` of another length than `app`.
+pub fn parameter_space_at_levels(
+    app: &[Task],
+    levels: &[i64],
+    grid: &Grid,
+) -> Result<ParameterSpace, AnalysisError> {
     validate(app)?;
+    if levels.len() != app.len() {
+        return Err(AnalysisError::BadArgument {
+            reason: format!("{} levels for {} tasks", levels.len(), app.len()),
+        });
+    }
     if grid.period_step.as_nanos() == 0
         || grid.amount_step.as_nanos() == 0
         || grid.period_min.as_nanos() == 0
@@ -478,7 +545,7 @@ pub fn parameter_space(app: &[Task], grid: &Grid) -> Result<ParameterSpace, Anal
     let mut cells = Vec::with_capacity(periods.len() * amounts.len());
     for &p in &periods {
         for &a in &amounts {
-            cells.push((a <= p).then(|| fits(app, a, p)));
+            cells.push((a <= p).then(|| fits(app, levels, a, p)));
         }
     }
     Ok(ParameterSpace {
@@ -686,7 +753,7 @@ mod tests {
         // 1.5 / 6 has a 9 ms gap (Lemma 5.3): the period-10 thread needing 1 ms just fits.
         let only_t1 = &app[..1];
         assert!(schedulable_in_reservation(only_t1, ms(1.5), ms(6.0)).unwrap());
-        let r = response_time_unchecked(&with_ghost(only_t1, ms(1.5), ms(6.0)), 1);
+        let r = rta::response_time(&with_ghost(only_t1, ms(1.5), ms(6.0)), 1);
         assert_eq!(r, Ok(Some(ms(10.0))));
         // A gap of more than 9 ms leaves it no room.
         assert!(!schedulable_in_reservation(only_t1, ms(1.4), ms(6.0)).unwrap());
@@ -785,11 +852,12 @@ mod tests {
         assert_eq!(a, b);
         let us = Duration::from_micros(1);
         for p in [0.3, 1.0, 2.5, 5.9, 9.0, 14.0] {
-            let cold = min_amount_unchecked(&app, ms(p), us, Analysis::GhostTask, None);
+            let levels = distinct_levels(app.len());
+            let cold = min_amount_unchecked(&app, &levels, ms(p), us, Analysis::GhostTask, None);
             for hint in [Some(0.01), Some(0.3), Some(0.99)] {
                 for an in [Analysis::GhostTask, Analysis::SupplyBound] {
                     assert_eq!(
-                        min_amount_unchecked(&app, ms(p), us, an, hint),
+                        min_amount_unchecked(&app, &levels, ms(p), us, an, hint),
                         cold,
                         "{p} {hint:?} {an:?}"
                     );

@@ -95,6 +95,16 @@ pub enum AnalysisError {
         /// Steps taken.
         iterations: u32,
     },
+    /// A busy period that runs past the analysis' horizon: whether its
+    /// later jobs meet their deadlines is not decided.
+    BusyPeriodTooLong {
+        /// The task.
+        task: usize,
+        /// Jobs examined.
+        jobs: u128,
+        /// The horizon.
+        horizon: Duration,
+    },
     /// Arguments outside the analysis' domain (an empty search range, …).
     BadArgument {
         /// What is wrong.
@@ -113,6 +123,10 @@ impl fmt::Display for AnalysisError {
             AnalysisError::NoConvergence { task, iterations } => write!(
                 f,
                 "task {task}: the response-time recurrence did not settle in {iterations} steps; check for nanosecond periods or huge deadlines"
+            ),
+            AnalysisError::BusyPeriodTooLong { task, jobs, horizon } => write!(
+                f,
+                "task {task}: its busy period runs past the {horizon} horizon ({jobs} jobs examined), so whether later jobs meet their deadlines is not decided; raise the horizon"
             ),
             AnalysisError::BadArgument { reason } => f.write_str(reason),
         }
@@ -185,10 +199,13 @@ pub(crate) fn ceil_div(a: u128, b: u128) -> u128 {
 ///
 /// `r = C_i + Σ_{j ∈ hp(i)} ⌈(J_j + r) / T_j⌉ · C_j`
 ///
-/// Returns `Some(r + J_i)`, the response time measured from the nominal
-/// release, when it is within the deadline `D_i`, and `None` when the
-/// recurrence passes `D_i − J_i` (the task can miss its deadline). Tasks
-/// `0..i` are the higher-priority ones.
+/// and, when that first job may still be running at the next release (a
+/// deadline past the period), the same for every later job `q` of the busy
+/// period (`(q + 1)·C_i` in place of `C_i`, response `r_q − q·T_i`;
+/// Lehoczky 1990). Returns `Some(max r_q + J_i)`, the response time
+/// measured from the nominal release, when it is within the deadline `D_i`,
+/// and `None` when some job can miss it. Tasks `0..i` are the
+/// higher-priority ones.
 ///
 /// # Errors
 /// An invalid task, `i` out of range, or no convergence in
@@ -212,36 +229,7 @@ pub(crate) fn response_time_unchecked(
     tasks: &[Task],
     i: usize,
 ) -> Result<Option<Duration>, AnalysisError> {
-    let me = tasks[i];
-    let limit = u128::from(me.deadline.as_nanos().saturating_sub(me.jitter.as_nanos()));
-    let c = u128::from(me.wcet.as_nanos());
-    let mut r: u128 = 0;
-    for _ in 0..MAX_ITERATIONS {
-        let mut next = c;
-        for hp in &tasks[..i] {
-            let n = ceil_div(
-                u128::from(hp.jitter.as_nanos()) + r,
-                u128::from(hp.period.as_nanos()),
-            );
-            next += n * u128::from(hp.wcet.as_nanos());
-            if next > limit {
-                return Ok(None);
-            }
-        }
-        if next > limit {
-            return Ok(None);
-        }
-        if next == r {
-            return Ok(Some(Duration::from_nanos(
-                (r + u128::from(me.jitter.as_nanos())) as u64,
-            )));
-        }
-        r = next;
-    }
-    Err(AnalysisError::NoConvergence {
-        task: i,
-        iterations: MAX_ITERATIONS,
-    })
+    crate::sbf::fp_response_time_unchecked(tasks, i, &crate::sbf::Supply::Full)
 }
 
 /// [`response_time`] of every task.
@@ -256,7 +244,8 @@ pub fn response_times(tasks: &[Task]) -> Result<Vec<Option<Duration>>, AnalysisE
 }
 
 /// Whether every task meets its deadline under static priorities in the
-/// given order (exact for constrained deadlines `D ≤ T`).
+/// given order (exact for distinct priorities, any deadlines: every job of
+/// each busy period is examined).
 ///
 /// # Errors
 /// An invalid task.

@@ -280,12 +280,13 @@ impl Supply {
 }
 
 /// Demand-bound function: the most execution that must complete within any
-/// window of length `t` (jobs released and due inside it).
+/// window of length `t` (jobs ready and due inside it; a job with release
+/// jitter `J` may become ready `J` late, so it is due `D − J` after).
 pub fn dbf(tasks: &[Task], t: Duration) -> Duration {
     let t = u128::from(t.as_nanos());
     let mut sum: u128 = 0;
     for task in tasks {
-        let d = u128::from(task.deadline.as_nanos());
+        let d = u128::from(task.deadline.saturating_sub(task.jitter).as_nanos());
         if t >= d {
             let n = (t - d) / u128::from(task.period.as_nanos().max(1)) + 1;
             sum += n * u128::from(task.wcet.as_nanos());
@@ -338,7 +339,7 @@ pub fn edf_schedulable(tasks: &[Task], supply: &Supply) -> Result<bool, Analysis
     }
     let d_max = demand
         .iter()
-        .map(|t| u128::from(t.deadline.as_nanos()))
+        .map(|t| u128::from((t.deadline - t.jitter).as_nanos()))
         .max()
         .unwrap_or(0);
     let horizon: u128 = if alpha - u > 1e-9 {
@@ -350,7 +351,7 @@ pub fn edf_schedulable(tasks: &[Task], supply: &Supply) -> Result<bool, Analysis
                 let (c, p, d) = (
                     t.wcet.as_nanos() as f64,
                     t.period.as_nanos() as f64,
-                    t.deadline.as_nanos() as f64,
+                    (t.deadline - t.jitter).as_nanos() as f64,
                 );
                 (c * (p - d) / p).max(0.0)
             })
@@ -386,7 +387,7 @@ pub fn edf_schedulable(tasks: &[Task], supply: &Supply) -> Result<bool, Analysis
     for task in &demand {
         let (p, d) = (
             u128::from(task.period.as_nanos()),
-            u128::from(task.deadline.as_nanos()),
+            u128::from((task.deadline - task.jitter).as_nanos()),
         );
         let mut t = d;
         while t <= horizon {
@@ -400,15 +401,17 @@ pub fn edf_schedulable(tasks: &[Task], supply: &Supply) -> Result<bool, Analysis
     Ok(true)
 }
 
-/// Worst-case response times under static priorities (index 0 highest)
-/// when the task set runs on `supply`: for each task the least `t` with
-/// `sbf(t) ≥ rbf_i(t)`, found by iterating `t ← sbf⁻¹(rbf_i(t))`, plus its
-/// own release jitter. `None` when the task can miss its deadline.
+/// Worst-case response times under static priorities (index 0 highest,
+/// all distinct) when the task set runs on `supply`, or `None` for a task
+/// that can miss its deadline; see [`fp_response_times_at_levels`] for the
+/// method.
 ///
-/// On [`Supply::Full`] this is Eq 6.1/6.2 exactly.
+/// On [`Supply::Full`] this is Eq 6.1/6.2, extended to every job of the
+/// busy period.
 ///
 /// # Errors
-/// An invalid task, or no convergence in [`MAX_ITERATIONS`] steps.
+/// An invalid task, or a busy period the analysis cannot follow to its end
+/// ([`AnalysisError::NoConvergence`], [`AnalysisError::HorizonTooLong`]).
 pub fn fp_response_times(
     tasks: &[Task],
     supply: &Supply,
@@ -419,32 +422,160 @@ pub fn fp_response_times(
         .collect()
 }
 
+/// Worst-case response times under static priorities given as levels
+/// (`levels[i]`: larger is more urgent; equal levels share a priority),
+/// on `supply`. `None` for a task that can miss its deadline.
+///
+/// For each task `i` the analysis follows every job of its level-`i` busy
+/// period (Lehoczky 1990; Tindell et al. 1994 for release jitter): job `q`
+/// completes by the least `w` with
+/// `sbf(w) ≥ (q + 1)·C_i + Σ_{j ≠ i, level_j ≥ level_i} ⌈(w + J_j)/T_j⌉·C_j`,
+/// its response is `w − q·T_i + J_i`, and the busy period ends at the first
+/// job that completes before the next one's release (`w ≤ (q + 1)·T_i −
+/// J_i`). Deadlines may be longer than periods. A task whose share of the
+/// higher-or-equal demand exceeds the supply's long-term rate can miss.
+///
+/// Tasks that share a level are each analysed as if the others had the
+/// higher priority: every job of theirs released before `i`'s job completes
+/// can delay it. That holds whatever order the scheduler serves equal
+/// priorities in (first come first served, by thread, round robin), and on
+/// the processors of a work-conserving global scheduler (at every instant of
+/// a busy period one of them runs the level's work), at the price of some
+/// pessimism.
+///
+/// # Errors
+/// An invalid task, `levels` of another length than `tasks`, or a busy
+/// period longer than `horizon` or needing more than [`MAX_ITERATIONS`]
+/// steps per job (the analysis will not guess; shorten the periods' ratio or
+/// raise the horizon).
+pub fn fp_response_times_at_levels(
+    tasks: &[Task],
+    levels: &[i64],
+    supply: &Supply,
+    horizon: Duration,
+) -> Result<Vec<Option<Duration>>, AnalysisError> {
+    validate(tasks)?;
+    if levels.len() != tasks.len() {
+        return Err(AnalysisError::BadArgument {
+            reason: format!("{} levels for {} tasks", levels.len(), tasks.len()),
+        });
+    }
+    (0..tasks.len())
+        .map(|i| {
+            let interferes = |j: usize| j != i && levels[j] >= levels[i];
+            busy_period_response(tasks, i, &interferes, supply, horizon)
+        })
+        .collect()
+}
+
+/// The busy periods [`fp_response_times`] follows by default: longer ones
+/// are reported as [`AnalysisError::HorizonTooLong`].
+pub const DEFAULT_HORIZON: Duration = Duration::from_secs(3600);
+
 pub(crate) fn fp_response_time_unchecked(
     tasks: &[Task],
     i: usize,
     supply: &Supply,
 ) -> Result<Option<Duration>, AnalysisError> {
+    busy_period_response(tasks, i, &|j| j < i, supply, DEFAULT_HORIZON)
+}
+
+/// The worst response of task `i` over the jobs of its busy period, with
+/// `interferes(j)` naming the tasks that can delay it; `None` when a job can
+/// miss its deadline.
+pub(crate) fn busy_period_response(
+    tasks: &[Task],
+    i: usize,
+    interferes: &dyn Fn(usize) -> bool,
+    supply: &Supply,
+    horizon: Duration,
+) -> Result<Option<Duration>, AnalysisError> {
     let me = tasks[i];
-    let limit = me.deadline - me.jitter;
-    let Some(mut t) = supply.sbf_inverse(me.wcet) else {
-        return Ok(None);
-    };
-    for _ in 0..MAX_ITERATIONS {
-        if t > limit {
-            return Ok(None);
-        }
-        let Some(next) = supply.sbf_inverse(rbf(tasks, i, t)) else {
-            return Ok(None);
-        };
-        if next <= t {
-            return Ok(Some(t + me.jitter));
-        }
-        t = next;
+    let c = u128::from(me.wcet.as_nanos());
+    if c == 0 {
+        return Ok(Some(me.jitter));
     }
-    Err(AnalysisError::NoConvergence {
-        task: i,
-        iterations: MAX_ITERATIONS,
-    })
+    // Overload: past the busy period's start the demand outgrows the supply.
+    let rate = supply.rate();
+    let demand_rate: f64 = tasks
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j == i || interferes(j))
+        .map(|(_, t)| t.utilization())
+        .sum();
+    if demand_rate > rate + EPS {
+        return Ok(None);
+    }
+    let (period, jitter) = (
+        u128::from(me.period.as_nanos()),
+        u128::from(me.jitter.as_nanos()),
+    );
+    let deadline = u128::from(me.deadline.as_nanos());
+    let horizon = u128::from(horizon.as_nanos());
+    let others: Vec<(u128, u128, u128)> = tasks
+        .iter()
+        .enumerate()
+        .filter(|&(j, t)| interferes(j) && t.wcet.as_nanos() > 0)
+        .map(|(_, t)| {
+            (
+                u128::from(t.wcet.as_nanos()),
+                u128::from(t.period.as_nanos()),
+                u128::from(t.jitter.as_nanos()),
+            )
+        })
+        .collect();
+    let demand = |q: u128, w: u128| -> u128 {
+        let mut d = (q + 1) * c;
+        for &(cj, tj, jj) in &others {
+            d += ceil_div(w + jj, tj) * cj;
+        }
+        d
+    };
+    let inverse = |d: u128| -> Option<u128> {
+        let d = u64::try_from(d).ok()?;
+        supply
+            .sbf_inverse(Duration::from_nanos(d))
+            .map(|t| u128::from(t.as_nanos()))
+    };
+    let mut worst: u128 = 0;
+    let mut w: u128 = 0;
+    let mut q: u128 = 0;
+    loop {
+        // Job q's completion, from job q − 1's (the demand only grows).
+        let mut settled = false;
+        for _ in 0..MAX_ITERATIONS {
+            let Some(next) = inverse(demand(q, w)) else {
+                return Ok(None);
+            };
+            // Its response can only grow from here: stop at the deadline.
+            if (next + jitter).saturating_sub(q * period) > deadline {
+                return Ok(None);
+            }
+            if next <= w {
+                settled = true;
+                break;
+            }
+            w = next;
+        }
+        if !settled {
+            return Err(AnalysisError::NoConvergence {
+                task: i,
+                iterations: MAX_ITERATIONS,
+            });
+        }
+        worst = worst.max((w + jitter).saturating_sub(q * period));
+        if w + jitter <= (q + 1) * period {
+            return Ok(Some(Duration::from_nanos(worst as u64)));
+        }
+        q += 1;
+        if q * period > horizon || q > MAX_POINTS {
+            return Err(AnalysisError::BusyPeriodTooLong {
+                task: i,
+                jobs: q,
+                horizon: Duration::from_nanos(horizon.min(u128::from(u64::MAX)) as u64),
+            });
+        }
+    }
 }
 
 /// Whether every task meets its deadline under static priorities (index 0
@@ -546,6 +677,72 @@ mod tests {
             fp_response_times(&jittered, &Supply::Full).unwrap(),
             rta::response_times(&jittered).unwrap()
         );
+    }
+
+    #[test]
+    fn deadlines_past_the_period_follow_the_busy_period() {
+        // Lehoczky's example: the fifth job of T2 takes 118 ms, the first 114.
+        let t1 = Task::ms(26.0, 70.0);
+        let t2 = Task::ms(62.0, 100.0);
+        let late = [t1, t2.with_deadline(ms(115.0))];
+        assert_eq!(fp_response_times(&late, &Supply::Full).unwrap()[1], None);
+        let room = [t1, t2.with_deadline(ms(120.0))];
+        assert_eq!(
+            fp_response_times(&room, &Supply::Full).unwrap()[1],
+            Some(ms(118.0))
+        );
+        // Inside RESBH 0.85 1 the same jobs take longer still.
+        let r = fp_response_times(&late, &Supply::of(&g("RESBH 0.85 1"))).unwrap();
+        assert_eq!(r[1], None);
+        // Utilization past the supply's rate never settles: it can miss.
+        let over = [
+            Task::ms(6.0, 10.0),
+            Task::ms(5.0, 10.0).with_deadline(ms(20.0)),
+        ];
+        assert_eq!(
+            fp_response_times(&over, &Supply::Full).unwrap(),
+            vec![Some(ms(6.0)), None]
+        );
+        let alone = [Task::ms(15.0, 10.0).with_deadline(ms(20.0))];
+        assert_eq!(
+            fp_response_times(&alone, &Supply::Full).unwrap(),
+            vec![None]
+        );
+        assert_eq!(rta::response_times(&alone).unwrap(), vec![None]);
+    }
+
+    #[test]
+    fn shared_priorities_delay_each_other() {
+        let t0 = Task::ms(0.01, 100.0);
+        let t1 = Task::ms(1.0, 10.0).with_deadline(ms(5.0));
+        let t2 = Task::ms(6.0, 100.0);
+        let r =
+            fp_response_times_at_levels(&[t0, t1, t2], &[2, 1, 1], &Supply::Full, ms(1e4)).unwrap();
+        assert_eq!(r[0], Some(ms(0.01)));
+        assert_eq!(r[1], None, "T2 can run first and hold T1 for 6 ms");
+        assert_eq!(r[2], Some(ms(7.01)));
+        // Distinct levels are the index-order analysis.
+        let distinct = [Task::ms(1.0, 4.0), Task::ms(2.0, 6.0), Task::ms(3.0, 12.0)];
+        assert_eq!(
+            fp_response_times_at_levels(&distinct, &[3, 2, 1], &Supply::Full, ms(1e4)).unwrap(),
+            fp_response_times(&distinct, &Supply::Full).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_busy_period_past_the_horizon_is_not_decided() {
+        // Utilization exactly 1 with coprime periods: one long busy period.
+        let ts = [
+            Task::ms(3.5, 7.0),
+            Task::ms(5.5, 11.0).with_deadline(ms(30.0)),
+        ];
+        assert!(fp_response_times_at_levels(&ts, &[2, 1], &Supply::Full, ms(1e4)).is_ok());
+        let e = fp_response_times_at_levels(&ts, &[2, 1], &Supply::Full, ms(20.0)).unwrap_err();
+        assert!(
+            matches!(e, AnalysisError::BusyPeriodTooLong { task: 1, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("not decided"), "{e}");
     }
 
     #[test]
