@@ -12,7 +12,8 @@
 //!   and the path from the top).
 //! * [`Analysis::tree_notes`] is what `hsched tree` draws next to each node.
 //! * [`Analysis::rm_groups`] finds the rate-monotonic applications of §6.1:
-//!   a fixed-priority instance whose children are all periodic threads.
+//!   a fixed-priority instance whose children are all periodic or sporadic
+//!   threads.
 //!
 //! What the translation leaves out, and why: instance parameters that do
 //! not change a policy's guarantee (`fp` `unique_priorities`, `rez`
@@ -27,7 +28,8 @@ use hsched_core::Params;
 use hsched_guarantee::compose::{Composition, Diagnostic, NodeKind, NodeReport, Source, Status};
 use hsched_guarantee::mapping::{BestEffort, MappingContext, RateClass};
 use hsched_guarantee::{
-    EdgeParams, Guarantee, InstanceParams, ParentSpec, Registry, SchedulerSpec, Task, ThreadSpec,
+    Duration, EdgeParams, Guarantee, InstanceParams, ParentSpec, Registry, SchedulerSpec, Task,
+    ThreadSpec,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -57,6 +59,8 @@ pub struct Translation {
     pub hierarchy: hsched_guarantee::Hierarchy,
     /// Values that could not be read (left out of the hierarchy).
     pub issues: Vec<Issue>,
+    /// How declared overheads enter the analysis, one note each.
+    pub model: Vec<String>,
 }
 
 /// The instance parameters the guarantee mapping of `policy` understands
@@ -165,10 +169,81 @@ pub fn translate(h: &Hierarchy) -> Translation {
         }));
         out.add_thread(spec);
     }
+    let mut model = Vec::new();
+    for (cpu, g, why) in stolen_supply(h) {
+        out.with_top(cpu, g);
+        model.push(why);
+    }
+    if h.machine.context_switch.as_nanos() > 0 {
+        model.push(format!(
+            "note: machine.context_switch = {} is declared: guarantees are of processor time, of which each switch into a thread spends {}; response times charge it where the analysis can bound the switches",
+            h.machine.context_switch, h.machine.context_switch
+        ));
+    }
     Translation {
         hierarchy: out,
         issues,
+        model,
     }
+}
+
+/// What the top supplies on each processor that loses time to declared
+/// stolen time (seed 000 ch. 11), with a note saying so: the most a pattern
+/// steals in any window of length `t` bounds what is left, a continuous
+/// soft reservation for a periodic pattern (`l` every `p` leaves `p − l`
+/// in every window of `p`) or a burst (per slice). A processor with a
+/// recorded trace or several sources is analysed as guaranteeing nothing.
+pub fn stolen_supply(h: &Hierarchy) -> Vec<(u32, Guarantee, String)> {
+    use hsched_config::StolenPattern;
+    let mut by_cpu: std::collections::BTreeMap<usize, Vec<&hsched_config::StolenSpec>> =
+        std::collections::BTreeMap::new();
+    for s in &h.machine.stolen {
+        by_cpu.entry(s.cpu).or_default().push(s);
+    }
+    let mut out = Vec::new();
+    for (cpu, specs) in by_cpu {
+        let Ok(c) = u32::try_from(cpu) else { continue };
+        let left = match specs.as_slice() {
+            [one] => match &one.pattern {
+                StolenPattern::Periodic { every, amount, .. } if amount < every => {
+                    Some((*every - *amount, *every, format!("{amount} every {every}")))
+                }
+                StolenPattern::Burst {
+                    fraction, slice, ..
+                } if slice.as_nanos() >= 2 => {
+                    let n = slice.as_nanos();
+                    let on = ((n as f64 * fraction).ceil() as u64).clamp(1, n - 1);
+                    Some((
+                        Duration::from_nanos(n - on),
+                        *slice,
+                        format!(
+                            "up to {} of every {slice} in a burst",
+                            Duration::from_nanos(on)
+                        ),
+                    ))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        match left.and_then(|(x, y, what)| {
+            Guarantee::reservation(hsched_guarantee::GuaranteeKind::ResCS, x, y)
+                .ok()
+                .map(|g| (g, what))
+        }) {
+            Some((g, what)) => out.push((
+                c,
+                g,
+                format!("note: processor {cpu} loses {what} to [[machine.stolen]]: it is analyzed as supplying {g}, not ALL"),
+            )),
+            None => out.push((
+                c,
+                Guarantee::Null,
+                format!("note: processor {cpu} loses time to [[machine.stolen]] in a pattern the analysis does not bound (a trace, or several sources): it is analyzed as supplying NULL, so nothing on it is certified"),
+            )),
+        }
+    }
+    out
 }
 
 /// A hierarchy file with its translation and composition.
@@ -241,15 +316,21 @@ pub fn analyze(h: &Hierarchy) -> Analysis<'_> {
 }
 
 impl Analysis<'_> {
-    /// A note naming the policies analyzed as best effort, if any.
-    pub fn unmapped_note(&self) -> Option<String> {
-        (!self.unmapped.is_empty()).then(|| {
-            format!(
-                "note: {} {} no guarantee mapping yet; analyzed as best effort (accepts anything, promises its children NULL)",
-                self.unmapped.join(", "),
-                if self.unmapped.len() == 1 { "has" } else { "have" }
-            )
-        })
+    /// Notes on the model the verdicts were computed under: policies
+    /// analyzed as best effort, and declared overheads.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out: Vec<String> = (!self.unmapped.is_empty())
+            .then(|| {
+                format!(
+                    "note: {} {} no guarantee mapping yet; analyzed as best effort (accepts anything, promises its children NULL)",
+                    self.unmapped.join(", "),
+                    if self.unmapped.len() == 1 { "has" } else { "have" }
+                )
+            })
+            .into_iter()
+            .collect();
+        out.extend(self.translation.model.iter().cloned());
+        out
     }
 }
 
@@ -445,7 +526,7 @@ impl Analysis<'_> {
                     .insert(node.name.clone(), self.thread_note(i, node, &refused));
             }
         }
-        notes.after.extend(self.unmapped_note());
+        notes.after.extend(self.notes());
         let findings = self.findings();
         if !findings.is_empty() {
             notes.after.push(format!(
@@ -611,7 +692,8 @@ impl Analysis<'_> {
     }
 
     /// The rate-monotonic applications of §6.1: every `fp` instance whose
-    /// children are all threads with a `periodic` workload, with its tasks
+    /// children are all threads with a `periodic` or `sporadic` workload,
+    /// with its tasks
     /// in priority order (larger `priority` first; ties by period, then
     /// file order).
     pub fn rm_groups(&self) -> Vec<RmGroup> {
@@ -628,26 +710,15 @@ impl Analysis<'_> {
             let mut members = Vec::new();
             for &c in &node.children {
                 let t = &self.file.threads[c - ns];
-                let Some(WorkloadSpec::Periodic {
-                    period,
-                    exec,
-                    deadline,
-                    jitter,
-                    ..
-                }) = &t.workload
-                else {
+                let Some(task) = t.workload.as_ref().and_then(task_of) else {
                     break;
                 };
                 let priority = t.params.i64("priority").ok().flatten().unwrap_or(0);
                 members.push(Member {
+                    index: c,
                     thread: t.name.clone(),
                     priority,
-                    task: Task {
-                        wcet: *exec,
-                        period: *period,
-                        deadline: *deadline,
-                        jitter: *jitter,
-                    },
+                    task,
                 });
             }
             if members.len() != node.children.len() {
@@ -659,6 +730,7 @@ impl Analysis<'_> {
                     .then(a.task.period.cmp(&b.task.period))
             });
             out.push(RmGroup {
+                index: i,
                 scheduler: s.name.clone(),
                 received: self.received(i),
                 status: node.status,
@@ -669,9 +741,38 @@ impl Analysis<'_> {
     }
 }
 
+/// The task a workload is to the response-time analysis: a periodic one
+/// as it is (its offset only shifts the phase, which the analysis takes at
+/// its worst), a sporadic one at its shortest inter-arrival time.
+fn task_of(w: &WorkloadSpec) -> Option<Task> {
+    match *w {
+        WorkloadSpec::Periodic {
+            period,
+            exec,
+            deadline,
+            jitter,
+            ..
+        } => Some(Task {
+            wcet: exec,
+            period,
+            deadline,
+            jitter,
+        }),
+        WorkloadSpec::Sporadic {
+            min_interarrival,
+            exec,
+            deadline,
+            ..
+        } => Some(Task::periodic(exec, min_interarrival).with_deadline(deadline)),
+        _ => None,
+    }
+}
+
 /// One thread of a rate-monotonic group.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Member {
+    /// Its index in the composition.
+    pub index: usize,
     /// Thread name.
     pub thread: String,
     /// Its FP priority (larger first).
@@ -683,6 +784,8 @@ pub struct Member {
 /// A fixed-priority instance scheduling periodic threads (§6.1).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RmGroup {
+    /// The `fp` instance's index in the composition.
+    pub index: usize,
     /// The `fp` instance.
     pub scheduler: String,
     /// What it receives (first VP).

@@ -203,8 +203,14 @@ impl ThreadSpec {
 /// parents are always instances.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Hierarchy {
-    /// Number of processors; the top supplies `ALL` on each.
+    /// Number of processors; the top supplies `ALL` on each, unless
+    /// [`Hierarchy::top`] says otherwise.
     pub cpus: u32,
+    /// What the top supplies on each processor, by processor number, where
+    /// it is less than `ALL` (a processor that loses time to interference
+    /// supplies what is left; see [`Hierarchy::with_top`]). Processors past
+    /// the end supply `ALL`.
+    pub top: Vec<Guarantee>,
     /// Scheduler instances.
     pub schedulers: Vec<SchedulerSpec>,
     /// Threads.
@@ -216,9 +222,19 @@ impl Hierarchy {
     pub fn new(cpus: u32) -> Hierarchy {
         Hierarchy {
             cpus,
+            top: Vec::new(),
             schedulers: Vec::new(),
             threads: Vec::new(),
         }
+    }
+    /// Says that the top supplies `g` on processor `cpu` instead of `ALL`.
+    pub fn with_top(&mut self, cpu: u32, g: Guarantee) -> &mut Hierarchy {
+        let i = cpu as usize;
+        if self.top.len() <= i {
+            self.top.resize(i + 1, Guarantee::All);
+        }
+        self.top[i] = g;
+        self
     }
     /// Adds a scheduler instance.
     pub fn add_scheduler(&mut self, s: SchedulerSpec) -> &mut Hierarchy {
@@ -522,6 +538,8 @@ impl fmt::Display for Diagnostic {
 pub struct Composition {
     /// Processors.
     pub cpus: u32,
+    /// What the top supplies where it is less than `ALL` ([`Hierarchy::top`]).
+    pub top: Vec<Guarantee>,
     /// Scheduler instances (in input order), then threads (in input order).
     pub nodes: Vec<NodeReport>,
     /// Problems, in the order found (root first).
@@ -610,6 +628,7 @@ pub fn compose_with(h: &Hierarchy, registry: &Registry) -> Composition {
         }
         return Composition {
             cpus: h.cpus,
+            top: h.top.clone(),
             nodes,
             diagnostics: diags,
             first_parent: vec![None; n],
@@ -814,6 +833,7 @@ pub fn compose_with(h: &Hierarchy, registry: &Registry) -> Composition {
         ns,
         comp: Composition {
             cpus: h.cpus,
+            top: h.top.clone(),
             nodes,
             diagnostics: diags,
             first_parent,
@@ -911,7 +931,11 @@ impl Walk<'_> {
     /// The options a slot offers, borrowed from the parent's report.
     fn options(&self, s: Slot) -> &[Guarantee] {
         match s {
-            Slot::Top(_) => ALL_ONLY,
+            Slot::Top(c) => self
+                .h
+                .top
+                .get(c as usize)
+                .map_or(ALL_ONLY, std::slice::from_ref),
             Slot::Given { parent, pos } => match &self.comp.nodes[parent].provided[pos].1 {
                 Ok(p) => &p.options,
                 Err(_) => &[],
@@ -925,12 +949,18 @@ impl Walk<'_> {
         let ns = self.ns;
         let request = h.schedulers[i].request;
         // A uniprocessor scheduler at the root uses one processor at a time,
-        // however many it owns (§6.3.1): one ALL.
+        // however many it owns (§6.3.1): one ALL, or the least supply among
+        // them when some lose time to interference.
         let mut slots = std::mem::take(&mut self.slots);
         if mapping.max_parents() == Some(1)
             && slots.len() > 1
             && slots.iter().all(|s| matches!(s, Slot::Top(_)))
         {
+            let reduced = slots.iter().position(|s| match s {
+                Slot::Top(c) => h.top.get(*c as usize).is_some_and(|g| *g != Guarantee::All),
+                _ => false,
+            });
+            slots.swap(0, reduced.unwrap_or(0));
             slots.truncate(1);
         }
         if let Some(max) = mapping.max_parents() {
@@ -1216,7 +1246,19 @@ impl Composition {
         /// Levels drawn with guides; deeper levels show their depth instead.
         const MAX_GUIDES: usize = 64;
         let mut out = String::with_capacity(64 * (self.nodes.len() + 1));
-        let _ = writeln!(out, "top: ALL on each of {} processor(s)", self.cpus);
+        if self.top.iter().all(|g| *g == Guarantee::All) {
+            let _ = writeln!(out, "top: ALL on each of {} processor(s)", self.cpus);
+        } else {
+            let each: Vec<String> = (0..self.cpus as usize)
+                .map(|c| {
+                    format!(
+                        "{} on processor {c}",
+                        self.top.get(c).unwrap_or(&Guarantee::All)
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "top: {}", each.join(", "));
+        }
         let roots: Vec<usize> = (0..self.nodes.len())
             .filter(|&i| {
                 matches!(

@@ -37,19 +37,31 @@ admission headroom, the utilization reserved against its cap (EDF
 utilization test).
 
 For each rate-monotonic application (an fp instance whose children are all
-threads with a periodic workload): the threads in priority order with their
-worst-case response times under the guarantee the instance receives
-(response-time analysis, Eq 6.1/6.2; under a basic reservation Theorem 6.2's
-ghost task), and, unless it has the whole processor, the reservation the
-ghost-task search of §6.1.2 proposes: the smallest utilization, at the
-longest period within --tolerance (1%) of it. --svg and --csv write the
-parameter space of Fig 6.2 (which reservations keep the threads
-schedulable); with several applications, the instance's name is added to
-each file name. Neither may be the hierarchy file, its rt-app file, the
-other output or `-` (standard output carries the report).
+threads with a periodic or sporadic workload): the threads in priority
+order with their worst-case response times under the guarantee the
+instance receives (response-time analysis over every job of the busy
+period, Eq 6.1/6.2 with Lehoczky's extension to deadlines past the period;
+under a basic reservation Theorem 6.2's ghost task; threads sharing a
+priority analyzed as delaying each other), and, unless it has the whole
+processor, the reservation the ghost-task search of §6.1.2 proposes: the
+smallest utilization, at the longest period within --tolerance (1%) of it.
+--svg and --csv write the parameter space of Fig 6.2 (which reservations
+keep the threads schedulable); with several applications, the instance's
+name is added to each file name. Neither may be the hierarchy file, its
+rt-app file, the other output or `-` (standard output carries the report).
 
-Exit status 1 when the hierarchy does not compose (as `hsched check`) or an
-application can miss a deadline under what it receives.";
+Declared overheads are part of the model or stop the certificate: a
+processor with [[machine.stolen]] supplies what the steals leave (a
+periodic or burst pattern), or nothing it can bound; machine.context_switch
+is charged twice per job for an application on the whole processor, and
+under anything else the application is not certified. Every verdict names
+the model it was computed under; --json gives the same report as data
+(schema in docs/guarantees.md).
+
+Exit status 0 only when the hierarchy composes and every application is
+certified to meet its deadlines; 1 when it does not compose (as `hsched
+check`), an application can miss a deadline, or it is not certified or not
+decided (a busy period past --horizon).";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
@@ -57,7 +69,8 @@ Examples:
   hsched analyze examples/media-player.toml
   hsched analyze examples/media-player.toml --svg fig6_2.svg --csv fig6_2.csv
   hsched analyze examples/per-app-reservation.toml --tolerance 5
-  hsched analyze examples/home-computer.toml";
+  hsched analyze examples/home-computer.toml
+  hsched analyze examples/media-player.toml --json > verdicts.json";
 
 /// Arguments of `hsched analyze`.
 #[derive(clap::Args, Debug)]
@@ -79,6 +92,22 @@ pub struct Args {
     #[arg(long, value_name = "PCT", default_value = "1", value_parser = parse_tolerance,
           allow_negative_numbers = true)]
     pub tolerance: f64,
+    /// The longest busy period the response-time analysis follows; past it
+    /// an application is "not decided"
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_horizon)]
+    pub horizon: Duration,
+    /// Print the report as JSON (every instance, verdict, response time,
+    /// proposed reservation and assumption; schema in docs/guarantees.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_horizon(s: &str) -> Result<Duration, String> {
+    let d = hsched_core::time::parse_duration(s, None).map_err(|e| format!("`{s}`: {e}"))?;
+    if d.as_nanos() == 0 {
+        return Err(format!("`{s}`: the horizon must be longer than zero"));
+    }
+    Ok(d)
 }
 
 fn parse_tolerance(s: &str) -> Result<f64, String> {
@@ -112,7 +141,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         .collect();
     if (args.svg.is_some() || args.csv.is_some()) && mapped.is_empty() {
         return Err(input_error(format!(
-            "error: {file} has no rate-monotonic application under a reservation to map\n  = expected: an `fp` instance whose children are all threads with a periodic workload, below something other than the whole processor"
+            "error: {file} has no rate-monotonic application under a reservation to map\n  = expected: an `fp` instance whose children are all threads with a periodic or sporadic workload, below something other than the whole processor"
         )));
     }
     if args.svg.is_some() || args.csv.is_some() {
@@ -159,15 +188,17 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             "the guarantees do NOT compose"
         }
     );
-    if let Some(note) = a.unmapped_note() {
+    for note in a.notes() {
         let _ = writeln!(text, "{note}");
     }
     instances(&a, &mut text);
     let mut all_met = true;
     let mut written = Vec::new();
+    let mut apps = Vec::with_capacity(groups.len());
     for g in &groups {
-        let report = group(g, args.tolerance, &mut text);
-        all_met &= report.met;
+        let report = analyse_group(&a, g, args.tolerance, args.horizon);
+        all_met &= report.verdict == Verdict::Met;
+        group_text(&report, &mut text);
         for (_, option, out) in outputs.iter().filter(|(name, ..)| *name == g.scheduler) {
             let space = parameter_space(g)?;
             let body = if *option == "--svg" {
@@ -180,10 +211,11 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             }
             written.push((g.scheduler.clone(), out.clone()));
         }
+        apps.push(report);
     }
     if groups.is_empty() {
         text.push_str(
-            "\nno rate-monotonic application (an fp instance whose children are all periodic threads)\n",
+            "\nno rate-monotonic application (an fp instance whose children are all periodic or sporadic threads)\n",
         );
     }
     if !written.is_empty() {
@@ -213,6 +245,11 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             findings.len(),
             if findings.len() == 1 { "" } else { "s" }
         );
+    }
+    if args.json {
+        let doc = json_report(&a, &file, &apps, &findings, ok && all_met);
+        text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        text.push('\n');
     }
     crate::output::report().write_all(text.as_bytes())?;
     Ok(if ok && all_met {
@@ -296,10 +333,13 @@ fn instances(a: &Analysis<'_>, out: &mut String) {
             .iter()
             .map(|r| r.guarantee.map_or("nothing".to_string(), |g| g.to_string()))
             .collect();
-        let mut line = format!(
-            "  {:<width$}  {:<pw$}  gets {}",
-            s.name,
-            s.policy,
+        let mut line = String::from("  ");
+        pad(&mut line, &s.name, width);
+        line.push_str("  ");
+        pad(&mut line, &s.policy, pw);
+        let _ = write!(
+            line,
+            "  gets {}",
             if received.is_empty() {
                 "nothing".to_string()
             } else {
@@ -447,26 +487,115 @@ fn edge_of<'a>(
     }
 }
 
-/// What the analysis of one group found.
-struct GroupReport {
-    /// Every thread meets its deadlines under what the instance receives.
-    met: bool,
-    /// The reservation proposed by the search.
+/// What the analysis of one rate-monotonic application found: the data
+/// behind both the text and the JSON report.
+struct AppReport {
+    scheduler: String,
+    under: Option<Guarantee>,
+    /// The model the response times were computed under, in words.
+    model: String,
+    verdict: Verdict,
+    /// Why the verdict is not "met", in words.
+    reason: Option<String>,
+    /// Per thread, in priority order: the execution time charged (with
+    /// switching) and the response bound when one was computed.
+    rows: Vec<Row>,
+    utilization: f64,
+    rate_monotonic: bool,
+    ties: Vec<(String, String, i64)>,
     choice: Option<ReservationChoice>,
+    /// Why no reservation is proposed, when none is.
+    choice_note: Option<String>,
 }
 
-/// The section of one rate-monotonic group.
-fn group(g: &RmGroup, tolerance: f64, out: &mut String) -> GroupReport {
+struct Row {
+    thread: String,
+    priority: i64,
+    task: rta::Task,
+    charged: Duration,
+    response: Option<Duration>,
+}
+
+/// The verdict on one application.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Every thread meets every deadline under the model.
+    Met,
+    /// Some thread can miss a deadline.
+    CanMiss,
+    /// The model leaves out something declared, or the hierarchy does not
+    /// compose: no certificate either way.
+    NotCertified,
+    /// The analysis could not reach a decision (a busy period past the
+    /// horizon).
+    NotDecided,
+}
+
+impl Verdict {
+    fn code(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::CanMiss => "can-miss",
+            Verdict::NotCertified => "not-certified",
+            Verdict::NotDecided => "not-decided",
+        }
+    }
+}
+
+/// The supply an application's threads run on, or why none can be named:
+/// one guarantee, or the same `ALL` on every processor of a global fp (at
+/// every instant of a busy period one of them runs the application's work,
+/// so one processor's analysis bounds it).
+fn supply_of(a: &Analysis<'_>, g: &RmGroup) -> Result<(Supply, Option<Guarantee>), String> {
+    let node = &a.composition.nodes[g.index];
+    let got: Vec<Option<Guarantee>> = node.received.iter().map(|r| r.guarantee).collect();
+    match got.as_slice() {
+        [] | [None] => Err("it receives no guarantee (its parent gave it nothing)".into()),
+        [Some(one)] => Ok((Supply::of(one), Some(*one))),
+        many if many.iter().all(|x| *x == Some(Guarantee::All)) => {
+            Ok((Supply::Full, Some(Guarantee::All)))
+        }
+        many => Err(format!(
+            "it receives {} on several processors, and the analysis bounds one supply",
+            many.iter()
+                .map(|x| x.map_or("nothing".to_string(), |x| x.to_string()))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        )),
+    }
+}
+
+/// Analyses one rate-monotonic application (§6.1).
+fn analyse_group(a: &Analysis<'_>, g: &RmGroup, tolerance: f64, horizon: Duration) -> AppReport {
     let tasks = g.tasks();
-    let under = g.received.map_or("nothing".to_string(), |r| r.to_string());
-    let _ = writeln!(
-        out,
-        "\nrate-monotonic application '{}' under {under} (§6.1):",
-        g.scheduler
-    );
-    let mut report = GroupReport {
-        met: false,
+    let levels: Vec<i64> = g.members.iter().map(|m| m.priority).collect();
+    let switch = a.file.machine.context_switch;
+    let mut report = AppReport {
+        scheduler: g.scheduler.clone(),
+        under: g.received,
+        model: String::new(),
+        verdict: Verdict::NotCertified,
+        reason: None,
+        rows: g
+            .members
+            .iter()
+            .map(|m| Row {
+                thread: m.thread.clone(),
+                priority: m.priority,
+                task: m.task,
+                charged: m.task.wcet,
+                response: None,
+            })
+            .collect(),
+        utilization: rta::utilization(&tasks),
+        rate_monotonic: g.is_rate_monotonic(),
+        ties: g
+            .ties()
+            .into_iter()
+            .map(|(a, b, p)| (a.to_string(), b.to_string(), p))
+            .collect(),
         choice: None,
+        choice_note: None,
     };
     if let Err(e) = rta::validate(&tasks) {
         let who = match e {
@@ -476,24 +605,129 @@ fn group(g: &RmGroup, tolerance: f64, out: &mut String) -> GroupReport {
                 .map_or(String::new(), |m| format!(" (thread {})", m.thread)),
             _ => String::new(),
         };
-        let _ = writeln!(out, "  cannot be analyzed: {e}{who}");
+        report.reason = Some(format!("cannot be analyzed: {e}{who}"));
         return report;
     }
     if tasks.len() > MAX_RTA_THREADS {
-        let _ = writeln!(
-            out,
-            "  cannot be analyzed: {} threads, more than the {MAX_RTA_THREADS} the response-time analysis takes",
+        report.reason = Some(format!(
+            "cannot be analyzed: {} threads, more than the {MAX_RTA_THREADS} the response-time analysis takes",
             tasks.len()
-        );
+        ));
         return report;
     }
-    let supply = g
-        .received
-        .map(|r| Supply::of(&r))
-        .unwrap_or(Supply::Nothing);
-    let responses = sbf::fp_response_times(&tasks, &supply);
-    // The table: priority order, with each thread's response time.
-    let mut rows = vec![[
+    let (supply, under) = match supply_of(a, g) {
+        Ok(x) => x,
+        Err(why) => {
+            report.reason = Some(format!("{why}: no deadline is promised"));
+            return report;
+        }
+    };
+    // Each job pays for the switch into it and the one back into the job
+    // it preempted (Burns et al. 1995); that bounds the switches only where
+    // the application has its processors to itself.
+    let charged: Vec<rta::Task> = if switch.as_nanos() > 0 {
+        if supply != Supply::Full {
+            report.model = how_analyzed(&under);
+            report.reason = Some(format!(
+                "machine.context_switch = {switch} is declared, and the analysis does not bound how often the processor switches into this application under {}: each switch spends {switch} of it",
+                under.map_or("nothing".into(), |u| u.to_string())
+            ));
+            report.choice_note = Some(format!(
+                "no reservation searched (§6.1.2): the search does not model machine.context_switch = {switch}"
+            ));
+            return report;
+        }
+        tasks
+            .iter()
+            .map(|t| rta::Task {
+                wcet: t.wcet.saturating_add(switch).saturating_add(switch),
+                ..*t
+            })
+            .collect()
+    } else {
+        tasks.clone()
+    };
+    for (row, t) in report.rows.iter_mut().zip(&charged) {
+        row.charged = t.wcet;
+    }
+    let mut model = how_analyzed(&under);
+    if switch.as_nanos() > 0 {
+        let _ = write!(model, "; each job charged 2 × {switch} of switching");
+    }
+    if levels.windows(2).any(|w| w[0] == w[1]) {
+        model.push_str("; threads sharing a priority analyzed as delaying each other");
+    }
+    report.model = model;
+    match sbf::fp_response_times_at_levels(&charged, &levels, &supply, horizon) {
+        Err(e) => {
+            report.verdict = Verdict::NotDecided;
+            let who = match e {
+                rta::AnalysisError::BusyPeriodTooLong { task, .. }
+                | rta::AnalysisError::NoConvergence { task, .. } => g
+                    .members
+                    .get(task)
+                    .map_or(String::new(), |m| format!(" (thread {})", m.thread)),
+                _ => String::new(),
+            };
+            report.reason = Some(format!("not decided: {e}{who}"));
+        }
+        Ok(r) => {
+            for (row, x) in report.rows.iter_mut().zip(&r) {
+                row.response = *x;
+            }
+            let missing: Vec<&str> = r
+                .iter()
+                .zip(&g.members)
+                .filter(|(x, _)| x.is_none())
+                .map(|(_, m)| m.thread.as_str())
+                .collect();
+            let statuses_ok = a.composition.nodes[g.index].status == Status::Ok
+                && g.members
+                    .iter()
+                    .all(|m| a.composition.nodes[m.index].status == Status::Ok);
+            if !missing.is_empty() {
+                report.verdict = Verdict::CanMiss;
+                report.reason = Some(format!("{} can miss deadlines", missing.join(", ")));
+            } else if !statuses_ok {
+                report.reason = Some(
+                    "the hierarchy around it does not compose (see below), so nothing is certified (the response times above are under what it would receive)".into(),
+                );
+            } else {
+                report.verdict = Verdict::Met;
+            }
+        }
+    }
+    if under == Some(Guarantee::All) {
+        return report;
+    }
+    if tasks.len() > MAX_SEARCH_THREADS {
+        report.choice_note = Some(format!(
+            "no reservation searched (§6.1.2): {} threads, more than the {MAX_SEARCH_THREADS} the search takes",
+            tasks.len()
+        ));
+        return report;
+    }
+    let config = SearchConfig {
+        tolerance,
+        ..SearchConfig::for_tasks(&tasks)
+    };
+    match ghost::search_reservation_at_levels(&tasks, &levels, &config) {
+        Ok(c) => report.choice = Some(c),
+        Err(e) => report.choice_note = Some(format!("no reservation found (§6.1.2): {e}")),
+    }
+    report
+}
+
+/// The text section of one application.
+fn group_text(r: &AppReport, out: &mut String) {
+    let under = r.under.map_or("nothing".to_string(), |u| u.to_string());
+    let _ = writeln!(
+        out,
+        "\nrate-monotonic application '{}' under {under} (§6.1):",
+        r.scheduler
+    );
+    let charged = r.rows.iter().any(|x| x.charged != x.task.wcet);
+    let mut head = vec![
         "thread".to_string(),
         "priority".into(),
         "exec".into(),
@@ -502,122 +736,131 @@ fn group(g: &RmGroup, tolerance: f64, out: &mut String) -> GroupReport {
         "jitter".into(),
         "util".into(),
         "response".into(),
-    ]];
-    for (k, m) in g.members.iter().enumerate() {
-        let t = m.task;
-        let resp = match &responses {
-            Ok(r) => match r[k] {
-                Some(d) => format!("{} ms", Ms(d)),
-                None => "can miss".into(),
-            },
-            Err(_) => "?".into(),
+    ];
+    if charged {
+        head.insert(3, "charged".into());
+    }
+    let mut rows = vec![head];
+    let decided = matches!(r.verdict, Verdict::Met | Verdict::CanMiss)
+        || (r.verdict == Verdict::NotCertified && r.rows.iter().any(|x| x.response.is_some()));
+    for x in &r.rows {
+        let t = x.task;
+        let resp = match (decided, x.response) {
+            (false, _) => "?".to_string(),
+            (true, Some(d)) => format!("{} ms", Ms(d)),
+            (true, None) => "can miss".into(),
         };
-        rows.push([
-            m.thread.clone(),
-            m.priority.to_string(),
+        let mut row = vec![
+            x.thread.clone(),
+            x.priority.to_string(),
             format!("{} ms", Ms(t.wcet)),
             format!("{} ms", Ms(t.period)),
             format!("{} ms", Ms(t.deadline)),
             format!("{} ms", Ms(t.jitter)),
             pct(t.utilization()),
             resp,
-        ]);
+        ];
+        if charged {
+            row.insert(3, format!("{} ms", Ms(x.charged)));
+        }
+        rows.push(row);
     }
     table(&rows, out);
-    let mut order = if g.is_rate_monotonic() {
+    let mut order = if r.rate_monotonic {
         "priorities are rate-monotonic".to_string()
     } else {
         "priorities are NOT rate-monotonic (analyzed in the file's order)".to_string()
     };
     // The first few ties, then a count: one line, however many threads.
-    let ties = g.ties();
-    for (a, b, p) in ties.iter().take(3) {
+    for (a, b, p) in r.ties.iter().take(3) {
         let _ = write!(
             order,
-            "; {a} and {b} share priority {p} (fp runs them first come, first served; analyzed shorter period first)"
+            "; {a} and {b} share priority {p} (each analyzed as delaying the other)"
         );
     }
-    if ties.len() > 3 {
-        let _ = write!(order, "; and {} more ties", ties.len() - 3);
+    if r.ties.len() > 3 {
+        let _ = write!(order, "; and {} more ties", r.ties.len() - 3);
     }
-    let _ = writeln!(
-        out,
-        "  utilization {}; {order}",
-        pct(rta::utilization(&tasks))
-    );
-    match (&responses, g.received) {
-        (Err(e), _) => {
-            let _ = writeln!(out, "  cannot be analyzed: {e}");
+    let _ = writeln!(out, "  utilization {}; {order}", pct(r.utilization));
+    match (r.verdict, &r.reason) {
+        (Verdict::Met, _) => {
+            let _ = writeln!(out, "  under {under}: every deadline is met ({})", r.model);
         }
-        (Ok(_), None) => {
-            let _ = writeln!(
-                out,
-                "  it receives no guarantee (its parent gave it nothing): no deadline is promised"
-            );
+        (Verdict::CanMiss, Some(why)) => {
+            let _ = writeln!(out, "  under {under}: {why} ({})", r.model);
         }
-        (Ok(r), Some(rec)) => {
-            let missing: Vec<&str> = r
-                .iter()
-                .zip(&g.members)
-                .filter(|(x, _)| x.is_none())
-                .map(|(_, m)| m.thread.as_str())
-                .collect();
-            report.met = missing.is_empty();
-            let how = how_analyzed(&rec);
-            if missing.is_empty() {
-                let _ = writeln!(out, "  under {rec}: every deadline is met ({how})");
-            } else {
+        (_, Some(why)) => {
+            let _ = writeln!(out, "  not certified: {why}");
+        }
+        (_, None) => {}
+    }
+    if let Some(c) = &r.choice {
+        let _ = writeln!(
+            out,
+            "  reservation from the ghost-task search (§6.1.2): {}, utilization {} (smallest found {}, {} periods tried); longest gap {} ms",
+            c.request(),
+            pct(c.utilization),
+            pct(c.min_utilization),
+            c.periods_tested,
+            Ms(c.request().max_gap().unwrap_or_default())
+        );
+        if let Some(rec) = r.under {
+            if rec.rate() > 0.0 {
                 let _ = writeln!(
                     out,
-                    "  under {rec}: {} can miss deadlines ({how})",
-                    missing.join(", ")
+                    "  it receives {} of the processor; the search's reservation needs {}",
+                    pct(rec.rate()),
+                    pct(c.utilization)
                 );
             }
         }
     }
-    if g.received == Some(Guarantee::All) {
-        return report;
+    if let Some(note) = &r.choice_note {
+        let _ = writeln!(out, "  {note}");
     }
-    if tasks.len() > MAX_SEARCH_THREADS {
-        let _ = writeln!(
-            out,
-            "  no reservation searched (§6.1.2): {} threads, more than the {MAX_SEARCH_THREADS} the search takes",
-            tasks.len()
-        );
-        return report;
-    }
-    let config = SearchConfig {
-        tolerance,
-        ..SearchConfig::for_tasks(&tasks)
-    };
-    match ghost::search_reservation(&tasks, &config) {
-        Ok(c) => {
-            let _ = writeln!(
-                out,
-                "  reservation from the ghost-task search (§6.1.2): {}, utilization {} (smallest found {}, {} periods tried); longest gap {} ms",
-                c.request(),
-                pct(c.utilization),
-                pct(c.min_utilization),
-                c.periods_tested,
-                Ms(c.request().max_gap().unwrap_or_default())
-            );
-            if let Some(rec) = g.received {
-                if rec.rate() > 0.0 {
-                    let _ = writeln!(
-                        out,
-                        "  it receives {} of the processor; the search's reservation needs {}",
-                        pct(rec.rate()),
-                        pct(c.utilization)
-                    );
-                }
-            }
-            report.choice = Some(c);
-        }
-        Err(e) => {
-            let _ = writeln!(out, "  no reservation found (§6.1.2): {e}");
-        }
-    }
-    report
+}
+
+fn ns(d: Duration) -> serde_json::Value {
+    serde_json::Value::from(d.as_nanos())
+}
+
+/// The JSON form of one application (docs/guarantees.md, "analyze --json").
+fn group_json(r: &AppReport) -> serde_json::Value {
+    serde_json::json!({
+        "scheduler": r.scheduler,
+        "under": r.under.map(|u| u.to_string()),
+        "model": r.model,
+        "verdict": r.verdict.code(),
+        "reason": r.reason,
+        "utilization": r.utilization,
+        "threads": r.rows.iter().map(|x| serde_json::json!({
+            "thread": x.thread,
+            "priority": x.priority,
+            "exec_ns": ns(x.task.wcet),
+            "charged_exec_ns": ns(x.charged),
+            "period_ns": ns(x.task.period),
+            "deadline_ns": ns(x.task.deadline),
+            "jitter_ns": ns(x.task.jitter),
+            "utilization": x.task.utilization(),
+            "response_ns": match r.verdict {
+                Verdict::Met | Verdict::CanMiss | Verdict::NotCertified => x.response.map(ns),
+                Verdict::NotDecided => None,
+            },
+            "meets": match r.verdict {
+                Verdict::Met | Verdict::CanMiss => Some(x.response.is_some()),
+                _ => None,
+            },
+        })).collect::<Vec<_>>(),
+        "reservation": r.choice.map(|c| serde_json::json!({
+            "guarantee": c.request().to_string(),
+            "amount_ns": ns(c.amount),
+            "period_ns": ns(c.period),
+            "utilization": c.utilization,
+            "min_utilization": c.min_utilization,
+            "periods_tested": c.periods_tested,
+        })),
+        "reservation_note": r.choice_note,
+    })
 }
 
 /// The most threads of one application whose response times are
@@ -632,7 +875,10 @@ const MAX_RTA_THREADS: usize = 10_000;
 const MAX_SEARCH_THREADS: usize = 200;
 
 /// Which analysis the response times come from.
-fn how_analyzed(g: &Guarantee) -> String {
+fn how_analyzed(g: &Option<Guarantee>) -> String {
+    let Some(g) = g else {
+        return "nothing is received".into();
+    };
     match g {
         Guarantee::All => "response-time analysis, Eq 6.1/6.2".into(),
         g if g.kind().is_basic() => {
@@ -651,10 +897,116 @@ fn how_analyzed(g: &Guarantee) -> String {
     }
 }
 
+/// The whole report as JSON (`hsched-analyze/1`, docs/guarantees.md).
+fn json_report(
+    a: &Analysis<'_>,
+    file: &str,
+    apps: &[AppReport],
+    findings: &[analysis::Finding],
+    certified: bool,
+) -> serde_json::Value {
+    let h = a.file;
+    let ns_count = h.schedulers.len();
+    let status = |st: Status| match st {
+        Status::Ok => "ok",
+        Status::Failed => "failed",
+        Status::Skipped => "skipped",
+    };
+    let show = |g: &Option<Guarantee>| g.map(|g| g.to_string());
+    let instances: Vec<serde_json::Value> = h
+        .schedulers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let node = &a.composition.nodes[i];
+            let children: Vec<serde_json::Value> = node
+                .provided
+                .iter()
+                .map(|(c, r)| {
+                    let child = &a.composition.nodes[*c];
+                    serde_json::json!({
+                        "name": child.name,
+                        "kind": if *c < ns_count { "scheduler" } else { "thread" },
+                        "guarantees": r.as_ref().ok().map(|p| p.options.iter().map(Guarantee::to_string).collect::<Vec<_>>()),
+                        "refused": r.as_ref().err(),
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "name": s.name,
+                "policy": s.policy,
+                "receives": node.received.iter().map(|r| show(&r.guarantee)).collect::<Vec<_>>(),
+                "uses": node.accepted.iter().map(Guarantee::to_string).collect::<Vec<_>>(),
+                "request": s.guarantee,
+                "status": status(node.status),
+                "children": children,
+            })
+        })
+        .collect();
+    let threads: Vec<serde_json::Value> = h
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let node = &a.composition.nodes[ns_count + k];
+            serde_json::json!({
+                "name": t.name,
+                "scheduler": t.scheduler,
+                "receives": node.received.first().and_then(|r| show(&r.guarantee)),
+                "request": t.guarantee,
+                "status": status(node.status),
+            })
+        })
+        .collect();
+    let problems: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|f| {
+            let details: serde_json::Map<String, serde_json::Value> = f
+                .details
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), serde_json::Value::from(v.as_str())))
+                .collect();
+            serde_json::json!({
+                "code": f.code,
+                "node": f.node.as_ref().map(|n| match n {
+                    analysis::NodeRef::Scheduler(s) => serde_json::json!({"scheduler": s}),
+                    analysis::NodeRef::Thread(t) => serde_json::json!({"thread": t}),
+                }),
+                "headline": f.headline,
+                "details": details,
+            })
+        })
+        .collect();
+    let top: Vec<serde_json::Value> = (0..h.machine.cpus)
+        .map(|c| {
+            serde_json::json!({
+                "cpu": c,
+                "supplies": a.translation.hierarchy.top.get(c).unwrap_or(&Guarantee::All).to_string(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schema": "hsched-analyze/1",
+        "file": file,
+        "composes": a.is_ok(),
+        "certified": certified,
+        "model": {
+            "context_switch_ns": h.machine.context_switch.as_nanos(),
+            "top": top,
+            "notes": a.notes(),
+        },
+        "instances": instances,
+        "threads": threads,
+        "applications": apps.iter().map(group_json).collect::<Vec<_>>(),
+        "problems": problems,
+    })
+}
+
 /// Fig 6.2: every (period, amount) on a square grid up to twice the
 /// shortest deadline, in 100 steps.
 fn parameter_space(g: &RmGroup) -> anyhow::Result<ParameterSpace> {
     let tasks = g.tasks();
+    let levels: Vec<i64> = g.members.iter().map(|m| m.priority).collect();
     let d_min = tasks
         .iter()
         .map(|t| t.deadline)
@@ -662,7 +1014,7 @@ fn parameter_space(g: &RmGroup) -> anyhow::Result<ParameterSpace> {
         .unwrap_or(Duration::from_millis(10));
     let max = d_min.saturating_add(d_min);
     let step = Duration::from_nanos((max.as_nanos() / 100).max(1));
-    ghost::parameter_space(&tasks, &Grid::square(max, step)).map_err(|e| {
+    ghost::parameter_space_at_levels(&tasks, &levels, &Grid::square(max, step)).map_err(|e| {
         input_error(format!(
             "error: the parameter space of '{}': {e}",
             g.scheduler
@@ -670,9 +1022,17 @@ fn parameter_space(g: &RmGroup) -> anyhow::Result<ParameterSpace> {
     })
 }
 
+/// Appends `text` left-aligned in `width` characters. (Not `{:<width$}`:
+/// a width past 65 535, a name that long, is out of `format!`'s range.)
+fn pad(out: &mut String, text: &str, width: usize) {
+    out.push_str(text);
+    let n = text.chars().count();
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(n)));
+}
+
 /// Left-aligned columns, two spaces apart, indented by two.
-fn table<const N: usize>(rows: &[[String; N]], out: &mut String) {
-    let mut w = [0usize; N];
+fn table(rows: &[Vec<String>], out: &mut String) {
+    let mut w = vec![0usize; rows.first().map_or(0, Vec::len)];
     for r in rows {
         for (k, c) in r.iter().enumerate() {
             w[k] = w[k].max(c.chars().count());
@@ -681,7 +1041,8 @@ fn table<const N: usize>(rows: &[[String; N]], out: &mut String) {
     for r in rows {
         let mut line = String::from("  ");
         for (k, c) in r.iter().enumerate() {
-            let _ = write!(line, "{c:<width$}  ", width = w[k]);
+            pad(&mut line, c, w[k]);
+            line.push_str("  ");
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }

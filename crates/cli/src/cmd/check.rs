@@ -88,11 +88,14 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             problems.len(),
             if problems.len() == 1 { "" } else { "s" }
         )?;
+        for note in a.notes() {
+            writeln!(out, "{note}")?;
+        }
         return Ok(Outcome::Problems);
     }
     if !args.quiet {
         writeln!(out, "{}: ok ({})", args.file.display(), summary(&h))?;
-        if let Some(note) = a.unmapped_note() {
+        for note in a.notes() {
             writeln!(out, "{note}")?;
         }
     }
