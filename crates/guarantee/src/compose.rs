@@ -842,6 +842,10 @@ pub fn compose_with(h: &Hierarchy, registry: &Registry) -> Composition {
         edge_start,
         inbox: vec![None; edge_src.len()],
         slots: Vec::new(),
+        multiprocessor: mappings
+            .iter()
+            .map(|m| m.is_none_or(|m| built[m].max_parents().is_none()))
+            .collect(),
     };
     for &i in &order {
         if walk.comp.nodes[i].status != Status::Ok {
@@ -925,6 +929,10 @@ struct Walk<'h> {
     /// Per parent edge: where its provision is (`(parent, position in provided)`).
     inbox: Vec<Option<(usize, usize)>>,
     slots: Vec<Slot>,
+    /// Per scheduler: whether its policy takes every processor a parent
+    /// offers (a mapping without a limit on parents), as the policies'
+    /// `parent_vps` does; unknown ones are assumed to.
+    multiprocessor: Vec<bool>,
 }
 
 impl Walk<'_> {
@@ -1082,6 +1090,7 @@ impl Walk<'_> {
                         is_thread: false,
                         params: &sc.parents[k].params,
                         request: sc.request.as_ref(),
+                        multiprocessor: self.multiprocessor[c],
                     }
                 } else {
                     let t = &h.threads[c - ns];
@@ -1090,6 +1099,7 @@ impl Walk<'_> {
                         is_thread: true,
                         params: &t.parent.params,
                         request: t.request.as_ref(),
+                        multiprocessor: false,
                     }
                 }
             })

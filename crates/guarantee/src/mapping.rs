@@ -183,6 +183,9 @@ pub struct ChildRequest<'a> {
     pub params: &'a EdgeParams,
     /// The guarantee the child asked for, if it is a thread that asked.
     pub request: Option<&'a Guarantee>,
+    /// Whether the child is a multiprocessor scheduler, which registers a
+    /// VP for every processor the parent offers, not one (§4.3.11).
+    pub multiprocessor: bool,
 }
 
 /// What a scheduler provides to one child: one guarantee, or (join) a
@@ -294,24 +297,33 @@ impl Mapping for FixedPriority {
         let n = children.len();
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(children[i].params.priority.unwrap_or(0)));
-        let k = received.len().min(n);
+        let k = received.len();
         let mut out: Vec<Result<Provision, String>> =
             vec![Ok(Provision::one(Guarantee::Null, RULE)); n];
+        // A multiprocessor child holds one rank per processor it is offered:
+        // while it has work on each, the children below it get none of them.
+        let ranks = |i: usize| {
+            if children[i].multiprocessor {
+                k.max(1)
+            } else {
+                1
+            }
+        };
         // Equal priorities are adjacent in `order` (a stable sort): one pass
         // over each run of them keeps this linear in the children, which a
         // file may have 100 000 of.
         let prio_of = |i: usize| children[i].params.priority.unwrap_or(0);
-        let mut first_rank = 0;
-        while first_rank < n {
-            let prio = prio_of(order[first_rank]);
-            let end = order[first_rank..]
+        let (mut pos, mut rank) = (0, 0);
+        while pos < n {
+            let prio = prio_of(order[pos]);
+            let end = order[pos..]
                 .iter()
                 .position(|&j| prio_of(j) != prio)
-                .map_or(n, |len| first_rank + len);
-            let run = &order[first_rank..end];
+                .map_or(n, |len| pos + len);
+            let run = &order[pos..end];
             // A tie matters when it straddles or falls inside the guaranteed ranks.
-            let tie = run.len() > 1 && first_rank < k && !received[first_rank].eq(&Guarantee::Null);
-            for (rank, &i) in (first_rank..end).zip(run) {
+            let tie = run.len() > 1 && rank < k && !received[rank].eq(&Guarantee::Null);
+            for &i in run {
                 if tie {
                     let tied = tied_names(run, i, |j| children[j].name);
                     out[i] = Err(format!(
@@ -320,8 +332,9 @@ impl Mapping for FixedPriority {
                 } else if rank < k {
                     out[i] = Ok(Provision::one(received[rank], RULE));
                 }
+                rank = rank.saturating_add(ranks(i));
             }
-            first_rank = end;
+            pos = end;
         }
         out
     }
@@ -1355,6 +1368,7 @@ mod tests {
             is_thread: true,
             params,
             request: None,
+            multiprocessor: false,
         }
     }
     fn ctx() -> MappingContext {
@@ -1483,6 +1497,7 @@ mod tests {
             is_thread: true,
             params: &e0,
             request: Some(&req),
+            multiprocessor: false,
         };
         let out = rez.child_guarantees(&[Guarantee::All], &[kid]);
         assert_eq!(out[0].as_ref().unwrap().first(), g("RESBH 10 20"));

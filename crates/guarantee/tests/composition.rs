@@ -479,3 +479,39 @@ fn a_deep_hierarchy() {
     let tree = c.render_tree();
     assert_eq!(tree.lines().count(), 1 + 10_001 + 2);
 }
+
+/// A multiprocessor child of fp registers a VP for every processor fp is
+/// offered (§4.3.11), so on two processors an fp application above a
+/// reservation scheduler can take both, and Rez below it is promised
+/// nothing. (The composition once gave each child one processor.)
+#[test]
+fn a_multiprocessor_child_holds_every_rank_it_is_offered() {
+    let at = |name: &str, policy: &str, prio: i64| {
+        let mut edge = ParentSpec::scheduler("root");
+        edge.params.priority = Some(prio);
+        SchedulerSpec::new(name, policy).under(edge)
+    };
+    let mut h = Hierarchy::new(2);
+    h.add_scheduler(top("root", "fp"));
+    h.add_scheduler(at("app", "fp", 19));
+    h.add_scheduler(at("rt", "rez", 18));
+    h.add_scheduler(at("one", "rez", 17));
+    let c = compose(&h);
+    assert_eq!(c.received("app"), Some(Guarantee::All));
+    assert_eq!(
+        c.received("rt"),
+        Some(Guarantee::Null),
+        "{}",
+        c.render_tree()
+    );
+    // Uniprocessor children take one rank each.
+    let mut h = Hierarchy::new(2);
+    h.add_scheduler(top("root", "fp"));
+    h.add_scheduler(at("rt", "rez", 19));
+    h.add_scheduler(at("one", "rez", 18));
+    h.add_scheduler(at("app", "fp", 17));
+    let c = compose(&h);
+    assert_eq!(c.received("rt"), Some(Guarantee::All));
+    assert_eq!(c.received("one"), Some(Guarantee::All));
+    assert_eq!(c.received("app"), Some(Guarantee::Null));
+}
