@@ -15,7 +15,7 @@
 //!
 //! A failure prints the case's seed and the file it wrote; replay one case
 //! with `HSCHED_STANDING_SEED=N cargo test -p hsched-cli --test standing`,
-//! run more with `HSCHED_STANDING_CASES=N` (default 400), and keep every
+//! run more or fewer with `HSCHED_STANDING_CASES=N` (default 2000), and keep every
 //! case's file with `HSCHED_STANDING_KEEP=1`.
 
 use hsched_core::testing::SplitMix as Rng;
@@ -427,7 +427,7 @@ fn every_certified_thread_meets_its_deadlines_in_simulation() {
     let seeds: Vec<u64> = match env("HSCHED_STANDING_SEED") {
         Some(s) => vec![s],
         None => {
-            let n = env("HSCHED_STANDING_CASES").unwrap_or(400);
+            let n = env("HSCHED_STANDING_CASES").unwrap_or(2000);
             (0..n).map(|k| 0x57a1_d000 + k).collect()
         }
     };
