@@ -1836,3 +1836,171 @@ fn run_compare_puts_the_simulation_beside_the_measurement() {
         "{t}"
     );
 }
+
+/// A trace of one thread per name, each woken, switched in, blocked and
+/// woken again at `times` (seconds, as the trace writes them).
+fn trace_of(names: &[&str], times: [&str; 4]) -> String {
+    let mut text = String::new();
+    for (k, name) in names.iter().enumerate() {
+        let pid = 100 + k;
+        let [wake, run, block, again] = times;
+        text.push_str(&format!(
+            "x-1 [000] d..2. {wake}: sched_wakeup: comm={name} pid={pid} prio=120\n\
+             x-1 [000] d..2. {run}: sched_switch: prev_comm=x prev_pid=1 prev_prio=120 prev_state=S ==> next_comm={name} next_pid={pid} next_prio=120\n\
+             x-1 [000] d..2. {block}: sched_switch: prev_comm={name} prev_pid={pid} prev_prio=120 prev_state=S ==> next_comm=x next_pid=1 next_prio=120\n\
+             x-1 [000] d..2. {again}: sched_wakeup: comm={name} pid={pid} prio=120\n"
+        ));
+    }
+    text
+}
+
+#[test]
+fn import_writes_only_what_check_reads_back() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("import-round-trip");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("names.trace");
+    let names = [
+        "esc\u{1b}[31mred",
+        "rtl\u{202e}txt",
+        "zw\u{200b}sp",
+        "soft\u{ad}hy",
+    ];
+    let times = ["1.000000", "1.000010", "1.001010", "2.000000"];
+    std::fs::write(&trace, trace_of(&names, times)).unwrap();
+    // The listing prints no control or formatting character.
+    let o = run(&["import", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = stdout(&o);
+    for bad in ['\u{1b}', '\u{202e}', '\u{200b}', '\u{ad}'] {
+        assert!(!listed.contains(bad), "{bad:?} listed raw:\n{listed}");
+    }
+    assert!(listed.contains("esc?[31mred"), "{listed}");
+    // Every thread imported, by pid and by the name the listing shows.
+    let json = dir.join("names.json");
+    let o = run(&[
+        "import",
+        trace.to_str().unwrap(),
+        "--pid",
+        "100",
+        "--pid",
+        "101",
+        "--pid",
+        "102",
+        "--comm",
+        "soft?hy",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "check",
+        "examples/rtapp-tasks.toml",
+        "--workload",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success(),
+        "check refuses what import wrote:\n{}",
+        stderr(&o)
+    );
+    // Times near 2^64 ns would give sleeps longer than any duration.
+    std::fs::write(
+        &trace,
+        trace_of(
+            &["app"],
+            ["0.000001", "0.000010", "0.001000", "18446744073.000000"],
+        ),
+    )
+    .unwrap();
+    let o = run(&[
+        "import",
+        trace.to_str().unwrap(),
+        "--comm",
+        "app",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    if o.status.success() {
+        let o = run(&[
+            "check",
+            "examples/rtapp-tasks.toml",
+            "--workload",
+            json.to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "check refuses what import wrote:\n{}",
+            stderr(&o)
+        );
+    } else {
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("names.trace:4:"), "{}", stderr(&o));
+        assert_no_crash(&o);
+    }
+    // A span longer than any rt-app `global.duration`.
+    std::fs::write(
+        &trace,
+        trace_of(
+            &["app"],
+            ["0.000001", "0.000010", "0.001000", "9000000000.0"],
+        ),
+    )
+    .unwrap();
+    let o = run(&[
+        "import",
+        trace.to_str().unwrap(),
+        "--comm",
+        "app",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("global.duration"), "{}", stderr(&o));
+    let o = run(&[
+        "import",
+        trace.to_str().unwrap(),
+        "--comm",
+        "app",
+        "--repeat",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "check",
+        "examples/rtapp-tasks.toml",
+        "--workload",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success(),
+        "check refuses what import wrote:\n{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn import_warns_of_times_that_go_backwards() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("import-backwards");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("back.trace");
+    std::fs::write(
+        &trace,
+        trace_of(&["app"], ["10.0", "10.001", "3.0", "12.0"]),
+    )
+    .unwrap();
+    let o = run(&["import", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("warning:"), "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    // A few microseconds out of order, as merged per-processor buffers
+    // print, is no warning.
+    std::fs::write(
+        &trace,
+        trace_of(&["app"], ["10.000010", "10.000005", "10.001", "10.002"]),
+    )
+    .unwrap();
+    let o = run(&["import", trace.to_str().unwrap()]);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}

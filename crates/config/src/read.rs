@@ -135,11 +135,7 @@ pub(crate) fn unprintable(name: &str) -> Option<String> {
     let bad = name.chars().find_map(|c| {
         if c.is_control() {
             Some(format!("the control character {c:?}"))
-        } else if matches!(c,
-            '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}' | '\u{200E}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
-        {
+        } else if invisible(c) {
             Some(format!(
                 "the invisible formatting character U+{:04X}",
                 c as u32
@@ -152,6 +148,28 @@ pub(crate) fn unprintable(name: &str) -> Option<String> {
         (name.chars().any(joiner) && name.chars().all(|c| joiner(c) || c.is_whitespace()))
             .then(|| "only zero-width joiners".to_string())
     })
+}
+
+/// The invisible formatting characters a name may not contain.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}' | '\u{200E}'..='\u{200F}'
+        | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
+}
+
+/// `name` with every character [`unprintable`] refuses replaced by `?`, as
+/// `ps` prints them.
+pub(crate) fn printable(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() || invisible(c) {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// Why a duration was refused, with what would be accepted and a hint.

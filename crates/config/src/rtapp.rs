@@ -95,7 +95,7 @@ const MAX_STEPS: usize = 100_000;
 const MAX_THREADS: usize = 100_000;
 /// Longest `global.duration`, s (about 136 years; hsched's times are u64
 /// nanoseconds, which reach 584 years).
-const MAX_DURATION_S: i64 = 1 << 32;
+pub(crate) const MAX_DURATION_S: i64 = 1 << 32;
 /// Most program steps one file may expand to, over all its threads.
 pub(crate) const MAX_TOTAL_STEPS: usize = 10_000_000;
 

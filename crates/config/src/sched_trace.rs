@@ -32,6 +32,8 @@
 //!   STATE ==> COMM:PID [PRIO]` and `sched_wakeup: COMM:PID [PRIO] …`.
 
 use crate::error::{closest, ConfigError, ConfigErrors};
+use crate::read::printable;
+use hsched_core::time::MAX_PARSED;
 use hsched_core::Duration;
 use std::collections::BTreeMap;
 
@@ -56,7 +58,16 @@ pub struct SchedTrace {
     /// The longest stretch with no event at all, `None` with a single
     /// event (see [`SchedTrace::clock_jump`]).
     pub longest_silence: Option<Silence>,
+    /// Lines whose time is more than [`BACKWARDS_MAX`] before a line above
+    /// them (the trace is read in time order): how many, and the first
+    /// one's line and how far back it goes (`hsched import` warns).
+    pub backwards: Option<(usize, u32, Duration)>,
 }
+
+/// How far a line's time may go back before the trace is taken for
+/// edited or joined: merged per-processor buffers print a few
+/// microseconds out of order.
+pub const BACKWARDS_MAX: Duration = Duration::from_millis(1);
 
 /// A stretch of a trace with no `sched_switch` or `sched_wakeup` event.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,7 +92,8 @@ pub struct TracedThread {
     /// Thread id.
     pub pid: u32,
     /// Its name, as last seen in the trace (a program's name changes at
-    /// `exec`).
+    /// `exec`), each control or invisible formatting character replaced
+    /// by `?`: it is printed, and becomes a task name.
     pub comm: String,
     /// Time from the start of the trace to its first recorded wake-up (or
     /// first slice on a processor).
@@ -178,13 +190,22 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
     let mut errors = Vec::new();
     let mut skipped = 0;
     let mut misnamed: Option<(usize, u32, String)> = None;
+    let mut backwards: Option<(usize, u32, Duration)> = None;
+    let mut latest = 0;
     for (k, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
         match parse_line(line) {
-            Ok(Some((at, ev))) => events.push((at, k, ev)),
+            Ok(Some((at, ev))) => {
+                if latest - at.min(latest) > BACKWARDS_MAX.as_nanos() {
+                    let first = backwards.get_or_insert((0, k as u32 + 1, Duration(latest - at)));
+                    first.0 += 1;
+                }
+                latest = latest.max(at);
+                events.push((at, k, ev));
+            }
             Ok(None) => {
                 skipped += 1;
                 if let Some(name) = misnamed_event(line) {
@@ -278,6 +299,7 @@ pub fn parse_sched_trace(text: &str, file: &str) -> Result<SchedTrace, ConfigErr
         skipped,
         misnamed,
         longest_silence: silence.map(|s| s.0),
+        backwards,
     })
 }
 
@@ -315,10 +337,11 @@ fn builder<'a>(
     if pid == 0 {
         return None;
     }
+    let comm = printable(comm);
     let b = threads.entry(pid).or_insert_with(|| Builder {
         thread: TracedThread {
             pid,
-            comm: comm.to_string(),
+            comm: comm.clone(),
             first_wake: Duration::ZERO,
             bursts: Vec::new(),
             exited: false,
@@ -330,7 +353,7 @@ fn builder<'a>(
         across: false,
     });
     if b.thread.comm != comm && !comm.is_empty() {
-        b.thread.comm = comm.to_string();
+        b.thread.comm = comm;
     }
     Some(b)
 }
@@ -530,10 +553,23 @@ fn timestamp(line: &str, event_at: usize) -> Result<u64, LineError> {
     } else {
         frac.parse::<u64>().map_err(|_| bad())? * 10u64.pow(9 - frac.len() as u32)
     };
+    // At most the longest duration, so that every time between two events
+    // can be written as an rt-app time hsched reads back.
     whole
         .checked_mul(1_000_000_000)
         .and_then(|n| n.checked_add(frac_ns))
-        .ok_or_else(bad)
+        .filter(|&n| n <= MAX_PARSED.as_nanos())
+        .ok_or_else(|| {
+            (
+                word_at,
+                format!("`{word}` is later than the latest time a trace may hold"),
+                format!(
+                    "a time of at most {}.{:09} s",
+                    MAX_PARSED.as_nanos() / 1_000_000_000,
+                    MAX_PARSED.as_nanos() % 1_000_000_000
+                ),
+            )
+        })
 }
 
 /// The text between `key=` and the next ` next_key=` (a name may hold
@@ -714,8 +750,10 @@ impl SchedTrace {
         })
     }
 
-    /// The threads whose name is `comm`, in pid order.
+    /// The threads whose name is `comm`, in pid order (as listed, with
+    /// `?` for unprintable characters, or as in the trace).
     pub fn by_comm(&self, comm: &str) -> Vec<u32> {
+        let comm = printable(comm);
         self.threads
             .values()
             .filter(|t| t.comm == comm)
@@ -738,6 +776,13 @@ impl SchedTrace {
         let mut out = String::from("{\n  \"global\": {\n");
         if !repeat {
             let secs = (self.end_ns - self.start_ns).div_ceil(1_000_000_000).max(1);
+            if secs > crate::rtapp::MAX_DURATION_S as u64 {
+                return Err(format!(
+                    "`{}` spans {secs} s, longer than the longest rt-app `global.duration` ({} s)",
+                    self.file,
+                    crate::rtapp::MAX_DURATION_S
+                ));
+            }
             out.push_str(&format!("    \"duration\": {secs},\n"));
         }
         out.push_str("    \"default_policy\": \"SCHED_OTHER\"\n  },\n  \"tasks\": {");

@@ -74,12 +74,23 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             if *n == 1 { "it is" } else { "they are" },
         );
     }
+    if let Some((n, line, by)) = trace.backwards {
+        diag!(
+            "warning: `{}` has {n} line{} whose time is earlier than a line above {} (the first at line {line}, by {by}); the trace is read in time order\n  \
+             = help: a trace edited by hand or joined from two recordings replays what the times say, not what the lines say",
+            trace.file,
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" },
+        );
+    }
     if args.pid.is_empty() && args.comm.is_empty() {
         crate::output::report().write_all(list(&trace).as_bytes())?;
         return Ok(Outcome::Ok);
     }
     let pids = chosen(&trace, args)?;
-    let json = trace.to_rtapp(&pids, args.repeat).map_err(input_error)?;
+    let json = trace
+        .to_rtapp(&pids, args.repeat)
+        .map_err(|e| input_error(format!("error: {e}")))?;
     match output {
         Some(path) => std::fs::write(path, &json)
             .map_err(|e| input_error(format!("error: cannot write `{}`: {e}", path.display())))?,
