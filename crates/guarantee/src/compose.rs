@@ -28,7 +28,7 @@
 //! [`Status::Skipped`] rather than reported again.
 //!
 //! The walk is linear in the size of the hierarchy (10,000 instances take
-//! about 10 ms; see `benches/guarantee.rs` and docs/performance.md).
+//! about 10 ms; see `benches/guarantee.rs` and docs/measurements/guarantee.md).
 //!
 //! ```
 //! use hsched_guarantee::compose::{compose, Hierarchy, ParentSpec, SchedulerSpec, ThreadSpec};

@@ -1,4 +1,4 @@
-//! The live measurements of docs/live-mode.md, one command each:
+//! The live measurements of docs/measurements/live-mode.md, one command each:
 //!
 //! ```text
 //! hsched-live bench frames     [--duration 3s] [--only RESBS]  Table 10.5 live

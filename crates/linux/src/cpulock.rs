@@ -3,7 +3,7 @@
 //! Two daemons that manage the same CPU both grant `SCHED_FIFO` threads
 //! there, freeze each other's work and charge each other's time: measured
 //! with a second daemon on the CPU, a 10/33 ms reservation received 60–70 %
-//! of its allocation and its frames had 67 ms gaps (docs/live-mode.md). So
+//! of its allocation and its frames had 67 ms gaps (docs/measurements/live-mode.md). So
 //! before it changes anything a daemon takes an exclusive, non-blocking
 //! lock on `/run/hsched/cpu<N>.lock` (mode 0644) for every CPU it manages,
 //! writes its pid there for the error message of whoever comes next, and
@@ -334,7 +334,7 @@ impl CpuLocks {
 /// now: not this process, nor its parent when the parent locked them
 /// [`Sharing::WithChildren`]. Read from `/proc/locks` (no lock is taken,
 /// so a daemon starting meanwhile is not disturbed); a daemon places its
-/// own loop off these CPUs (docs/live-mode.md, "One daemon per CPU").
+/// own loop off these CPUs (docs/measurements/live-mode.md, "One daemon per CPU").
 pub fn held_by_others(cpus: &[usize]) -> Vec<usize> {
     held_by_others_in(
         Path::new(LOCK_DIR),

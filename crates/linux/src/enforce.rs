@@ -1,6 +1,6 @@
 //! Enforcing the hierarchy's decisions on real threads.
 //!
-//! Mechanism (chosen by measurement, see docs/live-mode.md):
+//! Mechanism (chosen by measurement, see docs/measurements/live-mode.md):
 //! - a thread the hierarchy grants CPU `c` runs at `SCHED_FIFO` (a low
 //!   real-time priority, below the daemon's) pinned to `c`, so unmanaged
 //!   fair-class work cannot take the CPU from it;

@@ -22,7 +22,7 @@
 //!
 //! On unless `HSCHED_LIVE_IDLE_WAKES=off` (named after the idle-context
 //! wake-ups it was made for); without tracefs instances the daemon warns
-//! and goes on without it (docs/live-mode.md, "Idle-context wake-ups from
+//! and goes on without it (docs/measurements/live-mode.md, "Idle-context wake-ups from
 //! ftrace").
 
 use crate::observe::{exact_id_filter, field_offset, id_filter, Event};

@@ -6,7 +6,7 @@
 //! sleep with absolute one-shot timers.
 //!
 //! The same loops serve the `hsched-live probe` commands used by the tests
-//! and the measurements in docs/live-mode.md.
+//! and the measurements in docs/measurements/live-mode.md.
 
 use crate::sys::{self, ProbeSlot};
 use hsched_config::{
@@ -314,7 +314,7 @@ pub fn frame_renderer(
     let mut last = sys::now_ns();
     let (mut frames, mut misses, mut longest) = (0, 0, 0);
     // HSCHED_LIVE_DEBUG: print each miss with its CLOCK_MONOTONIC time, to
-    // line it up with the daemon's debug lines (docs/live-mode.md).
+    // line it up with the daemon's debug lines (docs/measurements/live-mode.md).
     let debug = std::env::var_os("HSCHED_LIVE_DEBUG").is_some();
     if let Some(s) = slot {
         s.max_lateness.store(i64::MIN, Ordering::Relaxed);

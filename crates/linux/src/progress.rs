@@ -128,7 +128,7 @@
 //! end-of-file and `EPIPE` are exactly as without the monitor. The price is
 //! the kernel's lookup by inode, which scans its table of UNIX sockets:
 //! about 50 µs per direction and tick on an idle host, more with many UNIX
-//! sockets (docs/performance.md, "Live progress monitor"). `sock_diag`
+//! sockets (docs/measurements/live-mode.md, "Live progress monitor"). `sock_diag`
 //! sees the daemon's network namespace only. Netlink failures are counted
 //! and warned once (`sock_diag`); a socket closed since the last discovery
 //! is simply not sampled.
@@ -658,7 +658,7 @@ impl ProgressMonitor {
         // The sending side says it all: its unread data, its `SO_SNDBUF`,
         // and `SEND_SHUTDOWN` once either side shut the direction down or
         // the receiver closed (one lookup per direction: each scans the
-        // kernel's table of UNIX sockets, docs/performance.md).
+        // kernel's table of UNIX sockets, docs/measurements/live-mode.md).
         let inos: BTreeSet<u32> = self.socks.values().map(|q| q.peer).collect();
         let inos: Vec<u32> = inos.into_iter().collect();
         let Some(diag) = self.diag_query(&inos) else {

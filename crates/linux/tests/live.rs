@@ -1210,7 +1210,7 @@ exec = ["sleep", "30"]
     }
     // The watchdog holds an anchor on each of the daemon's tracepoints
     // (six sched ones and `signal_generate`), so the dead daemon's perf
-    // events close without RCU grace periods (docs/live-mode.md,
+    // events close without RCU grace periods (docs/measurements/live-mode.md,
     // "Fail-safe"): 21–36 ms to restore, 320–415 ms without.
     let wd = hsched_linux::watchdog::find(daemon.id() as i32).expect("the daemon's watchdog");
     let perf_fds = std::fs::read_dir(format!("/proc/{wd}/fd"))
@@ -1639,7 +1639,7 @@ workload = { kind = "cpu-bound" }
     );
     // The longest the renderer may be let run in a period, by design: the
     // amount, the grace, and at most `lost_cap` of time its grant did not
-    // reach it (docs/live-mode.md, "Reservation grace"). A quiet host gives
+    // reach it (docs/measurements/live-mode.md, "Reservation grace"). A quiet host gives
     // 32–34 %; one CI run on a disturbed host measured 35.9 %.
     let ms = |key: &str| g[key].as_u64().unwrap() as f64 / 1e6;
     let cap = (10.0 + ms("grace_ns") + ms("lost_cap_ns")) / 33.0;

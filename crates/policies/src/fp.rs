@@ -48,16 +48,16 @@
 //! comment above `Run`). With more than eight children `PrioSet` keeps the
 //! ready children in one FIFO per priority and the child planned on each
 //! processor, so a decision is a look at the queue's top and at the
-//! processors rather than a pass over every child (docs/performance.md,
+//! processors rather than a pass over every child (docs/measurements/simulator.md,
 //! "Indexed priority sets" and "The time-sharing leaf, cut further"). An
 //! instance with more than eight parent VPs (one under a many-processor
 //! parent) also keeps its parent VPs by state as bit sets, finds a parent
 //! VP's entry through the VP's tag, and keeps its running children by rank,
 //! so that the usual hook costs about the same on 64 processors as on 2
-//! (docs/performance.md, "Independent of the processor count"). One child
+//! (docs/measurements/simulator.md, "Independent of the processor count"). One child
 //! under one parent VP, the commonest shape in a deep hierarchy, takes a
 //! shortcut for the grant and the revocation that carry a context switch
-//! through it (docs/performance.md, "Context switch through the
+//! through it (docs/measurements/core-and-policies.md, "Context switch through the
 //! hierarchy").
 
 use crate::registry::{check_child_params, merge_change, PolicyInfo};

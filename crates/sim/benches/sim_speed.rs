@@ -2,7 +2,7 @@
 //! `four_level.toml`, 10 s of model time per iteration. Throughput is in
 //! HSI inputs (the report's `events`: wake, block, create, exit,
 //! fire_timers, operations, add_stolen) per second of wall time.
-//! docs/performance.md has the numbers; `examples/sim_speed.rs` runs the
+//! docs/measurements/simulator.md has the numbers; `examples/sim_speed.rs` runs the
 //! 10-minute version and prints events per second.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

@@ -5,7 +5,7 @@
 //! hsched-live run FILE [options] [-- COMMAND...]   run a hierarchy live
 //! hsched-live ctl [--socket PATH] OP [KEY=VALUE]...  talk to a running daemon
 //! hsched-live probe hog|frame|poll [options]       test programs (docs/live-mode.md)
-//! hsched-live bench NAME [options]                 the measurements of docs/live-mode.md
+//! hsched-live bench NAME [options]                 the measurements of docs/measurements/live-mode.md
 //! hsched-live stolen [rez|app] [options]           stolen time (docs/stolen-time.md)
 //! ```
 
