@@ -166,7 +166,14 @@ pub fn run_main(args: &[String]) -> i32 {
             } else {
                 done.report.to_table()
             };
-            done.out.write(&text)
+            let code = done.out.write(&text);
+            // The fail-safe ended the run: its report is there, but the run
+            // did not go as asked.
+            if code == 0 && done.report.stats.ended_by.starts_with("fail-safe") {
+                1
+            } else {
+                code
+            }
         }
         Err(code) => code,
     }

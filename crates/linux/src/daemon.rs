@@ -173,6 +173,9 @@ pub(crate) struct Daemon {
     pub sigfd: OwnedFd,
     pub freezer: Freezer,
     pub wd: Option<Watchdog>,
+    /// When the watchdog last heard from the daemon (see
+    /// [`crate::watchdog::UNRESPONSIVE_NS`]).
+    pub last_heartbeat: u64,
     pub threads: BTreeMap<i32, Managed>,
     pub by_hsi: Vec<i32>,
     pub running: Vec<Option<i32>>,
@@ -213,7 +216,7 @@ pub(crate) struct Daemon {
     pub next_sweep: u64,
     pub next_check: u64,
     pub lost_seen: u64,
-    /// Stolen-time measurement on the managed CPUs (seed 000 ch. 11).
+    /// Stolen-time measurement on the managed CPUs (Regehr 2001, ch. 11).
     pub stolen: Option<StolenMeter>,
     pub steals: Vec<Steal>,
     /// Real-time throttling governor and deferred freezes (enforce.rs).
@@ -222,7 +225,7 @@ pub(crate) struct Daemon {
     /// created at run time), `None` only while crate::coop has taken it out
     /// to work on it beside the rest of the daemon.
     pub coop: Option<crate::coop::Channel>,
-    /// Pipe fill levels fed to `realrate` instances (seed 001 §3.2).
+    /// Pipe fill levels fed to `realrate` instances (Steere et al. 1998, §3.2).
     pub progress: crate::progress::ProgressMonitor,
     /// The managed CPUs' locks, held for the daemon's life (dropped after
     /// `Drop::drop` has restored every thread).
@@ -343,7 +346,7 @@ impl Daemon {
                 "hsched: warning: signals to frozen threads are not observed ({e}); a fatal one is found by the 200 ms sweep"
             );
         }
-        // On unless HSCHED_LIVE_IDLE_WAKES=off (docs/live-mode.md,
+        // On unless HSCHED_LIVE_IDLE_WAKES=off (docs/measurements/live-mode.md,
         // "Idle-context wake-ups from ftrace").
         const IDLE_WAKES_OFF: &str = "off (HSCHED_LIVE_IDLE_WAKES=off)";
         let start = || crate::ftrace::IdleWakes::new(&online).map_err(|e| e.to_string());
@@ -434,7 +437,7 @@ impl Daemon {
         let ncpu = cpus.len();
         // Keep the daemon's own (real-time) work off the managed CPUs, and
         // off those other daemons manage, when there are others; else on
-        // its own managed CPUs (docs/live-mode.md, "One daemon per CPU").
+        // its own managed CPUs (docs/measurements/live-mode.md, "One daemon per CPU").
         let place = daemon_cpus(&online, &cpus);
         let mut m = CpuMask::empty();
         place.iter().for_each(|&c| m.set(c));
@@ -472,6 +475,7 @@ impl Daemon {
             sigfd,
             freezer,
             wd: Some(wd),
+            last_heartbeat: 0,
             threads: BTreeMap::new(),
             by_hsi: Vec::new(),
             running: vec![None; ncpu],
@@ -578,9 +582,27 @@ impl Daemon {
                 }
             }
             self.pump();
+            self.heartbeat();
             self.check_end();
         }
         Ok(self.finish())
+    }
+
+    /// Tells the watchdog the daemon is alive, at most every
+    /// [`crate::watchdog::HEARTBEAT_NS`] while threads are managed (the
+    /// loop wakes every `CHECK_NS` then).
+    fn heartbeat(&mut self) {
+        let now = sys::now_ns();
+        if self.threads.is_empty()
+            || now.saturating_sub(self.last_heartbeat) < crate::watchdog::HEARTBEAT_NS
+        {
+            return;
+        }
+        self.last_heartbeat = now;
+        if let Some(wd) = &self.wd {
+            // A watchdog that is gone is reaped, and handled, in `reap`.
+            let _ = wd.heartbeat();
+        }
     }
 
     /// The timerfd fired: spin to the HSI timer when armed early, and
@@ -690,11 +712,41 @@ impl Daemon {
                     sys::now_ns().saturating_sub(self.epoch)
                 );
             }
+            if self.wd.as_ref().is_some_and(|w| w.pid() == pid) {
+                self.watchdog_ended(status);
+                continue;
+            }
             if let Some(g) = self.groups.iter_mut().find(|g| g.pid == pid && g.launched) {
                 g.exit_status = Some(status);
                 g.cpu_ns = Some(cpu);
             }
         }
+    }
+
+    /// The watchdog ended: nothing would restore the threads after a
+    /// `kill -9` from now on, so the daemon restores them itself and ends
+    /// the run, saying why. A watchdog that found the daemon unresponsive
+    /// has already restored them (and the daemon, stopped or hung, is back).
+    fn watchdog_ended(&mut self, status: i32) {
+        self.wd = None;
+        let why = if libc::WIFEXITED(status)
+            && libc::WEXITSTATUS(status) == crate::watchdog::EXIT_UNRESPONSIVE
+        {
+            format!(
+                "the daemon did not answer for {} ms (stopped or hung), so its watchdog restored every thread",
+                crate::watchdog::UNRESPONSIVE_NS / 1_000_000
+            )
+        } else if libc::WIFSIGNALED(status) {
+            format!(
+                "its watchdog was killed by signal {}; every thread was restored",
+                libc::WTERMSIG(status)
+            )
+        } else {
+            format!("its watchdog ended (status {status}); every thread was restored")
+        };
+        crate::diag!("hsched: {why}, and the run ends");
+        self.stats.ended_by = format!("fail-safe: {why}");
+        self.shutdown = true;
     }
 
     /// Checks every managed thread against procfs (every 200 ms while

@@ -16,7 +16,18 @@
 //! kernel closes a killed daemon's events at once ([`Watchdog::anchor`]). It
 //! runs at a real-time priority above the managed threads and in its own
 //! session, so neither a managed CPU hog nor a terminal's Ctrl-C gets in
-//! its way.
+//! its way, and the OOM killer leaves it alone (`oom_score_adj` −1000,
+//! where `CAP_SYS_RESOURCE` allows it; otherwise its small size makes it
+//! the last candidate beside the daemon).
+//!
+//! A daemon that is alive but stops answering (stopped by `SIGSTOP`, hung)
+//! is treated like a dead one: while it manages threads it writes at least
+//! a heartbeat every [`HEARTBEAT_NS`], and after [`UNRESPONSIVE_NS`]
+//! without a word the watchdog restores everything and exits with
+//! [`EXIT_UNRESPONSIVE`], which the daemon reads when it comes back. The
+//! daemon in turn reaps the watchdog: a watchdog that ended for any reason
+//! makes it restore every thread itself and end the run, since from then on
+//! nothing would restore them after a `kill -9`.
 
 use crate::cpulock::CpuLocks;
 use crate::enforce::{self, Original};
@@ -30,6 +41,16 @@ const MANAGE: u32 = 1;
 const FORGET: u32 = 2;
 const DONE: u32 = 3;
 const ANCHOR: u32 = 4;
+const HEARTBEAT: u32 = 5;
+
+/// How often a daemon that manages threads tells its watchdog it is alive.
+pub const HEARTBEAT_NS: u64 = 100_000_000;
+/// How long a daemon that manages threads may say nothing before its
+/// watchdog restores them.
+pub const UNRESPONSIVE_NS: u64 = 500_000_000;
+/// The exit status of a watchdog that restored an unresponsive daemon's
+/// threads.
+pub const EXIT_UNRESPONSIVE: i32 = 3;
 
 /// The daemon's handle on its watchdog.
 #[derive(Debug)]
@@ -156,7 +177,7 @@ impl Watchdog {
     /// event on a tracepoint waits for RCU grace periods (about 50 ms per
     /// tracepoint here), so a killed daemon holding the last ones would
     /// take the kernel a third of a second to close, and the watchdog
-    /// learns of the death only after that (docs/live-mode.md, "Fail-safe").
+    /// learns of the death only after that (docs/measurements/live-mode.md, "Fail-safe").
     ///
     /// # Errors
     /// The watchdog is gone.
@@ -168,6 +189,16 @@ impl Watchdog {
             r[16..24].copy_from_slice(&id.to_ne_bytes());
             b.extend_from_slice(&r);
         }
+        self.send(&b)
+    }
+
+    /// Tells the watchdog the daemon is alive (see [`UNRESPONSIVE_NS`]).
+    ///
+    /// # Errors
+    /// The watchdog is gone.
+    pub fn heartbeat(&self) -> io::Result<()> {
+        let mut b = [0u8; REC];
+        b[0..4].copy_from_slice(&HEARTBEAT.to_ne_bytes());
         self.send(&b)
     }
 
@@ -246,12 +277,18 @@ fn watchdog_main(
     sys::set_nonblocking(r.as_raw_fd());
     sys::set_thread_name("hsched-watchdog");
     let _ = sys::sched_setattr(0, &SchedAttr::fifo(priority));
+    // Under memory pressure the OOM killer should take the daemon, whose
+    // threads this process then restores, never this process (exempt where
+    // CAP_SYS_RESOURCE allows it).
+    let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
     let mut held: Vec<Original> = Vec::with_capacity(1024);
     let mut anchors = Vec::new();
     let mut buf = vec![0u8; REC * 256];
     let mut fill = 0usize;
     let mut done = false;
     let mut daemon_gone = false;
+    let mut unresponsive = false;
+    let mut last_word = sys::now_ns();
     loop {
         let n = match sys::read(r.as_raw_fd(), &mut buf[fill..]) {
             Ok(0) => break,
@@ -260,8 +297,19 @@ fn watchdog_main(
                 if daemon_gone {
                     break;
                 }
+                // Silence matters only while threads are held.
+                let silent = sys::now_ns().saturating_sub(last_word);
+                if !held.is_empty() && silent >= UNRESPONSIVE_NS {
+                    unresponsive = true;
+                    break;
+                }
+                let timeout = if held.is_empty() {
+                    -1
+                } else {
+                    ((UNRESPONSIVE_NS - silent) / 1_000_000 + 1) as i32
+                };
                 let fds: Vec<i32> = keep.clone();
-                let ready = sys::poll_many(&fds, -1);
+                let ready = sys::poll_many(&fds, timeout);
                 if ready.contains(&1) {
                     // Read what is left in the pipe, then restore.
                     daemon_gone = true;
@@ -270,6 +318,7 @@ fn watchdog_main(
             }
             Err(_) => break,
         };
+        last_word = sys::now_ns();
         fill += n;
         let whole = fill / REC * REC;
         for rec in buf[..whole].chunks_exact(REC) {
@@ -315,7 +364,14 @@ fn watchdog_main(
     let _ = std::fs::remove_file(crate::coop::channel_path(daemon_pid as u32));
     // And its ftrace instance, still recording wake-ups.
     crate::ftrace::remove_instance(daemon_pid);
-    if !done && !held.is_empty() {
+    if unresponsive {
+        let msg = format!(
+            "hsched-watchdog: the daemon said nothing for {} ms; restored {} thread(s), {failed} failed\n",
+            UNRESPONSIVE_NS / 1_000_000,
+            held.len()
+        );
+        let _ = sys::write_all(2, msg.as_bytes());
+    } else if !done && !held.is_empty() {
         let msg = format!("hsched-watchdog: the daemon ended without restoring; restored {} thread(s), {failed} failed\n", held.len());
         let _ = sys::write_all(2, msg.as_bytes());
     }
@@ -332,7 +388,11 @@ fn watchdog_main(
         sys::close(fd);
     }
     drop(anchors);
-    0
+    if unresponsive {
+        EXIT_UNRESPONSIVE
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]

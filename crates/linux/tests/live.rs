@@ -1090,6 +1090,11 @@ fn an_output_file_that_cannot_be_written_stops_the_run_before_it_starts() {
 }
 
 fn start_daemon(file: &Path, sock: &Path, extra: &[&str]) -> Child {
+    start_daemon_with(file, sock, extra, Stdio::inherit())
+}
+
+/// [`start_daemon`] with the daemon's standard error going to `stderr`.
+fn start_daemon_with(file: &Path, sock: &Path, extra: &[&str], stderr: Stdio) -> Child {
     let cpu = test_cpu().to_string();
     let _ = std::fs::remove_file(sock);
     let child = Command::new(bin())
@@ -1099,6 +1104,7 @@ fn start_daemon(file: &Path, sock: &Path, extra: &[&str]) -> Child {
         .arg(sock)
         .args(extra)
         .stdout(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let t0 = Instant::now();
@@ -1437,7 +1443,7 @@ fn daemon_take(c: &mut Child) -> Child {
     std::mem::replace(c, Command::new("true").spawn().unwrap())
 }
 
-/// Seed 000 ch. 11: with `--stolen trace` the daemon measures interrupt
+/// Regehr 2001, ch. 11: with `--stolen trace` the daemon measures interrupt
 /// time on the managed CPU (IRQ tracepoints) and feeds the part that falls
 /// while the hierarchy runs a thread there to the HSI, for Rez-C.
 #[test]
@@ -1579,7 +1585,7 @@ fn pipe_fill_levels_size_a_shell_pipeline_beside_a_hog() {
     assert!(hog > 0.2 && hog < 0.9, "hog {hog}");
 }
 
-/// Seed 000 Table 10.5 live, the hard-reservation row with one background
+/// Regehr 2001, Table 10.5 live, the hard-reservation row with one background
 /// thread: a frame renderer (10 ms of CPU per frame, a gap over 33 ms is a
 /// miss) under Rez 10 ms / 33 ms beside a CPU hog under TS, for 4 s, so at
 /// least three of the kernel's real-time throttling windows (50 ms of every
@@ -1686,7 +1692,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(s.trim()).unwrap_or_else(|e| panic!("{}: {e}: {s}", p.display()))
 }
 
-/// Live `coop_poll` (seed 004 §2.3, crate::coop): a player calling it
+/// Live `coop_poll` (Sinha 2007, §2.3, crate::coop): a player calling it
 /// through shared memory and a futex gets OUT back and, cooperating, is
 /// never policed, although every cooperative sleep is a `FUTEX_WAIT` block
 /// the observer sees (the call must reach the policy before that block);
@@ -2614,4 +2620,159 @@ fn sigkill_of_the_daemon_restores_a_program_that_execed_from_a_thread() {
     let _ = hsched_linux::sys::kill(pid, libc::SIGKILL);
     assert!(pinned != all, "the granted program was pinned ({pinned:?})");
     assert!(ok, "not restored within 1 s of SIGKILL: {state:?}");
+}
+
+/// A daemon over `fp` with a granted hog (`SCHED_FIFO`, pinned) and a
+/// frozen one, both processes of the test's that the daemon attached (so
+/// that they outlive it): the daemon, its socket path and the hogs' pids.
+fn daemon_with_raised_and_frozen(tag: &str) -> (Child, PathBuf, i32, i32) {
+    let f = write_file(
+        &format!("{tag}.toml"),
+        r#"
+default = "fp"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "fp"
+policy = "fp"
+"#,
+    );
+    let sock = std::env::temp_dir().join(format!("hsched-test-{tag}-{}.sock", std::process::id()));
+    let daemon = start_daemon_with(&f, &sock, &["--duration", "20s"], Stdio::piped());
+    let hog = || {
+        Command::new(bin())
+            .args(["probe", "hog", "--duration", "20s"])
+            .spawn()
+            .unwrap()
+            .id() as i32
+    };
+    let (high, low) = (hog(), hog());
+    let mut c = Client::connect(&sock).unwrap();
+    for (pid, prio) in [(high, 3), (low, 2)] {
+        c.request(
+            "attach",
+            json!({"pid": pid, "scheduler": "fp", "params": {"priority": prio}}),
+        )
+        .unwrap();
+    }
+    let t0 = Instant::now();
+    while hsched_linux::enforce::proc_state(low) != Some('D') {
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "the low hog is never frozen"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (daemon, sock, high, low)
+}
+
+/// The hogs' policy, affinity and state, for a failure message.
+fn hog_states(high: i32, low: i32) -> String {
+    [high, low]
+        .iter()
+        .map(|&t| {
+            format!(
+                "{t}: policy {:?}, affinity {:?}, state {:?}",
+                sched_policy(t),
+                hsched_linux::sys::get_affinity(t).ok(),
+                hsched_linux::enforce::proc_state(t)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Whether this process holds `CAP_SYS_RESOURCE` (bit 24 of CapEff).
+fn has_cap_sys_resource() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let hex = s
+                .lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))?
+                .trim()
+                .to_string();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << 24) != 0)
+}
+
+/// Whether both hogs are back as they were: `SCHED_OTHER`, on every CPU,
+/// not frozen.
+fn hogs_restored(high: i32, low: i32) -> bool {
+    let all = hsched_linux::sys::get_affinity(0).unwrap();
+    [high, low].iter().all(|&t| {
+        sched_policy(t) == Some(libc::SCHED_OTHER as u32)
+            && hsched_linux::sys::get_affinity(t).ok() == Some(all)
+            && hsched_linux::enforce::proc_state(t) == Some('R')
+    })
+}
+
+#[test]
+fn a_daemon_whose_watchdog_dies_restores_and_ends() {
+    let Some(_g) = live() else { return };
+    let (mut daemon, sock, high, low) = daemon_with_raised_and_frozen("wd-dies");
+    let wd = hsched_linux::watchdog::find(daemon.id() as i32).expect("the daemon's watchdog");
+    // The watchdog cannot be chosen by the OOM killer, where the daemon may
+    // exempt it (CAP_SYS_RESOURCE; some containers withhold it).
+    let adj = std::fs::read_to_string(format!("/proc/{wd}/oom_score_adj")).unwrap();
+    if has_cap_sys_resource() {
+        assert_eq!(adj.trim(), "-1000");
+    } else {
+        eprintln!(
+            "no CAP_SYS_RESOURCE here: the watchdog's oom_score_adj stays {}",
+            adj.trim()
+        );
+    }
+    hsched_linux::sys::kill(wd, libc::SIGKILL).unwrap();
+    let out = wait_bounded(daemon_take(&mut daemon), Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(1), "the run ends as failed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("watchdog was killed by signal 9"), "{err}");
+    assert!(
+        hogs_restored(high, low),
+        "threads left raised or frozen: {}",
+        hog_states(high, low)
+    );
+    for t in [high, low] {
+        let _ = hsched_linux::sys::kill(t, libc::SIGKILL);
+    }
+    let _ = std::fs::remove_file(&sock);
+}
+
+#[test]
+fn a_stopped_daemon_is_treated_as_dead_by_its_watchdog() {
+    let Some(_g) = live() else { return };
+    let (mut daemon, sock, high, low) = daemon_with_raised_and_frozen("stopped");
+    let pid = daemon.id() as i32;
+    hsched_linux::sys::kill(pid, libc::SIGSTOP).unwrap();
+    let stopped = Instant::now();
+    let restored = loop {
+        if hogs_restored(high, low) {
+            break stopped.elapsed();
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(2),
+            "threads still raised or frozen {:?} after SIGSTOP",
+            stopped.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    eprintln!("restored {restored:?} after SIGSTOP");
+    std::thread::sleep(Duration::from_millis(3000).saturating_sub(restored));
+    assert!(hogs_restored(high, low), "restored for the whole stop");
+    hsched_linux::sys::kill(pid, libc::SIGCONT).unwrap();
+    let out = wait_bounded(daemon_take(&mut daemon), Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not answer"), "{err}");
+    assert!(
+        hogs_restored(high, low),
+        "the daemon changed them again: {}",
+        hog_states(high, low)
+    );
+    for t in [high, low] {
+        let _ = hsched_linux::sys::kill(t, libc::SIGKILL);
+    }
+    let _ = std::fs::remove_file(&sock);
 }
