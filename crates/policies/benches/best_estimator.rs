@@ -1,4 +1,4 @@
-//! What BEST's period detection costs per wake-up (seed 003 §3.3.3: "BEST
+//! What BEST's period detection costs per wake-up (Banachowski 2002, §3.3.3: "BEST
 //! incurs some computation overhead every time a process wakes").
 //!
 //! - `observe/*`: one [`PeriodEstimator::observe`] call, the whole

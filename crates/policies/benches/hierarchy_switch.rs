@@ -1,5 +1,5 @@
 //! The cost of one context switch made through the hierarchy, at depths
-//! 1, 2, 4, 8 and 16 (the shape of seed 000 Fig 10.2 / 10.3).
+//! 1, 2, 4, 8 and 16 (the shape of Regehr 2001, Fig 10.2 / 10.3).
 //!
 //! A root TS instance time-slices between two chains of `depth - 1`
 //! single-child TS instances, each ending in a CPU-bound thread. One

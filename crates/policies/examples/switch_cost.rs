@@ -1,5 +1,5 @@
 //! Runs a number of context switches through the hierarchy of
-//! `benches/hierarchy_switch.rs` (seed 000 Fig 10.2: a root TS instance
+//! `benches/hierarchy_switch.rs` (Regehr 2001, Fig 10.2: a root TS instance
 //! time-slicing between two chains of single-child TS instances), so that
 //! their cost can be counted in instructions, which are free of timing
 //! noise:

@@ -1,12 +1,12 @@
 //! # BEST (`best`)
 //!
 //! Banachowski's *Best-effort scheduler Enhanced for Soft real-time
-//! Time-sharing* (seed 003, chapter 3): an earliest-deadline-first
+//! Time-sharing* (Banachowski 2002, ch. 3): an earliest-deadline-first
 //! scheduler whose deadlines are all inferred. No child declares anything;
 //! BEST watches when each child enters the run queue, estimates its period,
 //! and gives children that look periodic the deadline `wake-up + period`.
 //!
-//! ## Algorithm (seed 003 §3.3)
+//! ## Algorithm (Banachowski 2002, §3.3)
 //! - **Period detection at wake-up** (§3.3.1; the `request` hook, i.e. the
 //!   child VP going from waiting to ready). `P_est` is the time since the
 //!   child's previous wake-up, measured on a clock of resolution `tick`
@@ -69,7 +69,7 @@
 //! `Msg::SetParams { nice }` changes a child's nice value; it applies from
 //! the child's next budget.
 //!
-//! ## Readings of the report's ambiguities (seed 003 notes §7)
+//! ## Readings of the report's ambiguities
 //! - `w = 1/3` (new sample weight 3/4), not "new sample weight 1/3" (`w = 2`):
 //!   only `w = 1/3` keeps both of the report's claims (a child waking twice
 //!   per frame, and one that skipped periods after a miss, stay periodic)
@@ -110,7 +110,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     name: "best",
     summary:
         "EDF with deadlines inferred from wake-up periods; best-effort quanta for the rest (BEST)",
-    seed: "seed 003 ch. 3 (§3.3)",
+    source: "Banachowski 2002, ch. 3 (§3.3)",
     instance_params: &[
         ParamSpec {
             key: "max_period",
@@ -328,7 +328,7 @@ pub(crate) fn weight_num(w: f64) -> u64 {
 }
 
 /// Which effective period the confidence compares the sample with (the
-/// report does not say; seed 003 notes §7.3).
+/// report does not say).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfidencePeriod {
     /// `P_n`, after folding in the sample (the Bossa port's reading).
@@ -378,7 +378,7 @@ pub struct Estimate {
     pub periodic: bool,
 }
 
-/// BEST's per-child period detector (seed 003 §3.3.1–3.3.2): the previous
+/// BEST's per-child period detector (Banachowski 2002, §3.3.1–3.3.2): the previous
 /// wake-up time and the smoothed period. Feed it every wake-up with
 /// [`PeriodEstimator::observe`].
 ///
@@ -471,7 +471,7 @@ fn quantize(t: Instant, tick: Duration, last: Option<Instant>) -> Instant {
 
 /// The confidence that `sample` is a multiple of `period`, 0..=16:
 /// `16·|2·(sample mod period) − period| / period`, i.e. `|P_est mod P_n −
-/// P_n/2|` scaled from `[0, P_n/2]` to `[0, 16]` (seed 003 §3.3.2). A zero
+/// P_n/2|` scaled from `[0, P_n/2]` to `[0, 16]` (Banachowski 2002, §3.3.2). A zero
 /// period scores 0.
 pub fn confidence(sample: Duration, period: Duration) -> u8 {
     let p = period.as_nanos();
@@ -1009,7 +1009,7 @@ pub(crate) use edf_policy;
 // ----- BEST -------------------------------------------------------------------
 
 /// Which pseudo-deadline a non-periodic wake-up gets (the report gives
-/// only its budget; seed 003 notes §7.5).
+/// only its budget).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BestEffortDeadline {
     /// `wake + P_n`: the child's pseudo-period (default).
@@ -1018,7 +1018,7 @@ pub enum BestEffortDeadline {
     MaxPeriod,
 }
 
-/// BEST's parameters; `Default` gives the report's values (seed 003 §3.3.4).
+/// BEST's parameters; `Default` gives the report's values (Banachowski 2002, §3.3.4).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BestConfig {
     /// The period estimator's settings.

@@ -1,6 +1,6 @@
 //! # BEST-RATE (`best-rate`)
 //!
-//! Banachowski's rate-controlled variant of BEST (seed 003, chapter 4,
+//! Banachowski's rate-controlled variant of BEST (Banachowski 2002, ch. 4,
 //! §4.0.2–4.0.3): earliest-deadline-first again, but each child's deadline
 //! spreads the CPU time it habitually uses over its nice-weighted fair
 //! share. A periodic child that uses short bursts gets short, timely
@@ -44,7 +44,7 @@
 //! | instance | `load` | `"all"` / `"runnable"` | `"all"` | which children `L` sums over |
 //! | child | `nice` | integer −20..=19 | `0` | weight `20 − nice` in the share, and the quantum |
 //!
-//! ## Readings of the report's ambiguities (seed 003 notes §7.8)
+//! ## Readings of the report's ambiguities
 //! - `w` is not given for BEST-RATE; we use BEST's `1/3` (new burst weight
 //!   3/4), which follows a periodic child's burst within a few periods.
 //! - `U` starts at `initial_usage` = 0: a new child's first deadline is its
@@ -76,7 +76,7 @@ use hsched_core::{Duration, Instant, ParamSpec, Params, Policy, PolicyError, VpT
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "best-rate",
     summary: "EDF with deadline now + U/R: usual burst over nice-weighted fair share (BEST-RATE)",
-    seed: "seed 003 ch. 4 (§4.0.2-4.0.3)",
+    source: "Banachowski 2002, ch. 4 (§4.0.2-4.0.3)",
     instance_params: &[
         ParamSpec {
             key: "usage_weight",

@@ -1,29 +1,50 @@
 //! Per-child budgets replenished each period, an eligible set, one
-//! processor: the dispatcher shared by [`rez`](crate::rez) (seed 000
-//! §9.3.2) and [`realrate`](crate::realrate) (seed 001 §3.1).
+//! processor: the dispatcher shared by [`rez`](crate::rez) (Regehr 2001,
+//! §9.3.2) and [`realrate`](crate::realrate) (Steere et al. 1998, §3.1).
 //!
 //! Every child has a *budget*, replenished to its per-period amount at the
 //! start of each of its periods and charged with the CPU time it holds the
 //! processor. Among the children that are ready and have budget left (the
-//! *eligible* set, ordered by a key the policy chooses, ties to the child
-//! registered first) the first one runs; the running child is preempted
-//! only by a strictly smaller key. A child whose budget runs out is revoked
-//! with [`RevokeReason::BudgetExhausted`] and waits, still asking, for its
-//! next period; when no child is eligible the processor goes back to the
+//! *eligible* set, ordered by whether the child is over its rate, below,
+//! then by a key the policy chooses, ties to the child registered first)
+//! the first one runs; the running child is preempted only by a strictly
+//! smaller key. A child whose budget runs out is revoked with
+//! [`RevokeReason::BudgetExhausted`] and waits, still asking, for its next
+//! period; when no child is eligible the processor goes back to the
 //! parent. The instance is uniprocessor: one parent VP.
 //!
 //! A child's periods form a grid that starts at its first request. While a
 //! child waits no events are kept for it; when it asks again its period is
-//! advanced along the grid by arithmetic. Replenishments sit in a binary
-//! heap ordered by (time, sequence number), at most one per child, and
-//! each child knows where its entry is: a child that stops asking, or gets
-//! a newer replenishment, has its entry taken out at once, so no stale
-//! entry is ever met. They are driven by the single instance timer, which
-//! also carries the running child's budget exhaustion and any tick of the
-//! owner's own ([`Budgets::tick`]). Every event costs O(log n)
-//! comparisons, plus moving up to n entries of the eligible set (a sorted
-//! vector, cheaper than a tree at the tens of children a reservation
-//! scheduler has).
+//! advanced along the grid by arithmetic.
+//!
+//! A child that asks part way through a period (it slept, or it is a join
+//! whose other parent ran its child meanwhile) may hold more budget than
+//! its rate, amount/period, covers in what is left of the period: 8 ms of
+//! an 8 ms / 40 ms reservation 10 ms before its deadline. Served in the
+//! policy's order like any other budget, it takes time the admission test
+//! promised to the other children, which assumes every child asks like a
+//! periodic task. So at every request the part of the budget above what
+//! the policy's test allows a late child ([`Rules::on_rate`]: for EDF
+//! `amount × (deadline − now) / period`, the wake-up test of the constant
+//! bandwidth server, Abeni and Buttazzo 1998, in the form that keeps the
+//! deadline; for rate-monotonic order `amount − (now − period start)`) is
+//! marked *over rate* (`Slot::over_rate`), and once a child's budget is
+//! down to that part it comes after every child within its rate in the
+//! eligible order. The child keeps its budget and its grid, so it still
+//! gets its amount in a period when the processor is otherwise free, and
+//! never more. A period that starts while the child asks (a replenishment
+//! at its deadline) has nothing over rate, and neither does a child whose
+//! requests keep to its grid, so their schedules are unchanged.
+//!
+//! Replenishments sit in a binary heap ordered by (time, sequence
+//! number), at most one per child, and each child knows where its entry
+//! is: a child that stops asking, or gets a newer replenishment, has its
+//! entry taken out at once, so no stale entry is ever met. They are driven
+//! by the single instance timer, which also carries the running child's
+//! budget exhaustion and any tick of the owner's own ([`Budgets::tick`]).
+//! Every event costs O(log n) comparisons, plus moving up to n entries of
+//! the eligible set (a sorted vector, cheaper than a tree at the tens of
+//! children a reservation scheduler has).
 //!
 //! The hooks follow the shared rules of [`crate::fp`] (eager view, stale
 //! news dropped, fixed action order): every notification first charges the
@@ -53,6 +74,13 @@ pub(crate) struct Slot {
     pub(crate) started: bool,
     /// End of the current period.
     pub(crate) deadline: Instant,
+    /// Length of the current period.
+    pub(crate) period: Duration,
+    /// The part of `budget` the child got beyond its rate when it last
+    /// asked late in this period (see the module documentation): once the
+    /// budget is down to it, the child is served after every child within
+    /// its rate. Zero from each period start.
+    pub(crate) over_rate: Duration,
     /// Where the child's replenishment is in the replenishment heap;
     /// `NO_EVENT` when it has none.
     event_pos: u32,
@@ -62,7 +90,7 @@ pub(crate) struct Slot {
     pub(crate) exhausted: bool,
 }
 
-/// How budgets are charged (seed 000 §11.5.2).
+/// How budgets are charged (Regehr 2001, §11.5.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Charging {
     /// With the wall-clock time the child was granted, stolen time included.
@@ -119,6 +147,12 @@ pub(crate) trait Rules {
         skipped: u64,
         period: Duration,
     );
+
+    /// How much budget a child asking at `now`, `left` before the end of
+    /// its period, may use within its rate: what the policy's
+    /// schedulability test allows a child that asks late (see the module
+    /// documentation). The amount when `left` is the whole period.
+    fn on_rate(s: &Slot, left: Duration) -> Duration;
 }
 
 /// The child holding the processor.
@@ -147,7 +181,7 @@ pub(crate) struct Budgets<R: Rules> {
     pub(crate) tick: Instant,
     charging: Charging,
     /// Eligible children (ready, budget left, not running) by key.
-    eligible: Eligible<(R::Key, u64)>,
+    eligible: Eligible<Key<R>>,
     /// Replenishments: exactly one entry per child whose `event_pos`
     /// names one, at that position.
     events: EventHeap,
@@ -186,6 +220,8 @@ impl<R: Rules> Budgets<R> {
             budget: Duration::ZERO,
             started: false,
             deadline: Instant::NEVER,
+            period: Duration::ZERO,
+            over_rate: Duration::ZERO,
             event_pos: NO_EVENT,
             eligible: false,
             exhausted: false,
@@ -203,12 +239,12 @@ impl<R: Rules> Budgets<R> {
     }
 
     /// The eligible set, in order.
-    pub(crate) fn eligible(&self) -> impl Iterator<Item = ((R::Key, u64), VpId)> + '_ {
+    pub(crate) fn eligible(&self) -> impl Iterator<Item = (Key<R>, VpId)> + '_ {
         self.eligible.iter()
     }
 
     /// Whether an entry with this key is in the eligible set.
-    pub(crate) fn is_queued(&self, key: (R::Key, u64)) -> bool {
+    pub(crate) fn is_queued(&self, key: Key<R>) -> bool {
         self.eligible.contains(key)
     }
 
@@ -242,8 +278,18 @@ impl<R: Rules> Budgets<R> {
     }
 
     /// A child's full eligible key.
-    pub(crate) fn key_of(c: &R::Child) -> (R::Key, u64) {
-        (R::key(c), R::slot(c).order)
+    #[inline(always)]
+    pub(crate) fn key_of(c: &R::Child) -> Key<R> {
+        let s = R::slot(c);
+        (Self::over_rate(s), R::key(c), s.order)
+    }
+
+    /// Whether the child's budget is down to the part it holds over its
+    /// rate (a running child with no budget left counts as over rate; it
+    /// is revoked before anyone compares).
+    #[inline(always)]
+    fn over_rate(s: &Slot) -> bool {
+        s.budget <= s.over_rate
     }
 
     /// Forgets a child (it is waiting, so neither eligible nor running;
@@ -359,17 +405,9 @@ impl<R: Rules> Budgets<R> {
         }
     }
 
-    /// Takes a child out of the eligible set.
-    #[inline]
-    pub(crate) fn remove_eligible(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            Self::leave(&mut self.eligible, c);
-        }
-    }
-
     /// [`Budgets::add_eligible`] for child `c` (`vp`), already looked up.
     #[inline(always)]
-    fn enter(set: &mut Eligible<(R::Key, u64)>, c: &mut R::Child, vp: VpId) {
+    fn enter(set: &mut Eligible<Key<R>>, c: &mut R::Child, vp: VpId) {
         let key = Self::key_of(c);
         let s = R::slot_mut(c);
         if !s.eligible && s.budget > Duration::ZERO {
@@ -378,9 +416,9 @@ impl<R: Rules> Budgets<R> {
         }
     }
 
-    /// [`Budgets::remove_eligible`] for child `c`, already looked up.
+    /// Takes child `c` out of the eligible set.
     #[inline(always)]
-    fn leave(set: &mut Eligible<(R::Key, u64)>, c: &mut R::Child) {
+    fn leave(set: &mut Eligible<Key<R>>, c: &mut R::Child) {
         let key = Self::key_of(c);
         let s = R::slot_mut(c);
         if s.eligible {
@@ -389,16 +427,24 @@ impl<R: Rules> Budgets<R> {
         }
     }
 
-    /// After a change of the child's budget: in the eligible set if it is
-    /// ready, not running and has budget left, out of it otherwise.
-    pub(crate) fn requeue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        let Some(c) = self.children.get(ctx, vp) else {
+    /// Changes child `vp`'s budget with `change`, then puts it in the
+    /// eligible set if it is ready, not running and has budget left, out
+    /// of it otherwise. It leaves the set first: its key depends on the
+    /// budget (`Slot::over_rate`).
+    pub(crate) fn change_budget(
+        &mut self,
+        ctx: &Ctx<'_>,
+        vp: VpId,
+        change: impl FnOnce(&mut Slot),
+    ) {
+        let running = self.running.is_some_and(|r| r.vp == vp);
+        let Some(c) = self.children.get_mut(ctx, vp) else {
             return;
         };
-        if R::slot(c).budget == Duration::ZERO {
-            self.remove_eligible(ctx, vp);
-        } else if self.running.is_none_or(|r| r.vp != vp) && ctx.vp_state(vp) == VpState::Ready {
-            self.add_eligible(ctx, vp);
+        Self::leave(&mut self.eligible, c);
+        change(R::slot_mut(c));
+        if !running && ctx.vp_state(vp) == VpState::Ready {
+            Self::enter(&mut self.eligible, c, vp);
         }
     }
 
@@ -415,7 +461,7 @@ impl<R: Rules> Budgets<R> {
     /// [`Budgets::roll_period`] for child `c` (`vp`), already looked up.
     fn roll(
         rules: &mut R,
-        eligible: &mut Eligible<(R::Key, u64)>,
+        eligible: &mut Eligible<Key<R>>,
         ctx: &mut Ctx<'_>,
         vp: VpId,
         c: &mut R::Child,
@@ -437,9 +483,11 @@ impl<R: Rules> Budgets<R> {
             start += Duration::from_nanos(skipped * period.as_nanos());
         }
         s.deadline = start + period;
+        s.period = period;
         rules.start_period(ctx, vp, c, skipped, period);
         let s = R::slot_mut(c);
         s.budget = s.amount;
+        s.over_rate = Duration::ZERO;
         s.exhausted = false;
         if tracing {
             notes.push(PolicyEvent::Replenish {
@@ -468,7 +516,9 @@ impl<R: Rules> Budgets<R> {
             let s = R::slot_mut(c);
             s.started = true;
             s.deadline = now + period;
+            s.period = period;
             s.budget = s.amount;
+            s.over_rate = Duration::ZERO;
             s.exhausted = false;
             let budget = s.amount;
             if ctx.tracing() {
@@ -477,6 +527,11 @@ impl<R: Rules> Budgets<R> {
         } else if now >= R::slot(c).deadline {
             Self::roll(&mut self.rules, &mut self.eligible, ctx, vp, c, false);
         }
+        // Budget beyond what the rules allow in what is left of the period
+        // is over rate (module docs); none in a period that starts now.
+        let s = R::slot_mut(c);
+        let on_rate = R::on_rate(s, s.deadline.saturating_since(now));
+        s.over_rate = s.over_rate.max(s.budget - on_rate);
         self.queue_event(i);
         Self::enter(&mut self.eligible, self.children.at_mut(i).1, vp);
     }
@@ -658,7 +713,14 @@ impl<R: Rules> Budgets<R> {
         }
         if let Some(r) = self.running {
             if let Some(c) = self.children.get(ctx, r.vp) {
-                let budget = R::slot(c).budget;
+                let s = R::slot(c);
+                let mut budget = s.budget;
+                // A child on its rate may be outranked by a waiting one
+                // once its budget is down to the part over its rate.
+                if !Self::over_rate(s) && s.over_rate > Duration::ZERO && !self.eligible.is_empty()
+                {
+                    budget -= s.over_rate;
+                }
                 let slice = match self.charging {
                     Charging::Received { min_slice } => budget.max(min_slice),
                     Charging::Granted => budget,
@@ -674,6 +736,10 @@ impl<R: Rules> Budgets<R> {
 
 /// `Slot::event_pos` of a child without a replenishment.
 const NO_EVENT: u32 = u32::MAX;
+
+/// A child's place in the eligible order: within its rate before over it
+/// (`false` first), then the policy's key, then registration order.
+pub(crate) type Key<R> = (bool, <R as Rules>::Key, u64);
 
 /// Admission loads (rez's utilizations, realrate's proportions) are
 /// fixed-point fractions of the processor, `SHARE_ONE` to the whole, so
@@ -811,7 +877,7 @@ impl EventHeap {
 /// order is the last entry and taking it moves nothing. The set holds at
 /// most one entry per child; at the sizes a reservation scheduler has
 /// (tens of children) a sorted vector costs a fraction of a B-tree's
-/// insertions and removals (docs/performance.md, "Reservation dispatch").
+/// insertions and removals (docs/measurements/simulator.md, "Reservation dispatch").
 #[derive(Debug)]
 struct Eligible<K> {
     by_key_desc: Vec<(K, VpId)>,

@@ -1,5 +1,5 @@
 //! `coop`: fair share with cooperative domains and cooperative polling
-//! (seed 004, Sinha, §2.3–2.5; Figs 2.12–2.17).
+//! (Sinha 2007, §2.3–2.5; Figs 2.12–2.17).
 //!
 //! # Algorithm
 //! - **Virtual time, minimum first** (§2.2.2, §2.3.3): every best-effort
@@ -117,8 +117,8 @@ use std::collections::BTreeMap;
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "coop",
-    summary: "fair share with cooperative domains and coop_poll (Sinha): informed yields, policing",
-    seed: "004 §2.3–2.5",
+    summary: "fair share with cooperative domains and coop_poll (Sinha 2007): informed yields, policing",
+    source: "Sinha 2007, §2.3–2.5",
     instance_params: &[
         ParamSpec {
             key: "period",

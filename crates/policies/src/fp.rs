@@ -1,6 +1,6 @@
 //! # Fixed priority (`fp`)
 //!
-//! Preemptive fixed-priority scheduling of child VPs: seed 000 §5.3.1.1,
+//! Preemptive fixed-priority scheduling of child VPs: Regehr 2001, §5.3.1.1,
 //! the FP scheduler of Figure 1.1, and the root of the §4.4 example ("FP, by
 //! design, will always revoke the CPU from TS in response to a request from
 //! RES").
@@ -72,7 +72,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     name: "fp",
     summary:
         "preemptive fixed priority over child VPs, multiprocessor, FIFO among equal priorities",
-    seed: "seed 000 §5.3.1.1, Fig 1.1, §4.4",
+    source: "Regehr 2001, §5.3.1.1, Fig 1.1, §4.4",
     instance_params: &[ParamSpec {
         key: "unique_priorities",
         kind: "bool",

@@ -1,7 +1,7 @@
 //! # Join (`join`)
 //!
-//! Schedules one child VP whenever any of its parents schedules it: seed
-//! 000 §9.3.4 and §5.3.1.2, the OR gate that makes the hierarchy a DAG. It
+//! Schedules one child VP whenever any of its parents schedules it: Regehr
+//! 2001, §9.3.4 and §5.3.1.2, the OR gate that makes the hierarchy a DAG. It
 //! is how §6.2.1 builds soft and firm reservations from a hard one (join a
 //! reservation with time sharing) and how §6.2.2 builds probabilistic
 //! reservations (join a reservation with an overrun partition).
@@ -74,7 +74,7 @@ pub const MAX_PARENTS: usize = 16;
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "join",
     summary: "runs its single child whenever any parent grants it a processor; keeps the highest-numbered parent",
-    seed: "seed 000 §9.3.4, §5.3.1.2, §6.2.1",
+    source: "Regehr 2001, §9.3.4, §5.3.1.2, §6.2.1",
     instance_params: &[ParamSpec {
         key: "mode",
         kind: "\"or\" or \"overrun\"",

@@ -1,6 +1,7 @@
 //! hsched's scheduling policies. Each file implements one policy of the
-//! dissertation (or of a later seed) as a [`hsched_core::Policy`] and opens
-//! with its algorithm, parameters, guarantee mapping and seed section.
+//! dissertation (or of a later document, docs/references.md) as a
+//! [`hsched_core::Policy`] and opens with its algorithm, parameters,
+//! guarantee mapping and the sections it implements.
 //! [`registry()`] lists them all; [`build`] makes one from its name and
 //! parameters.
 #![forbid(unsafe_code)]

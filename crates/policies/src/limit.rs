@@ -1,6 +1,6 @@
 //! # Limit (`limit`)
 //!
-//! Caps its single child at `amount` of CPU time per `period`: seed 000
+//! Caps its single child at `amount` of CPU time per `period`: Regehr 2001,
 //! §5.3.1.3, which turns a soft basic reservation into a hard one
 //! (`RESBS ↦ RESBH`).
 //!
@@ -8,7 +8,7 @@
 //! Like a reservation scheduler, Limit keeps a budget for its child. The
 //! budget is `amount` at the start of each period and is charged with the
 //! CPU time the child receives, read from [`Ctx::vp_received`] on the
-//! child's VP (net of stolen time, seed 000 ch. 11: time stolen by
+//! child's VP (net of stolen time, Regehr 2001, ch. 11: time stolen by
 //! interrupts is not charged to the child). Limit asks its parent for a
 //! processor only while the child is ready *and* has budget; it passes a
 //! granted processor on to the child only then. Its timer fires when the
@@ -57,7 +57,7 @@ use hsched_core::{
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "limit",
     summary: "caps its single child at amount per period (soft reservation to hard)",
-    seed: "seed 000 §5.3.1.3",
+    source: "Regehr 2001, §5.3.1.3",
     instance_params: &[
         ParamSpec {
             key: "amount",

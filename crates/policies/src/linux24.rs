@@ -1,7 +1,7 @@
 //! # Linux 2.4 time sharing (`linux24`)
 //!
-//! The `SCHED_OTHER` scheduler of Linux 2.4 (`kernel/sched.c`), which seed
-//! 003 compares BEST and BEST-RATE against (§3.2, §3.4): dynamic priorities
+//! The `SCHED_OTHER` scheduler of Linux 2.4 (`kernel/sched.c`), which Banachowski
+//! 2002 compares BEST and BEST-RATE against (§3.2, §3.4): dynamic priorities
 //! from per-child *counters*, `goodness()`, and epochs that end with a
 //! recalculation of every counter.
 //!
@@ -79,8 +79,8 @@ use hsched_core::{
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "linux24",
-    summary: "Linux 2.4 time sharing: goodness(), counters, epochs (seed 003's baseline)",
-    seed: "seed 003 §3.2, §3.4",
+    summary: "Linux 2.4 time sharing: goodness(), counters, epochs (the baseline of Banachowski 2002)",
+    source: "Banachowski 2002, §3.2, §3.4",
     instance_params: &[
         ParamSpec {
             key: "quantum",

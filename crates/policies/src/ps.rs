@@ -1,8 +1,8 @@
-//! `ps`: proportional share by start-time fair queuing with warp (seed 000
+//! `ps`: proportional share by start-time fair queuing with warp (Regehr 2001,
 //! §9.3.3, guarantees §5.3.1.4).
 //!
 //! # Algorithm
-//! Start-time fair queuing (SFQ, Goyal et al., seed 000 reference 28) with a
+//! Start-time fair queuing (SFQ, Goyal et al., reference 28 of Regehr 2001) with a
 //! warp extension like BVT's (reference 20) but without BVT's warp time limit
 //! and unwarp time requirement, as in §9.3.3.
 //!
@@ -72,7 +72,7 @@
 //!   0.001, at most 1e6).
 //! - `warp`: duration, default 0.
 //!
-//! # Guarantees (seed 000 Table 5.1, §5.3.1.4)
+//! # Guarantees (Regehr 2001, Table 5.1, §5.3.1.4)
 //! With every warp zero PS is SFQ: it accepts `PS`, `PSBE`, `RESU` or
 //! `RESCH` and provides `PS` (from `PS`) or `PSBE` (from the others) to
 //! each child; given `PSBE s δ`, a child with weight `r` (its fraction of
@@ -99,7 +99,7 @@ use std::collections::{BTreeMap, VecDeque};
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "ps",
     summary: "proportional share: start-time fair queuing with BVT-like warp, multiprocessor",
-    seed: "000 §9.3.3, §5.3.1.4",
+    source: "Regehr 2001, §9.3.3, §5.3.1.4",
     instance_params: &[ParamSpec {
         key: "quantum",
         kind: "duration",

@@ -1,6 +1,6 @@
 //! `realrate`: real-rate scheduling, a feedback controller that sizes each
 //! child's proportion from its progress on top of a proportion/period
-//! reservation dispatcher (seed 001, Steere et al., OGI TR 98-014, §3).
+//! reservation dispatcher (Steere et al. 1998, OGI TR 98-014, §3).
 //!
 //! # Dispatcher (§3.1)
 //! Every child VP holds a *proportion* (a fraction of the processor, kept at
@@ -25,8 +25,16 @@
 //! per-period amounts. A period change takes effect at the next period
 //! start. A child's period grid starts at its first request; while a child
 //! waits no events are kept for it and its grid is advanced by arithmetic
-//! when it asks again (as `rez` does). The dispatcher is the one `rez`
-//! uses (the crate's `budget` module) with rate-monotonic order.
+//! when it asks again (as `rez` does). A child that asks part way through
+//! a period keeps its budget, but only what a periodic task could still
+//! have to run, `amount − (now − period start)`, competes in
+//! rate-monotonic order; the rest runs after every child within its rate.
+//! Otherwise a child that sat out most of its period (a join whose other
+//! parent ran its child) would run its budget and its next period's back
+//! to back, and a reservation with a longer period, or the same period
+//! and a later registration, would miss although the admission test
+//! passed. The dispatcher is the one `rez` uses (the crate's `budget`
+//! module) with rate-monotonic order.
 //!
 //! # Thread classes (§3.3, Fig 2) — child parameter `class`
 //! - `real-time`: `proportion` and `period` given. Admitted only if the sum
@@ -68,7 +76,7 @@
 //! `Q_t = kp·e·Δ + ki·I·Δ + kd·(e − e_prev)` with `I = Σ e·Δ` (clamped to
 //! ±`integral_limit`) and `Δ` the tick in seconds, so the gains are per
 //! second and do not depend on the tick rate. Fig 4 is read incrementally
-//! (see the notes on seed 001): `P' = P + Q_t` when on target, and
+//! (hsched's reading): `P' = P + Q_t` when on target, and
 //! `P' = P·(1 − shrink)` when *too generous*, that is when the budget the
 //! child left unused while blocked exceeds `generous` × its allocation over
 //! the last evaluation window (at least one period and four ticks). Budget a
@@ -115,7 +123,7 @@
 //! Child: `class`, `proportion` (number in (0, 1]), `period` (duration),
 //! `importance` (number > 0, default 1).
 //!
-//! # Guarantees (seed 000 Table 5.1)
+//! # Guarantees (Regehr 2001, Table 5.1)
 //! Needs `ALL` (run it at the root or as the top child of FP). A real-time
 //! or aperiodic child is a reservation: `RESBH proportion·period period`
 //! (rate-monotonic over admitted budgets is best effort beyond the RM
@@ -142,7 +150,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     name: "realrate",
     summary: "real-rate scheduling: a rate-monotonic proportion/period dispatcher whose \
               proportions a PID controller sizes from queue fill levels",
-    seed: "001 §3.1–§3.3 (Figs 2–4)",
+    source: "Steere et al. 1998, §3.1–§3.3 (Figs 2–4)",
     instance_params: &[
         ParamSpec {
             key: "overload",
@@ -683,6 +691,17 @@ impl Rules for RateMonotonic {
         }
         c.slot.amount = amount_of(c.proportion, period);
     }
+
+    /// Rate-monotonic analysis counts on each child's demand being that of
+    /// a periodic task, which runs from its period start at the latest: a
+    /// child asking `elapsed` into its period is owed at most what such a
+    /// task could still have to run, `amount − elapsed`. (The EDF rule,
+    /// `amount × left / period`, lets a late child and its next period
+    /// run back to back longer than a periodic task can, which makes
+    /// lower-priority reservations miss.)
+    fn on_rate(s: &Slot, left: Duration) -> Duration {
+        s.amount.saturating_sub(s.period.saturating_sub(left))
+    }
 }
 
 /// A real-rate scheduler instance. See the module documentation.
@@ -755,14 +774,14 @@ impl RealRate {
             return;
         }
         let new = amount_of(p, c.period);
-        let s = &mut c.slot;
-        if new >= s.amount {
-            s.budget += new - s.amount;
-        } else {
-            s.budget -= s.amount - new;
-        }
-        s.amount = new;
-        self.core.requeue(ctx, vp);
+        self.core.change_budget(ctx, vp, |s| {
+            if new >= s.amount {
+                s.budget += new - s.amount;
+            } else {
+                s.budget -= s.amount - new;
+            }
+            s.amount = new;
+        });
     }
 
     fn start_controller(&mut self, now: Instant) {

@@ -9,8 +9,10 @@ pub struct PolicyInfo {
     pub name: &'static str,
     /// One line on what it does.
     pub summary: &'static str,
-    /// The seed section it implements.
-    pub seed: &'static str,
+    /// The sections of its source document it implements, cited as
+    /// docs/references.md does (`"Regehr 2001, §9.3.1"`); `hsched policies`
+    /// prints them after `implements:`.
+    pub source: &'static str,
     /// Parameters of the instance itself (`[[scheduler]]` keys besides
     /// name, policy and parent).
     pub instance_params: &'static [ParamSpec],
@@ -68,7 +70,7 @@ impl PolicyInfo {
         PolicyInfo {
             name,
             summary: "",
-            seed: "",
+            source: "",
             instance_params: &[],
             child_params: &[],
             change_params: &[],

@@ -1,5 +1,5 @@
-//! `rez`: basic, hard CPU reservations (seed 000 §9.3.2), with the two
-//! augmented variants of seed 000 chapter 11, Rez-C (§11.5.2) and Rez-FB
+//! `rez`: basic, hard CPU reservations (Regehr 2001, §9.3.2), with the two
+//! augmented variants of Regehr 2001, ch. 11, Rez-C (§11.5.2) and Rez-FB
 //! (§11.5.3).
 //!
 //! # Algorithm
@@ -21,13 +21,24 @@
 //! it; when it asks again, its period is advanced along the grid by
 //! arithmetic, replenishing its budget if a boundary passed.
 //!
+//! A child that asks part way through a period keeps its budget, but only
+//! `amount × (deadline − now) / period` of it competes by deadline; the
+//! rest runs after every child within its rate (the crate's `budget`
+//! module). EDF meets every deadline of children whose utilizations add up
+//! to at most 1 only if none asks for more than its rate of the time left
+//! before its deadline: a child waking 10 ms before the end of its 40 ms
+//! period with 8 ms of budget (a join whose other parent ran its child
+//! until then does exactly that) would otherwise take time promised to a
+//! reservation whose period ends at the same instant.
+//!
 //! Replenishments and the running child's budget exhaustion are driven by
 //! the single instance timer, armed at the earliest pending event.
 //! Replenishments sit in a binary heap ordered by (time, sequence number)
-//! and eligible children in an ordered map keyed by (deadline, registration
-//! order), so every event costs O(log n). Ties between equal deadlines go
-//! to the child registered first; the running child is only preempted by a
-//! strictly earlier deadline.
+//! and eligible children in a sorted set keyed by (over its rate, deadline,
+//! registration order), so every event costs O(log n). Ties between equal
+//! deadlines go to the child registered first; the running child is only
+//! preempted by a strictly earlier deadline, or by a child within its rate
+//! once its own budget is down to the part over its rate.
 //!
 //! Rez is a uniprocessor scheduler: it registers one VP with its parent
 //! ([`Policy::parent_vps`] is 1) and offers one processor to each child.
@@ -108,7 +119,7 @@
 //! - `amount`: duration, required, positive, at most `period`.
 //! - `period`: duration, required, positive.
 //!
-//! # Guarantees (seed 000 Table 5.1, §5.3.1.5)
+//! # Guarantees (Regehr 2001, Table 5.1, §5.3.1.5)
 //! Rez needs `ALL` (the whole processor: run it at the root, or as the
 //! highest-priority child of FP, which passes `ALL` through) and provides
 //! `RESBH amount period` to each child. Table 5.1 also lists
@@ -135,7 +146,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     name: "rez",
     summary: "basic, hard CPU reservations: EDF over per-period budgets with admission control \
               (variants catch-up = Rez-C and feedback = Rez-FB cope with stolen time)",
-    seed: "000 §9.3.2, §5.3.1.5, ch. 11 (§11.4, §11.5.2, §11.5.3)",
+    source: "Regehr 2001, §9.3.2, §5.3.1.5, ch. 11 (§11.4, §11.5.2, §11.5.3)",
     instance_params: &[
         ParamSpec {
             key: "cap",
@@ -218,7 +229,7 @@ fn param_err(key: &str, message: impl Into<String>) -> PolicyError {
     })
 }
 
-/// How Rez charges budgets and sizes reservations (seed 000 ch. 11).
+/// How Rez charges budgets and sizes reservations (Regehr 2001, ch. 11).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Variant {
     /// Rez: charge wall-clock time while granted.
@@ -494,6 +505,13 @@ impl Rules for Edf {
         if self.feedback() {
             c.recv_at_period = ctx.vp_received(vp);
         }
+    }
+
+    /// EDF meets every deadline while no child asks for more than
+    /// amount/period of the time left before its deadline (the revised
+    /// wake-up rule of the constant bandwidth server).
+    fn on_rate(s: &Slot, left: Duration) -> Duration {
+        s.amount.mul_div(left.as_nanos(), s.period.as_nanos())
     }
 }
 

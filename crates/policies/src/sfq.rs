@@ -1,6 +1,6 @@
 //! The processors of a virtual-time fair-share instance: the part of
-//! start-time fair queuing (seed 000 §9.3.3) that [`ps`](crate::ps) and
-//! [`coop`](crate::coop) (seed 004 §2.2.2) share.
+//! start-time fair queuing (Regehr 2001, §9.3.3) that [`ps`](crate::ps) and
+//! [`coop`](crate::coop) (Sinha 2007, §2.2.2) share.
 //!
 //! Such an instance holds up to as many processors as it has parent VPs and
 //! runs one child on each. A child is charged with the CPU time it actually

@@ -1,6 +1,6 @@
 //! # Time sharing (`ts`)
 //!
-//! The HLS time-sharing scheduler of seed 000 §9.3.1: a multiprocessor
+//! The HLS time-sharing scheduler of Regehr 2001, §9.3.1: a multiprocessor
 //! priority and round-robin scheduler "very much like the native Windows
 //! 2000 scheduler", that handles revocation, schedules any number of
 //! processors, and can instead act as a fixed-priority scheduler without
@@ -29,8 +29,8 @@
 //! Starvation boost (rr mode), after Windows' balance set manager: a ready
 //! child with base priority below 15 that has not run for `starvation` since
 //! it last became ready is raised to priority 15 (the highest time-sharing
-//! priority, seed 000 §5.2.2.5) for one quantum of CPU time, then drops back
-//! to its base priority and the back of its queue. Seed 000 §5.2.2.5 says
+//! priority, Regehr 2001, §5.2.2.5) for one quantum of CPU time, then drops back
+//! to its base priority and the back of its queue. Regehr 2001, §5.2.2.5 says
 //! Windows 2000 boosts a thread that is "runnable but does not get to run for
 //! more than about three seconds"; the balance set manager scans once a
 //! second for threads ready for about 300 clock ticks (3–4.7 s depending on
@@ -57,7 +57,7 @@
 //! | child | `priority` | integer 1..=31 | `8` | base priority (Windows' normal priority is 8) |
 //!
 //! The 30 ms quantum is Windows 2000 Professional's: two clock ticks of the
-//! 15.6 ms multiprocessor HAL (seed 000 §10.4 uses that HAL). Giving
+//! 15.6 ms multiprocessor HAL (Regehr 2001, §10.4 uses that HAL). Giving
 //! `quantum` or `starvation` with `mode = "fp"` is refused, as they would
 //! have no effect. `Msg::SetParams { priority }` changes a child's base
 //! priority at run time (ending a boost if the new base is 15 or more).
@@ -92,7 +92,7 @@ pub const DEFAULT_STARVATION: Duration = Duration::from_secs(3);
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "ts",
     summary: "multiprocessor priority + round-robin time sharing like Windows 2000, with a starvation boost",
-    seed: "seed 000 §9.3.1, §5.3.1.6",
+    source: "Regehr 2001, §9.3.1, §5.3.1.6",
     instance_params: &[
         ParamSpec { key: "mode", kind: "\"rr\" or \"fp\"", default: "rr", doc: "round robin with quanta, or fixed priority without time slicing" },
         ParamSpec { key: "quantum", kind: "duration", default: "30ms", doc: "CPU time per turn (rr only)" },

@@ -1,4 +1,4 @@
-//! BEST (seed 003 ch. 3): the period estimator alone, then the policy
+//! BEST (Banachowski 2002, ch. 3): the period estimator alone, then the policy
 //! driven by `hsched_core::testing::Driver` with the protocol checker on.
 
 mod common;
@@ -84,7 +84,7 @@ fn confidence_is_zero_exactly_half_way() {
 }
 
 /// mpeg_play with display: two run-queue entries per frame, in the same
-/// clock tick (seed 003 Table 2.1).
+/// clock tick (Banachowski 2002, Table 2.1).
 fn twice_per_frame(
     c: &EstimatorConfig,
     frame: f64,
@@ -165,7 +165,7 @@ fn skipping_periods_after_a_miss_stays_periodic() {
             );
         }
     }
-    // The other reading fails for one skipped period (notes §6.10).
+    // The other reading (`w = 2`) fails for one skipped period.
     let mut c = cfg();
     c.weight = 2.0;
     let mut times: Vec<f64> = (0..20).map(|k| 40.0 * k as f64).collect();

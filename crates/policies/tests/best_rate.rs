@@ -1,4 +1,4 @@
-//! BEST-RATE (seed 003 ch. 4) driven by `hsched_core::testing::Driver`,
+//! BEST-RATE (Banachowski 2002, ch. 4) driven by `hsched_core::testing::Driver`,
 //! with the protocol checker on.
 
 mod common;

@@ -1,4 +1,4 @@
-//! `coop` scenarios (seed 004 §2.3–2.5): members yield at informed points,
+//! `coop` scenarios (Sinha 2007, §2.3–2.5): members yield at informed points,
 //! misbehaving members are policed and cannot hurt the others, domains
 //! share by member count, OUT reaches the caller.
 //!

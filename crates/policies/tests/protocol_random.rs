@@ -1,4 +1,4 @@
-//! Randomized protocol tests (seed 000 §9.4.1): random machines (1 to 17
+//! Randomized protocol tests (Regehr 2001, §9.4.1): random machines (1 to 17
 //! processors), random hierarchies of every registered policy, random
 //! threads that wake, block, exit, move, begin and end reservations and
 //! change parameters, with the protocol checker on after every input.

@@ -1,4 +1,4 @@
-//! PS: start-time fair queuing with warp (seed 000 §9.3.3) on the core's
+//! PS: start-time fair queuing with warp (Regehr 2001, §9.3.3) on the core's
 //! test driver.
 
 use hsched_core::testing::{Behaviour, Driver};

@@ -1,8 +1,10 @@
-//! Real-rate scheduling (seed 001, Steere et al. §3.1–§3.3, §4.2): the
+//! Real-rate scheduling (Steere et al. 1998, §3.1–§3.3, §4.2): the
 //! reservation dispatcher, the controller, and the Fig 6 / Fig 7 pipeline
 //! experiments on a small fluid pipeline model driven through the HSI.
 //!
 //! Run with `--nocapture` to see the numbers quoted in docs/real-rate.md.
+
+mod common;
 
 use hsched_core::testing::{Behaviour, Driver, SplitMix as Rng};
 use hsched_core::*;
@@ -212,6 +214,69 @@ fn reservations_change_at_once_within_the_period() {
         Duration::from_millis(30),
         "the budget grew by 20 ms inside the current period"
     );
+}
+
+/// Rate-monotonic analysis assumes every reservation asks like a
+/// periodic task, which runs from its period start. A child that asks
+/// 20 ms into its 40 ms period with its 16 ms budget untouched (here a
+/// thread with 24 ms jobs every 100 ms; a join whose other parent ran its
+/// child does the same) ran that budget and the next period's back to
+/// back: 24 ms of the 40 ms period of `audio`, 20 ms every 40 ms, which
+/// has the same period but was registered later, so audio missed, and,
+/// with no slack to catch up, kept missing. The EDF rule for a late child
+/// (`amount × time left / period` within its rate, what `rez` uses) still
+/// lets 8 ms of it run first, enough for the miss; within its rate is
+/// only what a periodic task could still have to run, `amount − time
+/// since the period start`.
+#[test]
+fn a_child_that_asks_late_in_its_period_cannot_take_another_reservations_time() {
+    let (mut hsi, rr) = new_hsi(RealRateConfig::default());
+    hsi.set_tracing(true);
+    let late = hsi
+        .create_thread(ms(0), "late", rr, rt(0.4, "40ms"))
+        .unwrap();
+    let audio = hsi
+        .create_thread(ms(0), "audio", rr, rt(0.5, "40ms"))
+        .unwrap();
+    let mut d = Driver::new(hsi);
+    let periodic = |period: u64, exec: u64, offset: u64| Behaviour::Periodic {
+        period: Duration::from_millis(period),
+        exec: Duration::from_millis(exec),
+        offset: Duration::from_millis(offset),
+    };
+    d.add(late, periodic(100, 24, 0)).unwrap();
+    d.add(audio, periodic(40, 20, 15)).unwrap();
+    let hard = [
+        common::Hard {
+            name: "late",
+            vp: d.hsi.thread_vp(late),
+            amount: Duration::from_millis(16),
+            period: Duration::from_millis(40),
+            origin: ms(0),
+        },
+        common::Hard {
+            name: "audio",
+            vp: d.hsi.thread_vp(audio),
+            amount: Duration::from_millis(20),
+            period: Duration::from_millis(40),
+            origin: ms(15),
+        },
+    ];
+    common::run_auditing(&mut d, &hard, Duration::from_millis(5), ms(4000));
+    let jobs = d.finishes(audio);
+    for &(release, finish) in jobs {
+        assert!(
+            finish <= release + Duration::from_millis(40),
+            "audio's job of {release} finished at {finish}"
+        );
+    }
+    assert!(
+        jobs.len() >= 99,
+        "every job due by the end finished: {}",
+        jobs.len()
+    );
+    // The late child's jobs still get their 24 ms.
+    assert_eq!(d.finishes(late).len(), 40);
 }
 
 #[test]

@@ -1,4 +1,6 @@
-//! Rez, Rez-C and Rez-FB (seed 000 §9.3.2, ch. 11) on the core's test driver.
+//! Rez, Rez-C and Rez-FB (Regehr 2001, §9.3.2, ch. 11) on the core's test driver.
+
+mod common;
 
 use hsched_core::testing::{Behaviour, Driver};
 use hsched_core::*;
@@ -991,4 +993,166 @@ fn the_deadline_shown_for_a_child_is_the_end_of_its_current_period() {
     // The root's own VP sits under the top scheduler: no deadline there.
     let root_vp = d.hsi.instance_parents(rez)[0];
     assert_eq!(d.hsi.vp_deadline(root_vp), None);
+}
+
+/// A child that asks late in its period holds its whole amount with only
+/// part of the period left: 8 ms of a 40 ms reservation with 10 ms to its
+/// deadline, of which its rate covers 2 ms. The rest must not run ahead of
+/// another child's reservation: here audio, 1.2 ms every 5 ms, whose
+/// period ends with the late child's. Before this was fixed audio lost
+/// that tie (the late child is registered first) and finished 0.4 ms late
+/// whenever one of the late child's 70 ms jobs came 30 ms into one of its
+/// 40 ms periods, and the backlog made later jobs miss too.
+#[test]
+fn a_child_that_asks_late_in_its_period_cannot_take_another_reservations_time() {
+    let mut hsi = new_hsi();
+    hsi.set_tracing(true);
+    let rez = rez_root(&mut hsi, RezConfig::default());
+    let late = hsi
+        .create_thread(ms(0), "late", rez, res("8ms", "40ms"))
+        .unwrap();
+    let audio = hsi
+        .create_thread(ms(0), "audio", rez, res("1.2ms", "5ms"))
+        .unwrap();
+    let mut d = Driver::new(hsi);
+    let periodic = |period: u64, exec: Duration| Behaviour::Periodic {
+        period: dur_ms(period),
+        exec,
+        offset: Duration::ZERO,
+    };
+    d.add(late, periodic(70, dur_ms(8))).unwrap();
+    d.add(audio, periodic(5, Duration::from_micros(1200)))
+        .unwrap();
+    let hard = [
+        common::Hard {
+            name: "late",
+            vp: d.hsi.thread_vp(late),
+            amount: dur_ms(8),
+            period: dur_ms(40),
+            origin: ms(0),
+        },
+        common::Hard {
+            name: "audio",
+            vp: d.hsi.thread_vp(audio),
+            amount: Duration::from_micros(1200),
+            period: dur_ms(5),
+            origin: ms(0),
+        },
+    ];
+    common::run_auditing(&mut d, &hard, dur_ms(5), ms(2800));
+    let jobs = d.finishes(audio);
+    for &(release, finish) in jobs {
+        assert!(
+            finish <= release + dur_ms(5),
+            "audio's job of {release} finished at {finish}"
+        );
+    }
+    assert_eq!(jobs.len(), 560, "every job released by the end finished");
+    // The late child still gets its amount whenever its job is due at a
+    // period start, and most of it when not.
+    assert!(d.hsi.thread_received(late) >= dur_ms(8 * 36));
+}
+
+/// The same through a join, as in a soft reservation built from a hard one
+/// and time sharing (Regehr 2001, §6.2.1), on two processors: the join runs
+/// its decoder from time sharing (its preferred, last parent) and gives
+/// Rez's grants back, until two higher-priority threads take both
+/// processors 30 ms into the join's 40 ms period; then it asks Rez with
+/// its 8 ms budget untouched and 10 ms to go. Before this was fixed it
+/// took 8 of those 10 ms, winning the tie with audio, whose period ends
+/// with its own, and audio finished late.
+#[test]
+fn a_join_that_asks_late_in_its_period_cannot_take_a_hard_reservations_time() {
+    let mut hsi = Hsi::new(2);
+    hsi.set_checking(true);
+    hsi.set_tracing(true);
+    let build = |name: &str| hsched_policies::build(name, &Params::new()).unwrap();
+    let prio = |p: i64| Params::new().with("priority", ParamValue::Int(p));
+    let root = hsi
+        .create_instance(ms(0), "root", build("fp"), top(&[0, 1]))
+        .unwrap();
+    let under = |p: InstanceId, params: Params| {
+        vec![ParentLink {
+            parent: ParentRef::Instance(p),
+            params,
+        }]
+    };
+    let rez = hsi
+        .create_instance(
+            ms(0),
+            "rt",
+            Box::new(Rez::new(RezConfig::default())),
+            under(root, prio(4)),
+        )
+        .unwrap();
+    let ts = hsi
+        .create_instance(ms(0), "fair", build("ts"), under(root, prio(1)))
+        .unwrap();
+    let parents = vec![
+        ParentLink {
+            parent: ParentRef::Instance(rez),
+            params: res("8ms", "40ms"),
+        },
+        ParentLink {
+            parent: ParentRef::Instance(ts),
+            params: Params::new(),
+        },
+    ];
+    let join = hsi
+        .create_instance(ms(0), "video", build("join"), parents)
+        .unwrap();
+    let decoder = hsi
+        .create_thread(ms(0), "decoder", join, Params::new())
+        .unwrap();
+    let audio = hsi
+        .create_thread(ms(0), "audio", rez, res("1.2ms", "5ms"))
+        .unwrap();
+    let g1 = hsi.create_thread(ms(0), "g1", root, prio(3)).unwrap();
+    let g2 = hsi.create_thread(ms(0), "g2", root, prio(2)).unwrap();
+    let join_vp = vp_under(&hsi, join, rez);
+    let mut d = Driver::new(hsi);
+    let periodic = |period: u64, exec: Duration, offset: u64| Behaviour::Periodic {
+        period: dur_ms(period),
+        exec,
+        offset: dur_ms(offset),
+    };
+    d.add(decoder, periodic(40, dur_ms(38), 0)).unwrap();
+    d.add(audio, periodic(5, Duration::from_micros(1200), 0))
+        .unwrap();
+    d.add(g1, periodic(40, dur_ms(5), 30)).unwrap();
+    d.add(g2, periodic(40, dur_ms(5), 30)).unwrap();
+    let hard = [
+        common::Hard {
+            name: "video",
+            vp: join_vp,
+            amount: dur_ms(8),
+            period: dur_ms(40),
+            origin: ms(0),
+        },
+        common::Hard {
+            name: "audio",
+            vp: d.hsi.thread_vp(audio),
+            amount: Duration::from_micros(1200),
+            period: dur_ms(5),
+            origin: ms(0),
+        },
+    ];
+    common::run_auditing(&mut d, &hard, dur_ms(5), ms(1000));
+    let jobs = d.finishes(audio);
+    for &(release, finish) in jobs {
+        assert!(
+            finish <= release + dur_ms(5),
+            "audio's job of {release} finished at {finish}"
+        );
+    }
+    assert_eq!(jobs.len(), 200, "every job released by the end finished");
+}
+
+/// The VP instance `child` registered with `parent`.
+fn vp_under(hsi: &Hsi, child: InstanceId, parent: InstanceId) -> VpId {
+    hsi.instance_parents(child)
+        .iter()
+        .copied()
+        .find(|&vp| hsi.vp_parent(vp) == Node::Instance(parent))
+        .unwrap()
 }
