@@ -1,4 +1,4 @@
-//! The guarantee analysis of a hierarchy file (seed 000, chapters 5 and 6).
+//! The guarantee analysis of a hierarchy file (Regehr 2001, ch. 5–6).
 //!
 //! * [`translate`] turns the file's data model ([`hsched_config::Hierarchy`])
 //!   into the analysis' abstract hierarchy
@@ -188,7 +188,7 @@ pub fn translate(h: &Hierarchy) -> Translation {
 }
 
 /// What the top supplies on each processor that loses time to declared
-/// stolen time (seed 000 ch. 11), with a note saying so: the most a pattern
+/// stolen time (Regehr 2001, ch. 11), with a note saying so: the most a pattern
 /// steals in any window of length `t` bounds what is left, a continuous
 /// soft reservation for a periodic pattern (`l` every `p` leaves `p − l`
 /// in every window of `p`) or a burst (per slice). A processor with a

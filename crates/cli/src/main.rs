@@ -32,7 +32,7 @@ use std::process::ExitCode;
 const ABOUT: &str = "Check, draw, analyze and simulate hierarchies of loadable CPU schedulers";
 
 const LONG_ABOUT: &str = "\
-hsched runs hierarchies of loadable CPU schedulers (Regehr's HLS): a root
+hsched runs hierarchies of loadable CPU schedulers (HLS, Regehr 2001): a root
 scheduler gives the processors to child schedulers, which give them to their
 own children, down to the threads. A hierarchy is described in a TOML file
 (see docs/hierarchy-format.md).";

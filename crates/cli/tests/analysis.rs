@@ -1,5 +1,5 @@
-//! The guarantee analysis through the `hsched` binary (seed 000, chapters 5
-//! and 6): `check` rejects every flawed hierarchy of `tests/flawed/` with
+//! The guarantee analysis through the `hsched` binary (Regehr 2001,
+//! ch. 5–6): `check` rejects every flawed hierarchy of `tests/flawed/` with
 //! the promised explanation and accepts every example; `tree` shows what
 //! each node receives; `analyze` reports admission headroom, sizes
 //! reservations for rate-monotonic applications and writes Fig 6.2.

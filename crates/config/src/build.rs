@@ -1,6 +1,6 @@
 //! Turns a validated [`Hierarchy`] into a running [`Hsi`]: scheduler
 //! instances built from the policy registry, threads, and the `[[at]]`
-//! operations (seed 000 §4.3.9, the HLSCtl set). Used by the simulator and
+//! operations (Regehr 2001, §4.3.9, the HLSCtl set). Used by the simulator and
 //! live mode, which decide *when* each thread and operation happens.
 
 use crate::model::*;

@@ -231,7 +231,7 @@ pub(crate) struct GuaranteeProblem {
     pub hint: String,
 }
 
-/// Checks guarantee text with `hsched_guarantee`'s parser (seed 000
+/// Checks guarantee text with `hsched_guarantee`'s parser (Regehr 2001,
 /// §5.2.1).
 pub(crate) fn guarantee_syntax(text: &str) -> Result<(), GuaranteeProblem> {
     use hsched_guarantee::parse::ParseErrorKind as K;

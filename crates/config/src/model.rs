@@ -121,7 +121,7 @@ pub struct Machine {
     pub stolen: Vec<StolenSpec>,
 }
 
-/// Timer granularity (seed 000 §10.4; seed 003's 800 Hz clock).
+/// Timer granularity (Regehr 2001, §10.4; the 800 Hz clock of Banachowski 2002).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum TimerModel {
     /// Timers fire exactly when asked.
@@ -133,7 +133,7 @@ pub enum TimerModel {
     },
 }
 
-/// Time stolen on one processor (seed 000 ch. 11).
+/// Time stolen on one processor (Regehr 2001, ch. 11).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StolenSpec {
     /// The processor.
@@ -264,7 +264,7 @@ pub struct RtAppBinding {
     pub declared: bool,
 }
 
-/// A bounded queue of items joining pipeline stages (`[[queue]]`; seed 001
+/// A bounded queue of items joining pipeline stages (`[[queue]]`; Steere et al. 1998,
 /// §3.2's "symbiotic interfaces").
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueSpec {
@@ -286,7 +286,7 @@ pub struct PrincipalSpec {
 }
 
 /// What a simulated thread does: threads as programmable state machines
-/// (seed 000 §9.4.1).
+/// (Regehr 2001, §9.4.1).
 #[derive(Clone, Debug, PartialEq)]
 pub enum WorkloadSpec {
     /// Always runnable.
@@ -332,10 +332,10 @@ pub enum WorkloadSpec {
         /// I/O wait.
         io: Duration,
     },
-    /// Seed 003's `srtsim` video decoder: one frame per period, work per
+    /// The `srtsim` video decoder of Banachowski 2002: one frame per period, work per
     /// frame constant or by MPEG frame type.
     Video(VideoSpec),
-    /// Seed 000 §10.5.2: renders frames back to back, each needing `work`
+    /// Regehr 2001, §10.5.2: renders frames back to back, each needing `work`
     /// of CPU; a gap of more than `miss_gap` between two frame completions
     /// is a miss.
     FrameRenderer {
@@ -347,9 +347,9 @@ pub enum WorkloadSpec {
     /// A program of steps, looped (what rt-app phases become).
     Program(Program),
     /// One stage of a producer / consumer pipeline joined by bounded
-    /// queues (seed 001 §4, Figs 6 and 7).
+    /// queues (Steere et al. 1998, §4, Figs 6 and 7).
     Stage(StageSpec),
-    /// The adaptive video player of seed 004 §3.2–3.4 (QStream-like).
+    /// The adaptive video player of Sinha 2007, §3.2–3.4 (QStream-like).
     Player(PlayerSpec),
 }
 
@@ -391,7 +391,7 @@ pub struct StageSpec {
 /// A change of a stage's speed from `start` for `length`: with `rate`, the
 /// rate is multiplied by `factor`; without, the cost per item is divided
 /// by it (the stage makes `factor` times as many items per CPU second, as
-/// the producer of seed 001 Fig 6 does under a fixed reservation). Only
+/// the producer of Steere et al. 1998, Fig 6, does under a fixed reservation). Only
 /// sources (stages without `input`) have pulses.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pulse {
@@ -403,7 +403,7 @@ pub struct Pulse {
     pub factor: f64,
 }
 
-/// Seed 004's simulated adaptive video player (see `hsched_sim::player`).
+/// The simulated adaptive video player of Sinha 2007 (see `hsched_sim::player`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlayerSpec {
     /// Frame period (1 / fps).
@@ -418,12 +418,12 @@ pub struct PlayerSpec {
     pub display: Duration,
     /// Frames of work-ahead.
     pub window: u64,
-    /// Call `coop_poll` at informed points (seed 004 §2.3); a refused call
+    /// Call `coop_poll` at informed points (Sinha 2007, §2.3); a refused call
     /// (a scheduler other than `coop`) turns the player non-cooperative.
     pub cooperative: bool,
 }
 
-/// Seed 003 §2 `srtsim` parameters.
+/// The `srtsim` parameters of Banachowski 2002, §2.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VideoSpec {
     /// Frame period (1 / frame rate).
@@ -456,11 +456,11 @@ pub enum VideoMode {
 }
 
 /// Relative standard deviation of an MPEG frame's CPU time around its
-/// type's mean (seed 003 Table 2.4): the simulator and live mode draw each
+/// type's mean (Banachowski 2002, Table 2.4): the simulator and live mode draw each
 /// frame as `mean × (1 + 0.10 × N(0, 1))`, at least 1 ns.
 pub const MPEG_REL_STDDEV: f64 = 0.10;
 
-/// What happens to a frame that misses its deadline (seed 003 §2).
+/// What happens to a frame that misses its deadline (Banachowski 2002, §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MissPolicy {
     /// Finish it anyway, then go on with the next frame at once.

@@ -1042,7 +1042,7 @@ fn read_scheduler(
     Some((spec, ok))
 }
 
-/// Checks a guarantee's syntax (seed 000 §5.2.1), pointing at the
+/// Checks a guarantee's syntax (Regehr 2001, §5.2.1), pointing at the
 /// offending token inside the string when it can.
 fn check_guarantee(r: &mut Reader<'_>, v: &V<'_>, text: &str) -> bool {
     match crate::guarantee_syntax(text) {

@@ -1,4 +1,4 @@
-//! A small video player for live cooperative polling (seed 004 §3.2–3.4,
+//! A small video player for live cooperative polling (Sinha 2007, §3.2–3.4,
 //! QStream-like): frames are shown on display deadlines, decoding is
 //! best-effort work of variable cost split into events of at most 1 ms,
 //! frames go to /dev/null. Under `hsched run` with a `coop` scheduler it

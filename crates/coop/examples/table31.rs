@@ -1,4 +1,4 @@
-//! Seed 004 Table 3.1 in simulation: N adaptive players under saturation,
+//! Sinha 2007, Table 3.1 in simulation: N adaptive players under saturation,
 //! scheduled by cooperative polling, by the pure fair-share scheduler at
 //! 1 ms and 20 ms periods, and by plain time sharing.
 //!

@@ -1,4 +1,4 @@
-//! The dispatcher, its queues and the cooperative yield (seed 004 Figs
+//! The dispatcher, its queues and the cooperative yield (Sinha 2007, Figs
 //! 2.3–2.4).
 
 use std::cmp::Reverse;
@@ -86,7 +86,7 @@ pub struct BestEffortKey {
     pub timestamp: u64,
 }
 
-/// The IN parameter of `coop_poll` (seed 004 §2.1.3): the caller's own most
+/// The IN parameter of `coop_poll` (Sinha 2007, §2.1.3): the caller's own most
 /// important pending events, proxies excluded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PollIn {
@@ -276,7 +276,7 @@ fn user(id: EventId) -> bool {
     id.0 > PROXY_BEST
 }
 
-/// A per-thread event dispatcher (seed 004 Fig 2.1).
+/// A per-thread event dispatcher (Sinha 2007, Fig 2.1).
 pub struct EventLoop<C: Clock> {
     q: Queues,
     clock: C,

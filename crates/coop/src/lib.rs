@@ -1,4 +1,4 @@
-//! hsched-coop: the event loop of cooperative polling (seed 004, Sinha,
+//! hsched-coop: the event loop of cooperative polling (Sinha 2007,
 //! §2.1.1–2.1.3, Figs 2.1–2.4).
 //!
 //! An application is a sequence of short, non-blocking *events* run one at

@@ -2,7 +2,7 @@
 //! running in the hsched live daemon (`hsched run`).
 //!
 //! No new system call exists, so the call goes through shared memory and a
-//! futex (seed 004 §2.4 used the same medium for its user-level
+//! futex (Sinha 2007, §2.4 used the same medium for its user-level
 //! prototype; docs/cooperative-polling.md, "Live", has the layout):
 //!
 //! 1. the daemon creates `/dev/shm/hsched-coop-<daemon pid>` with one slot

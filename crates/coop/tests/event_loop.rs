@@ -1,4 +1,4 @@
-//! The dispatcher's rules (seed 004 §2.1.1–2.1.3).
+//! The dispatcher's rules (Sinha 2007, §2.1.1–2.1.3).
 
 use hsched_coop::{BestEffortKey, Clock, CoopPoll, EventLoop, ManualClock, PollIn, PollOut, When};
 use std::sync::atomic::{AtomicU64, Ordering};

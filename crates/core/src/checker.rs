@@ -1,4 +1,4 @@
-//! The protocol checker (seed 000 §4.3.4): after an input is fully
+//! The protocol checker (Regehr 2001, §4.3.4): after an input is fully
 //! processed, every processor runs exactly one thread or idles, no thread
 //! runs twice, every held processor is passed on, no VP runs on a processor
 //! its parent lost, and each policy's own invariants hold. Per-action

@@ -1,5 +1,5 @@
 //! What a policy sees and can do while handling a notification: the
-//! services of seed 000 §4.3.2 (time, a timer, messages) and the actions of
+//! services of Regehr 2001, §4.3.2 (time, a timer, messages) and the actions of
 //! the protocol (grant, revoke, request, release).
 
 use crate::ids::{CpuId, InstanceId, Node, ThreadId, VpId};
@@ -105,7 +105,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// CPU time the VP has received, net of stolen time, including the
-    /// segment it is running now (seed 000 ch. 11 needs the net figure).
+    /// segment it is running now (Regehr 2001, ch. 11 needs the net figure).
     #[inline]
     pub fn vp_received(&self, vp: VpId) -> Duration {
         self.st.vp_received(vp)

@@ -47,7 +47,7 @@ use std::collections::BTreeMap;
 pub enum ParentRef {
     /// Directly under the top scheduler on these processors: the instance is
     /// a root. Several roots on disjoint processor sets are separate
-    /// hierarchies (seed 000 §4.3.7.3 space sharing).
+    /// hierarchies (Regehr 2001, §4.3.7.3 space sharing).
     Top {
         /// The processors; each belongs to at most one root.
         cpus: Vec<CpuId>,
@@ -465,7 +465,7 @@ impl Hsi {
     /// The new VP is registered first, so a refusal (bad parameters,
     /// admission control) leaves the thread where it was; then the old VP is
     /// released and unregistered and the new one requested if the thread is
-    /// runnable (the sequence of seed 000 §10.2, made atomic).
+    /// runnable (the sequence of Regehr 2001, §10.2, made atomic).
     ///
     /// # Errors
     /// Unknown thread or instance, or `to` refused.

@@ -29,7 +29,7 @@ macro_rules! id {
 }
 
 id!(
-    /// A physical processor, numbered `0..n` (seed 000 §4.3.1.1).
+    /// A physical processor, numbered `0..n` (Regehr 2001, §4.3.1.1).
     CpuId,
     "cpu"
 );
@@ -53,10 +53,10 @@ id!(
 /// One side of a virtual processor.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Node {
-    /// The top scheduler: glue with one VP per physical CPU (seed 000 §9.3.5).
+    /// The top scheduler: glue with one VP per physical CPU (Regehr 2001, §9.3.5).
     Top,
     /// A scheduler instance.
     Instance(InstanceId),
-    /// A thread, through its bottom scheduler (seed 000 §9.3.6).
+    /// A thread, through its bottom scheduler (Regehr 2001, §9.3.6).
     Thread(ThreadId),
 }

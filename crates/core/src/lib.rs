@@ -1,5 +1,5 @@
 //! hsched core: the hierarchical scheduler infrastructure (HSI) of Regehr's
-//! *Hierarchical Loadable Schedulers* (seed 000, chapter 4), sans-IO.
+//! *Hierarchical Loadable Schedulers* (Regehr 2001, ch. 4), sans-IO.
 //!
 //! Scheduler instances run [`Policy`] code and are linked by virtual
 //! processors (VPs) into a hierarchy (a DAG once Join is used). Threads are

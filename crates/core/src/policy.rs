@@ -1,4 +1,4 @@
-//! The loadable-scheduler interface (seed 000 Table 4.1 and appendix B).
+//! The loadable-scheduler interface (Regehr 2001, Table 4.1 and appendix B).
 //!
 //! A [`Policy`] is a passive state machine. The HSI calls one of its hooks
 //! when something happens to a virtual processor it shares; the policy reacts
@@ -17,7 +17,7 @@ use std::fmt;
 /// Why a parent took a processor back from a child.
 ///
 /// Passed down the hierarchy so that, for example, a probabilistic
-/// reservation built from Join (seed 000 §6.2.2) can tell a preemption from
+/// reservation built from Join (Regehr 2001, §6.2.2) can tell a preemption from
 /// an exhausted budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RevokeReason {
@@ -31,7 +31,7 @@ pub enum RevokeReason {
 }
 
 /// A message from a child to its parent, or from the control interface to a
-/// scheduler about one of its child VPs (seed 000 §4.3.1.2). Messages have no
+/// scheduler about one of its child VPs (Regehr 2001, §4.3.1.2). Messages have no
 /// intrinsic meaning beyond these shapes; each policy documents what it
 /// accepts.
 #[derive(Clone, Debug, PartialEq)]

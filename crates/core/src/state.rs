@@ -11,7 +11,7 @@ use crate::trace::TraceEvent;
 use crate::violation::Violation;
 use std::collections::VecDeque;
 
-/// The state of a virtual processor (seed 000 Fig 4.2).
+/// The state of a virtual processor (Regehr 2001, Fig 4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VpState {
     /// Registered, not asking for a processor.

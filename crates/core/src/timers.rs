@@ -1,4 +1,4 @@
-//! The instances' timers: one per instance (seed 000 §4.3.2), kept in an
+//! The instances' timers: one per instance (Regehr 2001, §4.3.2), kept in an
 //! indexed binary min-heap ordered by (deadline, instance id).
 //!
 //! Policies re-arm their timer on most notifications, usually to a later

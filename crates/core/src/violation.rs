@@ -1,4 +1,4 @@
-//! Protocol violations (seed 000 §4.3.4) and operation errors.
+//! Protocol violations (Regehr 2001, §4.3.4) and operation errors.
 
 use crate::ids::{CpuId, InstanceId, ThreadId, VpId};
 use crate::policy::PolicyError;
@@ -79,7 +79,7 @@ impl fmt::Display for Violation {
     }
 }
 
-/// Why a run-time operation (seed 000 §4.3.9) was refused. Nothing changed.
+/// Why a run-time operation (Regehr 2001, §4.3.9) was refused. Nothing changed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum OpError {
     /// No instance has this name.

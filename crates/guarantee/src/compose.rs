@@ -1,4 +1,4 @@
-//! The composition check (seed 000, §5.1.2, §5.3.1): does a hierarchy give
+//! The composition check (Regehr 2001, §5.1.2, §5.3.1): does a hierarchy give
 //! every scheduler and thread a guarantee acceptable to it?
 //!
 //! "A hierarchy of schedulers and threads composes correctly if and only if

@@ -1,4 +1,4 @@
-//! Guarantee rewrite rules (seed 000, §5.3.2, Table 5.2, Lemmas 5.1–5.3,
+//! Guarantee rewrite rules (Regehr 2001, §5.3.2, Table 5.2, Lemmas 5.1–5.3,
 //! Theorems 5.2–5.7).
 //!
 //! A rewrite rule turns a guarantee into another one that every allocation

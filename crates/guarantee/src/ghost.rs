@@ -1,5 +1,5 @@
 //! A CPU reservation for a multithreaded application: the ghost-task method
-//! (seed 000, §6.1.2, Lemma 6.2, Theorem 6.2) and the parameter-space map of
+//! (Regehr 2001, §6.1.2, Lemma 6.2, Theorem 6.2) and the parameter-space map of
 //! Fig 6.2 (§6.1.3).
 //!
 //! The threads of one application share one basic reservation `x / y` and

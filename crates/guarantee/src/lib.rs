@@ -1,4 +1,4 @@
-//! Guarantees for hierarchical soft real-time scheduling (seed 000, the HLS
+//! Guarantees for hierarchical soft real-time scheduling (Regehr 2001, the HLS
 //! dissertation, chapters 5 and 6).
 //!
 //! A *guarantee* is a contract on the CPU time a virtual processor receives

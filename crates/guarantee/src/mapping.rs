@@ -1,4 +1,4 @@
-//! Guarantee mappings of scheduling policies (seed 000, §5.3.1, Table 5.1).
+//! Guarantee mappings of scheduling policies (Regehr 2001, §5.3.1, Table 5.1).
 //!
 //! Each policy converts the guarantee(s) it receives from its parent(s) into
 //! guarantees for its children: `A ↦ B⁺` means "given A (or anything that
@@ -15,8 +15,8 @@
 //! | `ts` | [`BestEffort`] | anything (as NULL) | NULL | 5.3.1.6 |
 //! | `best`, `best-rate` | [`BestEffort`] | anything (as NULL) | NULL | — |
 //! | `linux24` | [`BestEffort`] | anything (as NULL) | NULL | Table 5.1 "Linux" |
-//! | `realrate` | [`RealRate`] | ALL | RESBH per real-time or aperiodic child (admission against `overload`, rate-monotonic test); NULL to real-rate and misc children | seed 001 §3.1, §3.3 |
-//! | `coop` | [`coop()`] | anything (as NULL) | NULL | seed 004 §2.2.2, §2.3–2.5 |
+//! | `realrate` | [`RealRate`] | ALL | RESBH per real-time or aperiodic child (admission against `overload`, rate-monotonic test); NULL to real-rate and misc children | Steere et al. 1998, §3.1, §3.3 |
+//! | `coop` | [`coop()`] | anything (as NULL) | NULL | Sinha 2007, §2.2.2, §2.3–2.5 |
 //!
 //! A mapping is data plus two questions: [`Mapping::accepts`] (is this
 //! received guarantee usable, and as what?) and
@@ -133,12 +133,12 @@ pub struct EdgeParams {
     pub period: Option<Duration>,
     /// Real-rate: the child's proportion of the processor, in (0, 1].
     pub proportion: Option<f64>,
-    /// Real-rate: the child's thread class (seed 001 Fig 2); `None`
+    /// Real-rate: the child's thread class (Steere et al. 1998, Fig 2); `None`
     /// infers it as the policy does.
     pub class: Option<RateClass>,
 }
 
-/// The thread classes of seed 001 Fig 2, as `realrate` takes them.
+/// The thread classes of Steere et al. 1998, Fig 2, as `realrate` takes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateClass {
     /// Proportion and period given.
@@ -1034,15 +1034,15 @@ fn build_limit(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping
     }))
 }
 
-/// Default real-rate overload threshold (seed 001 §3.3).
+/// Default real-rate overload threshold (Steere et al. 1998, §3.3).
 pub const DEFAULT_OVERLOAD: f64 = 0.9;
 /// Default real-rate floor of adaptive children.
 pub const DEFAULT_FLOOR: f64 = 0.01;
-/// Default period of aperiodic, real-rate and misc children (seed 001
+/// Default period of aperiodic, real-rate and misc children (Steere et al. 1998,
 /// §3.3: 30 ms).
 pub const DEFAULT_RATE_PERIOD: Duration = Duration::from_millis(30);
 
-/// `realrate`, real-rate scheduling (seed 001 §3.1, §3.3): `ALL ↦
+/// `realrate`, real-rate scheduling (Steere et al. 1998, §3.1, §3.3): `ALL ↦
 /// (RESBH⁺, NULL⁺)`. A real-time child (`proportion` and `period`) and an
 /// aperiodic one (`proportion`, the default period) get `RESBH
 /// proportion·period period`: the dispatcher enforces the budget every
@@ -1116,7 +1116,7 @@ impl Mapping for RealRate {
         match *g {
             Guarantee::All => Ok(*g),
             _ => Err(format!(
-                "{g} is not the whole processor: realrate sizes proportions of a full CPU and needs ALL (seed 001 §3.1)"
+                "{g} is not the whole processor: realrate sizes proportions of a full CPU and needs ALL (Steere et al. 1998, §3.1)"
             )),
         }
     }
@@ -1125,10 +1125,11 @@ impl Mapping for RealRate {
         _received: &[Guarantee],
         children: &[ChildRequest<'_>],
     ) -> Vec<Result<Provision, String>> {
-        const RULE: &str = "seed 001 §3.1/§3.3: RealRate ALL ↦ RESBH⁺ for real-time children";
+        const RULE: &str =
+            "Steere et al. 1998, §3.1/§3.3: RealRate ALL ↦ RESBH⁺ for real-time children";
         const ADAPTIVE: &str =
-            "seed 001 §3.3: real-rate and misc allocations follow progress and are squished under overload: NULL";
-        const NOT_RM: &str = "seed 001 §3.1: rate-monotonic dispatch up to `overload` is not feasible here (periods not harmonic, overload above the Liu–Layland bound): NULL";
+            "Steere et al. 1998, §3.3: real-rate and misc allocations follow progress and are squished under overload: NULL";
+        const NOT_RM: &str = "Steere et al. 1998, §3.1: rate-monotonic dispatch up to `overload` is not feasible here (periods not harmonic, overload above the Liu–Layland bound): NULL";
         let classes: Vec<RateClass> = children.iter().map(|c| RealRate::class(c.params)).collect();
         let adaptive = classes
             .iter()
@@ -1166,7 +1167,7 @@ impl Mapping for RealRate {
                 }
                 if total + p > self.overload + EPS {
                     return Err(format!(
-                        "admission refused: proportion {:.1}% on top of {:.1}% (real-time proportions and the floors of {adaptive} adaptive children) exceeds the {:.1}% overload threshold (seed 001 §3.3)",
+                        "admission refused: proportion {:.1}% on top of {:.1}% (real-time proportions and the floors of {adaptive} adaptive children) exceeds the {:.1}% overload threshold (Steere et al. 1998, §3.3)",
                         p * 100.0,
                         total * 100.0,
                         self.overload * 100.0
@@ -1186,7 +1187,7 @@ impl Mapping for RealRate {
     }
 }
 
-/// `coop`, fair share with cooperative domains (seed 004 §2.2.2, §2.3–2.5):
+/// `coop`, fair share with cooperative domains (Sinha 2007, §2.2.2, §2.3–2.5):
 /// `any ↦ NULL⁺`. It accepts any guarantee and promises every child NULL.
 /// What it does provide, precisely: a child that never calls `coop_poll`
 /// is a best-effort entity with its own virtual time, dispatched
@@ -1207,7 +1208,7 @@ impl Mapping for RealRate {
 /// is declared best effort.
 pub fn coop() -> BestEffort {
     BestEffort::new("coop", "Coop").with_rule(
-        "seed 004 §2.3–2.5: Coop any ↦ NULL⁺ (fair share and cooperative domains, no reservation)",
+        "Sinha 2007, §2.3–2.5: Coop any ↦ NULL⁺ (fair share and cooperative domains, no reservation)",
     )
 }
 

@@ -1,4 +1,4 @@
-//! Text syntax of guarantees (seed 000, §5.2.1): `TYPE [params]`.
+//! Text syntax of guarantees (Regehr 2001, §5.2.1): `TYPE [params]`.
 //!
 //! * `TYPE` is one of `ALL RESU RESBH RESBS RESCH RESCS RESPS RESNH RESSH PSBE
 //!   PS NULL` (any ASCII case).

@@ -1,5 +1,5 @@
 //! Schedulability tests on the whole processor: static-priority response-time
-//! analysis with release jitter (seed 000, §6.1.2, Eq 6.1 and 6.2, after
+//! analysis with release jitter (Regehr 2001, §6.1.2, Eq 6.1 and 6.2, after
 //! Tindell et al.), and the EDF utilization test that a reservation
 //! scheduler such as Rez uses for admission control (§5.3.1.5, §9.3.2).
 //!

@@ -2,7 +2,7 @@
 //!
 //! This goes beyond the dissertation. The supply-bound function `sbf(t)` of
 //! a guarantee is the least CPU time it promises in *any* window of length
-//! `t` — the quantity Lemmas 5.1–5.3 and Theorems 5.2–5.7 (seed 000, §5.3.2)
+//! `t` — the quantity Lemmas 5.1–5.3 and Theorems 5.2–5.7 (Regehr 2001, §5.3.2)
 //! reason about one window length at a time:
 //!
 //! | guarantee | `sbf(t)` |

@@ -1,4 +1,4 @@
-//! Guarantee types (seed 000, §5.2).
+//! Guarantee types (Regehr 2001, §5.2).
 //!
 //! A guarantee is a contract between a scheduler and a virtual processor about
 //! the CPU time the VP receives while the guarantee is in force (§5.1.1). The

@@ -1,5 +1,5 @@
-//! The guarantee mappings of `realrate` (seed 001 §3.1, §3.3) and `coop`
-//! (seed 004 §2.3–2.5): what each child gets, admission against the
+//! The guarantee mappings of `realrate` (Steere et al. 1998, §3.1, §3.3) and `coop`
+//! (Sinha 2007, §2.3–2.5): what each child gets, admission against the
 //! overload threshold, the rate-monotonic condition, what they accept.
 
 mod common;

@@ -55,7 +55,7 @@ fn hogs(n: usize, sched: &str, principal: Option<&str>) -> String {
     s
 }
 
-/// Seed 000 Table 10.5: the frame renderer under RESBH 10 33, RESBS 10 33
+/// Regehr 2001, Table 10.5: the frame renderer under RESBH 10 33, RESBS 10 33
 /// and no reservation, with 0, 1 and 10 CPU-bound background threads.
 fn frames(args: &[String]) -> Result<String, String> {
     let d = secs(args, 3.0);
@@ -112,7 +112,7 @@ fn frames(args: &[String]) -> Result<String, String> {
     Ok(out)
 }
 
-/// Seed 000 Table 10.4: one thread of principal 1 against N CPU-bound
+/// Regehr 2001, Table 10.4: one thread of principal 1 against N CPU-bound
 /// threads of principal 2, under one PS instance and under one PS instance
 /// per principal (a root PS with equal shares).
 fn isolation(args: &[String]) -> Result<String, String> {
@@ -169,7 +169,7 @@ fn poll_once(cmd: Vec<String>, text: Option<&str>, d: f64) -> Result<(u64, u64, 
     Ok((g("switches"), g("median_ns"), g("p99_ns")))
 }
 
-/// Seed 000 Table 10.2 / Fig 10.3: 10 threads poll the clock on one CPU;
+/// Regehr 2001, Table 10.2 / Fig 10.3: 10 threads poll the clock on one CPU;
 /// the gap between one thread's last reading and the next thread's first.
 fn switch(args: &[String]) -> Result<String, String> {
     let d = secs(args, 2.0);
@@ -236,7 +236,7 @@ fn switch(args: &[String]) -> Result<String, String> {
     Ok(out)
 }
 
-/// Seed 000 Table 10.1: control operations over the socket.
+/// Regehr 2001, Table 10.1: control operations over the socket.
 fn ctl_ops(args: &[String]) -> Result<String, String> {
     let reps: usize = flag(args, "--reps")
         .and_then(|r| r.parse().ok())

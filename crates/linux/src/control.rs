@@ -1,4 +1,4 @@
-//! The control socket: HLSCtl / hlsutil of seed 000 §4.3.9 and §8.7 as a
+//! The control socket: HLSCtl / hlsutil of Regehr 2001, §4.3.9 and §8.7 as a
 //! versioned JSON-lines protocol over a Unix stream socket.
 //!
 //! One request per line, one response line per request, in order:

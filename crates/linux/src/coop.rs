@@ -1,4 +1,4 @@
-//! Live `coop_poll` (seed 004 §2.3.2): the daemon side of the
+//! Live `coop_poll` (Sinha 2007, §2.3.2): the daemon side of the
 //! shared-memory channel through which programs using `hsched-coop` reach
 //! the `coop` policy. No new system call exists, so:
 //!

@@ -820,7 +820,7 @@ impl RtGovernor {
     /// (`true`), so that enforcement latency and wake-up jitter are paid by
     /// the best-effort time after it, never by the reservation — the
     /// "enforceable scheduling granularity" through which HLS's reservations
-    /// received slightly more than reserved (seed 000 §10.5.2). It waits
+    /// received slightly more than reserved (Regehr 2001, §10.5.2). It waits
     /// `lost` more (at most `lost_cap_ns`), the time during the grant the
     /// thread was measured off its CPU: dispatch through the freezer is not
     /// instant (the thaw, then a switch-in that can wait for unmanaged work
@@ -954,7 +954,7 @@ impl crate::daemon::Daemon {
                 let now = sys::now_ns();
                 // Made up for fixed reservations only: `realrate`'s
                 // controller measures progress and resizes the reservation
-                // itself (seed 001 §3), and a second correction under it
+                // itself (Steere et al. 1998, §3), and a second correction under it
                 // would be one its model does not know. Only stretches a
                 // switch-in record closed count: one still open may be a
                 // record not read yet, or lost.

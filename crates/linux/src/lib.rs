@@ -1,6 +1,6 @@
 //! hsched live mode: the same core and policies that the simulator runs,
 //! controlling real Linux threads without modifying the programs — a
-//! user-space HSI (seed 000 ch. 4 and §9.3, with the policies deciding and
+//! user-space HSI (Regehr 2001, ch. 4 and §9.3, with the policies deciding and
 //! this crate observing and enforcing).
 //!
 //! - **Observe** ([`observe`]): perf events on the `sched_switch`,
@@ -150,7 +150,7 @@ pub struct RunOptions {
     /// At the end, SIGTERM (then SIGKILL) launched programs still running.
     pub kill_at_end: bool,
     /// Where to measure the time the system steals on the managed CPUs,
-    /// fed to the HSI (`Hsi::add_stolen`) for Rez-C and Rez-FB (seed 000
+    /// fed to the HSI (`Hsi::add_stolen`) for Rez-C and Rez-FB (Regehr 2001,
     /// ch. 11); see [`stolen`].
     pub stolen: stolen::StolenSource,
     /// With [`stolen::StolenSource::Trace`]: time added to every traced

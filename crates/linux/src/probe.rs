@@ -250,7 +250,7 @@ fn program(p: &Program, slot: Option<&ProbeSlot>, end_ns: u64) {
     }
 }
 
-/// Seed 003's `srtsim` video player, as the simulator models it (§2.2):
+/// The `srtsim` video player of Banachowski 2002, as the simulator models it (§2.2):
 /// a frame starts at its period's start and is due one period later; its
 /// CPU time is constant, or its MPEG type's mean with 10 % noise
 /// ([`MPEG_REL_STDDEV`]). A frame finished on time sleeps until the next
@@ -301,7 +301,7 @@ fn video(v: &VideoSpec, slot: Option<&ProbeSlot>, end_ns: u64, rng: &mut XorShif
     }
 }
 
-/// Seed 000 §10.5.2: renders frames back to back, each `work` ns of CPU;
+/// Regehr 2001, §10.5.2: renders frames back to back, each `work` ns of CPU;
 /// a frame completing `gap` after the previous one missed every deadline
 /// `miss_gap`, `2·miss_gap`, … after it that passed before it. Returns
 /// (frames, misses, longest gap).
@@ -343,7 +343,7 @@ pub fn frame_renderer(
     (frames, misses, longest)
 }
 
-/// The context-switch probe of seed 000 §10.3 (Fig 10.3): polls the clock
+/// The context-switch probe of Regehr 2001, §10.3 (Fig 10.3): polls the clock
 /// and records every gap longer than `threshold` as (start, end), i.e. the
 /// last reading before the thread lost the CPU and the first after it got
 /// it back.

@@ -1,6 +1,6 @@
 //! Progress metrics of unmodified programs: the fill levels of the pipes
 //! and UNIX sockets that connect managed processes, read from outside and
-//! fed to `realrate` (seed 001 §3.2, "symbiotic interfaces": the scheduler
+//! fed to `realrate` (Steere et al. 1998, §3.2, "symbiotic interfaces": the scheduler
 //! learns a job's progress from the bounded buffers it shares with its
 //! producers and consumers; §4.1: a monitor samples them periodically).
 //!
@@ -145,7 +145,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
-/// Default sampling period: the controller's rate (seed 001 §3.3, 100 Hz).
+/// Default sampling period: the controller's rate (Steere et al. 1998, §3.3, 100 Hz).
 pub const DEFAULT_PERIOD_NS: u64 = 10_000_000;
 /// Pipes are rediscovered every this many periods (and whenever the set of
 /// monitored processes changes).

@@ -1,4 +1,4 @@
-//! Measuring the time the system steals from threads (seed 000 ch. 11) on
+//! Measuring the time the system steals from threads (Regehr 2001, ch. 11) on
 //! Linux, and feeding it to the HSI (`Hsi::add_stolen`) so that Rez-C and
 //! Rez-FB can compensate in live mode.
 //!
@@ -607,7 +607,7 @@ pub enum StolenSource {
     /// runs then: nearly free but coarse (tick-sampled IRQ time, 10 ms
     /// units), and the poll can lock onto a reservation's phase (the
     /// wake-ups are its timers) so that nothing runs when it is charged:
-    /// the resonance of seed 000's footnote to §11.6.2. Measured useless
+    /// the resonance of the footnote to Regehr 2001, §11.6.2. Measured useless
     /// here (docs/stolen-time.md); kept for kernels with IRQ time
     /// accounting and for comparison.
     ProcStat,

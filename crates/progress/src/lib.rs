@@ -1,5 +1,5 @@
 //! Shared-memory queues whose fill level hsched's live monitor reads: the
-//! "shared-queue library" of seed 001 §3.2 (symbiotic interfaces), for
+//! "shared-queue library" of Steere et al. 1998, §3.2 (symbiotic interfaces), for
 //! programs that can link a library, beside the pipes and FIFOs the monitor
 //! reads from unmodified programs (`hsched-linux`, `progress.rs`).
 //!

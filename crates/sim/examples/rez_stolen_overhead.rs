@@ -1,4 +1,4 @@
-//! Run-time overhead of Rez-C and Rez-FB relative to Rez (seed 000
+//! Run-time overhead of Rez-C and Rez-FB relative to Rez (Regehr 2001,
 //! §11.6.8): the CPU time the scheduling hierarchy itself needs per second
 //! of schedule, under each variant, for the scenario of Fig 11.3.
 //!

@@ -46,7 +46,7 @@ pub enum SimError {
         /// The refusal.
         message: String,
     },
-    /// A policy broke the HLS protocol (seed 000 §4.3.4).
+    /// A policy broke the HLS protocol (Regehr 2001, §4.3.4).
     Protocol {
         /// When.
         at: Instant,

@@ -3,15 +3,15 @@
 //!
 //! It drives the sans-IO core ([`hsched_core::Hsi`]) with a virtual
 //! nanosecond clock, the way the dissertation's simulation environment ran
-//! the real schedulers (seed 000 §9.4.1): the same policy code as live
+//! the real schedulers (Regehr 2001, §9.4.1): the same policy code as live
 //! mode, no wall clock, no threads, a seeded random stream. The machine has
 //! N processors, an optional context-switch cost, precise or tick-rounded
-//! timers (§10.4; seed 003's 800 Hz clock) and stolen time (ch. 11).
+//! timers (§10.4; the 800 Hz clock of Banachowski 2002) and stolen time (ch. 11).
 //! Threads are programmable state machines: CPU-bound, periodic,
-//! sporadic, interactive, blocking I/O, `srtsim` video (seed 003 §2), the
+//! sporadic, interactive, blocking I/O, `srtsim` video (Banachowski 2002, §2), the
 //! self-monitoring frame renderer of §10.5.2, programs of steps (what
-//! rt-app tasks become), pipeline stages joined by bounded queues (seed 001
-//! §4) and the adaptive video player of seed 004. A workload may send
+//! rt-app tasks become), pipeline stages joined by bounded queues (Steere et al. 1998,
+//! §4) and the adaptive video player of Sinha 2007. A workload may send
 //! messages to its own scheduler (`progress`, `coop_poll`) through
 //! `Hsi::thread_msg`; see the `workload` module.
 //!

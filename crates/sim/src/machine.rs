@@ -1,4 +1,4 @@
-//! The machine model: timer granularity and stolen time (seed 000 §10.4 and
+//! The machine model: timer granularity and stolen time (Regehr 2001, §10.4 and
 //! ch. 11).
 
 use hsched_config::{StolenPattern, StolenSpec, TimerModel};

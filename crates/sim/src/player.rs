@@ -1,11 +1,11 @@
-//! An adaptive video player like QStream (seed 004 §3.2–3.4) and the
-//! experiment of seed 004 Table 3.1: N players under CPU saturation on one
+//! An adaptive video player like QStream (Sinha 2007, §3.2–3.4) and the
+//! experiment of Sinha 2007, Table 3.1: N players under CPU saturation on one
 //! processor, scheduled by cooperative polling (`coop` with `coop_poll`),
 //! by the same fair-share policy without cooperation at a 1 ms or 20 ms
 //! period, or by plain time sharing (`ts`).
 //!
 //! # The player
-//! Each player is an event-driven process (seed 004 §2.1.1) playing one
+//! Each player is an event-driven process (Sinha 2007, §2.1.1) playing one
 //! video at 24 fps:
 //! - frame `k` is displayed at `D_k = start + k·T`; its data arrives
 //!   `window` frames ahead, at `D_k − window·T`, and from then on its

@@ -1,4 +1,4 @@
-//! Threads as programmable state machines (seed 000 §9.4.1).
+//! Threads as programmable state machines (Regehr 2001, §9.4.1).
 //!
 //! A workload only decides what its thread wants next; the engine turns
 //! that into HSI inputs. Three callbacks drive it: [`Workload::start`] when
@@ -273,9 +273,9 @@ pub enum Workload {
         /// I/O wait.
         io: u64,
     },
-    /// Seed 003's `srtsim`.
+    /// The `srtsim` of Banachowski 2002.
     Video(Box<Video>),
-    /// Seed 000 §10.5.2's self-monitoring renderer.
+    /// The self-monitoring renderer of Regehr 2001, §10.5.2.
     Renderer {
         /// CPU per frame.
         work: u64,
@@ -286,9 +286,9 @@ pub enum Workload {
     },
     /// A program of steps (rt-app tasks).
     Program(Box<Prog>),
-    /// A pipeline stage (seed 001 §4).
+    /// A pipeline stage (Steere et al. 1998, §4).
     Stage(Box<Stage>),
-    /// Seed 004's adaptive video player.
+    /// The adaptive video player of Sinha 2007.
     Player(Box<PlayerWorkload>),
 }
 
@@ -305,7 +305,7 @@ enum StageState {
     WaitPace,
 }
 
-/// Pipeline stage state (seed 001 §4, Figs 6 and 7).
+/// Pipeline stage state (Steere et al. 1998, §4, Figs 6 and 7).
 #[derive(Clone, Debug)]
 pub struct Stage {
     input: Option<usize>,
@@ -374,7 +374,7 @@ impl Stage {
         self.step(cx)
     }
 
-    /// Sends the progress metrics of seed 001 §3.2 for both queues.
+    /// Sends the progress metrics of Steere et al. 1998, §3.2 for both queues.
     fn send_progress(&self, cx: &mut WCtx<'_>) {
         for (k, role) in [(self.input, "consumer"), (self.output, "producer")] {
             let Some(k) = k else { continue };
@@ -432,7 +432,7 @@ pub enum FrameType {
     B,
 }
 
-/// `srtsim` state (seed 003 §2.2).
+/// `srtsim` state (Banachowski 2002, §2.2).
 #[derive(Clone, Debug)]
 pub struct Video {
     period: u64,
@@ -456,7 +456,7 @@ impl Video {
     }
 
     /// CPU needed by frame `k`: constant, or the type's mean with normal
-    /// noise of 10 % (seed 003 Table 2.4), at least 1 ns.
+    /// noise of 10 % (Banachowski 2002, Table 2.4), at least 1 ns.
     fn cost(&self, k: u64, rng: &mut Rng) -> u64 {
         if let Some(c) = self.constant {
             return c;
@@ -857,7 +857,7 @@ impl Workload {
                     Next::Block
                 } else {
                     // Late (only in Continue mode): the next period starts
-                    // now, its deadline relative to this start (seed 003 §2.2.1).
+                    // now, its deadline relative to this start (Banachowski 2002, §2.2.1).
                     v.begin(cx)
                 }
             }

@@ -1,5 +1,5 @@
 //! Same hierarchy and seed, same bytes: the report, the Perfetto trace and
-//! the Gantt chart (seed 000 §9.4.1: "Since the simulator is deterministic,
+//! the Gantt chart (Regehr 2001, §9.4.1: "Since the simulator is deterministic,
 //! the same scenario could be run repeatedly").
 
 mod common;

@@ -1,5 +1,5 @@
 //! The guarantee analysis (`hsched-guarantee`) against the simulator, on
-//! seeded random scenarios (seed 000, chapters 5 and 6):
+//! seeded random scenarios (Regehr 2001, ch. 5–6):
 //!
 //! * response-time analysis (Eq 6.1/6.2) says a periodic task set is
 //!   schedulable under fixed priorities, rate-monotonic order, exactly when

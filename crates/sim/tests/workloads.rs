@@ -1,6 +1,6 @@
 //! The `stage` (pipeline) and `player` workloads driven from hierarchy
-//! files: queues, blocking, progress messages to `realrate` (seed 001 §4,
-//! Fig 6's shape), and the adaptive player under `coop` and `ts` (seed 004
+//! files: queues, blocking, progress messages to `realrate` (Steere et al. 1998, §4,
+//! Fig 6's shape), and the adaptive player under `coop` and `ts` (Sinha 2007,
 //! §3). Run with `--nocapture` to see the numbers.
 
 mod common;
@@ -8,7 +8,7 @@ mod common;
 use common::{opts, parse, sim};
 use hsched_sim::Report;
 
-/// Fig 6 of seed 001: a producer with a fixed 20 % / 10 ms reservation
+/// Fig 6 of Steere et al. 1998: a producer with a fixed 20 % / 10 ms reservation
 /// makes one 1 KiB item per ms of CPU (200 items/s), twice as fast in
 /// pulses; a real-rate consumer needs 1 ms per item; a 64-item queue
 /// starts half full.

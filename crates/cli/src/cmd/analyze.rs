@@ -1,6 +1,6 @@
 //! `hsched analyze`: what each scheduler instance receives and gives, its
 //! admission headroom, and a reservation for every rate-monotonic
-//! application (seed 000, chapters 5 and 6).
+//! application (Regehr 2001, ch. 5–6).
 //!
 //! The composition is [`crate::analysis`]'s. The rate-monotonic groups are
 //! the applications of §6.1: an `fp` instance whose children are all
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// Long help.
 pub const LONG_ABOUT: &str = "\
-Analyze the guarantees of a hierarchy file (seed 000, chapters 5 and 6).
+Analyze the guarantees of a hierarchy file (Regehr 2001, ch. 5–6).
 
 For each scheduler instance: the guarantee it receives, the form its policy
 uses, and what each child gets; for a reservation scheduler (rez) the

@@ -2,7 +2,7 @@
 //! keeps its promises.
 //!
 //! Validation is done by `hsched-config` (syntax, names, parents, cycles,
-//! parameters). The guarantee composition (seed 000 §5.1.2, ch. 5) is
+//! parameters). The guarantee composition (Regehr 2001, §5.1.2, ch. 5) is
 //! [`composition`]: every instance must receive a guarantee its policy can
 //! use and every thread or instance that states a `guarantee` must receive
 //! one that converts into it.
@@ -20,7 +20,7 @@ Parse and validate a hierarchy file: syntax, known keys and policies, every
 parent exists, no cycles, parameters of the right type and range. Errors are
 printed as FILE:LINE:COL with what was expected and a hint (exit status 2).
 
-Then check the guarantees (seed 000 ch. 5): starting from the top, which
+Then check the guarantees (Regehr 2001, ch. 5): starting from the top, which
 gives ALL on each processor, every scheduler instance must receive a
 guarantee its policy can use (directly or through the conversions of Table
 5.2), and every thread or instance with a `guarantee = \"...\"` must receive
@@ -122,7 +122,7 @@ pub fn summary(h: &Hierarchy) -> String {
     parts.join(", ")
 }
 
-/// The guarantee composition check (seed 000 §5.1.2): does every scheduler
+/// The guarantee composition check (Regehr 2001, §5.1.2): does every scheduler
 /// receive the guarantee it needs to provide the ones it gives, and every
 /// request its guarantee? One problem per diagnostic, in the order found
 /// (from the root).

@@ -1,5 +1,5 @@
 //! `hsched ctl`: talk to a running `hsched run` daemon over its control
-//! socket (the HLSCtl operations of seed 000 §4.3.9).
+//! socket (the HLSCtl operations of Regehr 2001, §4.3.9).
 
 use crate::outcome::Outcome;
 

@@ -70,8 +70,8 @@ pub fn render(policies: &[&PolicyInfo]) -> String {
         let head = format!("{}  ", p.name);
         push_wrapped(&mut s, &head, summary);
         let indent = " ".repeat(head.len());
-        if !p.seed.is_empty() {
-            push_wrapped(&mut s, &indent, &format!("implements: {}", p.seed));
+        if !p.source.is_empty() {
+            push_wrapped(&mut s, &indent, &format!("implements: {}", p.source));
         }
         if p.min_parents != 1 || p.max_parents != 1 {
             push_wrapped(

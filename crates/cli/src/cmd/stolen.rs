@@ -1,13 +1,13 @@
 //! `hsched stolen`: how much time this machine steals from a reserved
-//! thread, and the live over-reservation experiment of seed 000 Fig 11.3.
+//! thread, and the live over-reservation experiment of Regehr 2001, Fig 11.3.
 //! Everything is done by `hsched-linux`; this verb forwards its arguments.
 
 use crate::outcome::Outcome;
 
 /// Long help.
 pub const LONG_ABOUT: &str = "\
-Measure the time the system steals from a reserved thread (root only, seed
-000 ch. 11). Without a sub-verb: for each background load (none, tcp,
+Measure the time the system steals from a reserved thread (root only, Regehr
+2001, ch. 11). Without a sub-verb: for each background load (none, tcp,
 tcp-local, disk, timers) a probe pinned to one CPU spins 4 ms every 20 ms at
 SCHED_FIFO and records the gaps in its execution, next to what the IRQ
 tracepoints, /proc/stat and schedstat saw; prints a table. `rez` runs a test

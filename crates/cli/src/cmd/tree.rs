@@ -5,8 +5,8 @@
 //! parent and as a one-line reference under the others. Threads are the
 //! leaves, with their workload in short form. Next to each node: the
 //! guarantee it receives from the parent it is drawn under, and for an
-//! instance the form its policy uses and what it gives its children (seed
-//! 000 ch. 5, from [`crate::analysis`]); problems are listed after the tree.
+//! instance the form its policy uses and what it gives its children (Regehr
+//! 2001, ch. 5, from [`crate::analysis`]); problems are listed after the tree.
 
 use crate::input;
 use crate::outcome::Outcome;
@@ -28,7 +28,7 @@ with their workload in short form. A scheduler with several parents (Join)
 is drawn under its first parent and referenced under the others. Timed
 operations are listed after the tree.
 
-Next to each node is its guarantee (seed 000 ch. 5): `gets G` is what it
+Next to each node is its guarantee (Regehr 2001, ch. 5): `gets G` is what it
 receives from the parent it is drawn under; for an instance, `(as G)` is the
 form its policy uses after the conversions of Table 5.2 and `gives ...` what
 it provides to its children; `asks G ... ✓` marks a requested guarantee that

@@ -1,5 +1,5 @@
 //! `hsched-live stolen`: how much time this machine steals from a reserved
-//! thread (seed 000 §11.8), and the live over-reservation experiment of
+//! thread (Regehr 2001, §11.8), and the live over-reservation experiment of
 //! Fig 11.3.
 //!
 //! ```text

@@ -1,11 +1,11 @@
-//! Seed 003's ten experiments (Tables 3.1 and 4.1), simulated for 100 s
+//! The ten experiments of Banachowski 2002 (Tables 3.1 and 4.1), simulated for 100 s
 //! each: a CPU hog (*best-effort*) beside one to three `srtsim` video
 //! tasks, under `best`, `best-rate`, the Linux 2.4 baseline (`linux24`)
 //! and rate monotonic (`fp` with priorities by true period, shortest
 //! highest, the hog lowest). docs/best.md puts the results next to the
 //! report's and explains the differences.
 //!
-//! Workload (seed 003 §2.2). Experiments 1–6 use `srtsim`'s video mode:
+//! Workload (Banachowski 2002, §2.2). Experiments 1–6 use `srtsim`'s video mode:
 //! each frame's type is drawn at random (I 1/6, P 1/6, B 2/3) and its time
 //! from a normal law around 1.5, 1.25 or 0.85 × the mean frame time with a
 //! 10% spread. The simulator's video model takes the three means and a
@@ -24,7 +24,7 @@
 //! that is not in the report: earliest deadline first told every task's
 //! true period (a small policy defined here), i.e. what BEST would do if
 //! its period detection were perfect and it had no budgets. Print the table with
-//! `cargo test -p hsched-sim --release --test seed003_best -- --nocapture`.
+//! `cargo test -p hsched-sim --release --test best_report -- --nocapture`.
 
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, ParamSpec, Params, Policy, PolicyError, RevokeReason, VpId,

@@ -1,4 +1,4 @@
-//! The shape of seed 000 §10.5: Tables 10.4 and 10.5, reproduced in the
+//! The shape of Regehr 2001, §10.5: Tables 10.4 and 10.5, reproduced in the
 //! simulator with the real policies.
 //!
 //! The dissertation measured a 500 MHz Pentium III running Windows 2000;
@@ -271,7 +271,7 @@ fn table_10_5_no_reservation_misses_under_contention() {
 /// `--nocapture`); asserts only that every run works.
 #[test]
 fn print_tables() {
-    println!("Table 10.4 (seed 000): principal 1's share, 1-level vs 2-level PS");
+    println!("Table 10.4 (Regehr 2001): principal 1's share, 1-level vs 2-level PS");
     println!(
         "{:>5} {:>12} {:>12} {:>12}",
         "N2", "1-level %", "fair %", "2-level %"
@@ -285,7 +285,7 @@ fn print_tables() {
         );
     }
     println!();
-    println!("Table 10.5 (seed 000): the renderer, 30 s runs");
+    println!("Table 10.5 (Regehr 2001): the renderer, 30 s runs");
     println!(
         "{:>4} {:<18} {:>7} {:>7} {:>7} {:>7}",
         "bg", "guarantee", "%a", "FPS", "misses", "%b"

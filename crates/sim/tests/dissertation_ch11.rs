@@ -1,4 +1,4 @@
-//! Seed 000 chapter 11 in the simulator: augmented reservations against
+//! Regehr 2001, ch. 11 in the simulator: augmented reservations against
 //! stolen time. Fig 11.3 (deadline misses of a 4 ms / 20 ms reservation as
 //! a function of over-reservation, for Rez, Rez-C and Rez-FB) and Fig 11.4
 //! (Rez-FB's `C_t` and `P_t` period by period across a one-second burst of
@@ -13,7 +13,7 @@
 //! time-sharing scheduler with a CPU-bound thread below it.
 //!
 //! Print the tables with
-//! `cargo test --release -p hsched-sim --test seed000_ch11 -- --nocapture --test-threads 1`
+//! `cargo test --release -p hsched-sim --test dissertation_ch11 -- --nocapture --test-threads 1`
 //! (docs/stolen-time.md has them).
 
 mod common;
