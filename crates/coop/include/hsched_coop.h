@@ -1,5 +1,5 @@
 /* hsched_coop.h: C interface of the cooperative-polling event loop
- * (seed 004, Sinha, Figs 2.1-2.4). Link with libhsched_coop.a.
+ * (Sinha 2007, Figs 2.1-2.4). Link with libhsched_coop.a.
  *
  * Times are nanoseconds of the loop's monotonic clock (hsched_coop_now).
  * A deadline event is a *release time*: it is not run before it and, once
