@@ -715,6 +715,50 @@ fn a_failed_run_removes_only_regular_files() {
 }
 
 #[test]
+fn sigterm_ends_a_run_inside_a_long_instant() {
+    // At 1 ms, a thousand threads wake at once on 4096 processors under
+    // `best`: one instant of a thousand wake-ups, tens of seconds here.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("long-instant.toml");
+    std::fs::write(
+        &file,
+        "[machine]\ncpus = 4096\n\n[[scheduler]]\nname = \"BEST\"\npolicy = \"best\"\n\n\
+         [[thread]]\nname = \"p\"\ncount = 1000\nscheduler = \"BEST\"\n\
+         workload = { kind = \"periodic\", period = \"10ms\", exec = \"1ms\" }\n",
+    )
+    .unwrap();
+    // A file, not a pipe: the report outgrows what a pipe holds unread.
+    let report = dir.join("long-instant.txt");
+    let mut child = hsched()
+        .args(["sim", file.to_str().unwrap(), "--duration", "1s"])
+        .stdout(std::fs::File::create(&report).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(child.try_wait().unwrap().is_none(), "hsched ended early");
+    // SAFETY: kill(2) on our own child's pid, which it has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed().as_secs() >= 10 {
+            let _ = child.kill();
+            panic!("still running 10 s after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("note: interrupted after"),
+        "{}",
+        stderr(&o)
+    );
+    let report = std::fs::read_to_string(&report).unwrap();
+    assert!(report.contains("\np.999 "), "{report}");
+}
+
+#[test]
 fn ctrl_c_ends_a_run_with_its_report_and_a_whole_trace() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let trace = dir.join("interrupted.json");

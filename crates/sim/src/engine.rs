@@ -589,14 +589,16 @@ impl<'h> Engine<'h> {
         self.hsi_trace_flip = next;
     }
 
-    /// Whether the run was asked to stop and the next event, at `t`, is
-    /// the first of a new instant; if so the run now ends at `t`, as if
-    /// that were the end it was given, so every instant before it is
-    /// complete.
+    /// Whether the run was asked to stop; if so it now ends at `t`, the
+    /// next event's time, as if that were the end it was given. Between
+    /// instants every instant before the end is complete. Within one the
+    /// run ends at once, the instant's other events left undone: one
+    /// instant of thousands of events can take minutes, and a stop must
+    /// come in well under the time a service manager waits after SIGTERM.
     #[inline(always)]
     fn stop_before(&mut self, t: u64) -> bool {
         match &self.stop {
-            Some(flag) if t > self.now && flag.load(Ordering::Relaxed) => {
+            Some(flag) if flag.load(Ordering::Relaxed) => {
                 self.end = t;
                 self.interrupted = true;
                 true
