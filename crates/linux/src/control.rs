@@ -12,16 +12,22 @@
 //! docs/live-mode.md lists every operation. Peers are identified with
 //! `SO_PEERCRED`: root and members of the configured group may do
 //! everything; any other user may read the tree and act only on threads
-//! whose real uid is theirs. Lines over 64 KiB, more than 64 clients, a
-//! client idle for 60 s or holding a partial line for 5 s, or one that does
-//! not read its replies (4 MiB queued) are cut off; nothing a client sends
-//! can stop the daemon's loop, which never blocks on a client.
+//! whose real uid is theirs, within the rules of [`crate::authz`] (no
+//! real-time capacity beyond its `RLIMIT_RTPRIO`, a share of reservations,
+//! connection and thread limits, unique names). A request is one JSON
+//! object with no key twice; `v`, when present, is the integer 1. Lines
+//! over 64 KiB, more than 64 clients (8 per unprivileged uid; root always
+//! gets in), a client idle for 60 s or holding a partial line for 5 s, or
+//! one that does not read its replies (4 MiB queued) are cut off; nothing a
+//! client sends can stop the daemon's loop, which never blocks on a client.
 
+use crate::authz;
 use crate::daemon::{Daemon, TOK_CLIENT};
 use crate::enforce::{self, Original};
 use crate::hierarchy;
 use crate::sys;
 use hsched_config::{OpSpec, ParentSpec, SchedulerSpec, Span};
+use hsched_core::time::Duration;
 use hsched_core::{Msg, ParamValue, Params, ThreadId, VpState};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -219,15 +225,33 @@ impl Daemon {
                 Err(_) => return,
             };
             let group = server.group;
-            if self.conns.len() >= MAX_CLIENTS {
-                let mut s = stream;
-                let _ = s.set_nonblocking(true);
-                let _ = s.write_all(b"{\"v\":1,\"id\":null,\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"too many clients\"}}\n");
-                continue;
-            }
             let Ok((pid, uid, gid)) = sys::peer_cred(stream.as_raw_fd()) else {
                 continue;
             };
+            // Root always gets in (slots are kept for it); no other uid can
+            // hold more than its share.
+            let busy = if uid == 0 {
+                (self.conns.len() >= MAX_CLIENTS + authz::ROOT_RESERVED_CONNECTIONS)
+                    .then(|| "too many clients".to_string())
+            } else if self.conns.values().filter(|c| c.peer.uid != 0).count() >= MAX_CLIENTS {
+                Some("too many clients".to_string())
+            } else if self.conns.values().filter(|c| c.peer.uid == uid).count()
+                >= authz::MAX_USER_CONNECTIONS
+            {
+                Some(format!(
+                    "uid {uid} already holds {} connections, the most one user may",
+                    authz::MAX_USER_CONNECTIONS
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = busy {
+                let mut s = stream;
+                let _ = s.set_nonblocking(true);
+                let e = json!({"v": PROTOCOL_VERSION, "id": null, "ok": false, "error": {"code": "busy", "message": message}});
+                let _ = s.write_all(format!("{e}\n").as_bytes());
+                continue;
+            }
             if stream.set_nonblocking(true).is_err() {
                 continue;
             }
@@ -392,19 +416,22 @@ impl Daemon {
 
     /// Handles one request line and returns the response line.
     pub(crate) fn handle_line(&mut self, line: &[u8], peer: &Peer) -> String {
-        let req: Value = match serde_json::from_slice(line) {
+        let req: Value = match parse_request(line) {
             Ok(v) => v,
-            Err(e) => {
-                return json!({"v": PROTOCOL_VERSION, "id": null, "ok": false, "error": {"code": "bad-request", "message": format!("not JSON: {e}")}}).to_string();
+            Err(message) => {
+                return json!({"v": PROTOCOL_VERSION, "id": null, "ok": false, "error": {"code": "bad-request", "message": message}}).to_string();
             }
         };
         let id = req.get("id").cloned().unwrap_or(Value::Null);
-        let res = match req.get("v").and_then(Value::as_u64) {
-            Some(PROTOCOL_VERSION) | None => self.dispatch_op(&req, peer),
+        let res = match req.get("v") {
+            None => self.dispatch_op(&req, peer),
+            Some(v) if v.as_u64() == Some(PROTOCOL_VERSION) && v.is_u64() => {
+                self.dispatch_op(&req, peer)
+            }
             Some(v) => Err(fail(
                 "version",
                 format!(
-                    "protocol version {v} is not supported; this daemon speaks {PROTOCOL_VERSION}"
+                    "protocol version {v} is not supported; `v` is the integer {PROTOCOL_VERSION} (or absent)"
                 ),
             )),
         };
@@ -429,7 +456,17 @@ impl Daemon {
                 .as_i64()
                 .and_then(|t| i32::try_from(t).ok())
                 .and_then(|t| self.threads.get(&t)),
-            Value::String(s) => self.threads.values().find(|m| &m.name == s),
+            Value::String(s) => {
+                let mut named = self.threads.values().filter(|m| &m.name == s);
+                let first = named.next();
+                if first.is_some() && named.next().is_some() {
+                    return Err(fail(
+                        "bad-request",
+                        format!("several managed threads are named {s:?}: give a tid"),
+                    ));
+                }
+                first
+            }
             _ => {
                 return Err(fail(
                     "bad-request",
@@ -451,6 +488,54 @@ impl Daemon {
                 format!("thread {tid} is not yours (uid {})", peer.uid),
             ))
         }
+    }
+
+    /// Whether `scheduler` (absent: the default) is the default scheduler.
+    fn is_default(&self, scheduler: Option<&str>) -> bool {
+        match scheduler {
+            None => true,
+            Some(name) => self
+                .hsi
+                .default_instance()
+                .is_some_and(|d| self.hsi.instance_name(d) == name),
+        }
+    }
+
+    /// The rules of [`authz`] for a request that gives `params` (and a
+    /// place other than the default) to a thread of `peer`'s; `tid` is the
+    /// thread when it is managed already.
+    fn authorize(
+        &self,
+        peer: &Peer,
+        params: &Params,
+        what: &str,
+        tid: Option<i32>,
+    ) -> Result<(), Fail> {
+        let limits = &self.opts.control_limits;
+        authz::check_minimums(limits, params).map_err(|e| fail("refused", e))?;
+        if peer.privileged {
+            return Ok(());
+        }
+        let rtprio = authz::rtprio_limit(peer.pid);
+        authz::check_capacity(peer.uid, rtprio, params, what)
+            .map_err(|e| fail("unauthorized", e))?;
+        let Some((amount, period)) =
+            authz::reservation(params).map_err(|e| fail("bad-request", e))?
+        else {
+            return Ok(());
+        };
+        // The uid's other reservations, wherever they are.
+        let held: Vec<(Duration, Duration)> = self
+            .threads
+            .iter()
+            .filter(|(&t, _)| Some(t) != tid && enforce::proc_uid(t) == Some(peer.uid))
+            .filter_map(|(_, m)| {
+                let p = self.hsi.vp_info(self.hsi.thread_vp(m.hsi)).params;
+                authz::reservation(&p).ok().flatten()
+            })
+            .collect();
+        authz::check_user_utilization(limits, peer.uid, &held, (amount, period))
+            .map_err(|e| fail("unauthorized", e))
     }
 
     fn privileged(peer: &Peer, op: &str) -> Result<(), Fail> {
@@ -542,6 +627,23 @@ impl Daemon {
                 let (tid, t) = self.thread_ref(req, "thread")?;
                 self.may_touch(peer, tid)?;
                 let params = params_from_json(req.get("params"))?;
+                let target = match op {
+                    "move" => Some(str_arg(req, "to")?),
+                    "begin-reservation" => Some(str_arg(req, "scheduler")?),
+                    _ => None,
+                };
+                let gives_capacity = match op {
+                    "end-reservation" => false,
+                    "move" => !params.is_empty() || !self.is_default(target),
+                    _ => true,
+                };
+                if gives_capacity {
+                    let shown = match target {
+                        Some(to) => format!("`{op}` to `{to}`"),
+                        None => format!("`{op}`"),
+                    };
+                    self.authorize(peer, &params, &shown, Some(tid))?;
+                }
                 match op {
                     "move" => {
                         let to = hierarchy::instance(&self.hsi, str_arg(req, "to")?)
@@ -690,7 +792,34 @@ impl Daemon {
         for &t in &tids {
             self.may_touch(peer, t)?;
         }
-        let sched = match req.get("scheduler").and_then(Value::as_str) {
+        if !peer.privileged {
+            let held = self
+                .threads
+                .keys()
+                .filter(|&&t| enforce::proc_uid(t) == Some(peer.uid))
+                .count();
+            if held + tids.len() > authz::MAX_USER_THREADS {
+                return Err(fail(
+                    "refused",
+                    format!(
+                        "uid {} would manage {} threads; an unprivileged user may have at most {}",
+                        peer.uid,
+                        held + tids.len(),
+                        authz::MAX_USER_THREADS
+                    ),
+                ));
+            }
+        }
+        let target = req.get("scheduler").and_then(Value::as_str);
+        let params = params_from_json(req.get("params"))?;
+        if !params.is_empty() || !self.is_default(target) {
+            let shown = match target {
+                Some(to) => format!("`attach` to `{to}`"),
+                None => "`attach`".to_string(),
+            };
+            self.authorize(peer, &params, &shown, None)?;
+        }
+        let sched = match target {
             Some(s) => {
                 hierarchy::instance(&self.hsi, s).map_err(|e| fail("not-found", e.to_string()))?
             }
@@ -699,15 +828,34 @@ impl Daemon {
                 .default_instance()
                 .ok_or_else(|| fail("bad-request", "no default scheduler: give `scheduler`"))?,
         };
-        let params = params_from_json(req.get("params"))?;
         let comm = std::fs::read_to_string(format!("/proc/{id}/comm"))
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| format!("pid{id}"));
-        let base = req
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or(comm);
+        let base = match req.get("name") {
+            None | Some(Value::Null) => {
+                // A process's own name may be anyone's: unique by its pid
+                // when taken.
+                let comm: String = comm.chars().filter(|c| !c.is_control()).collect();
+                if self.threads.values().any(|m| m.name == comm) {
+                    format!("{comm}-{id}")
+                } else {
+                    comm
+                }
+            }
+            Some(Value::String(n)) => {
+                authz::check_name(n).map_err(|e| fail("bad-request", e))?;
+                if self.threads.values().any(|m| &m.name == n) {
+                    return Err(fail(
+                        "refused",
+                        format!(
+                            "a managed thread is already named {n:?}; names are unique per daemon"
+                        ),
+                    ));
+                }
+                n.clone()
+            }
+            Some(_) => return Err(fail("bad-request", "`name` must be a string")),
+        };
         let gi = self.groups.len();
         self.groups.push(crate::daemon::Group {
             name: base.clone(),
@@ -833,5 +981,101 @@ impl Daemon {
                 "lost_events": self.obs.lost, "protocol_errors": self.stats.protocol_errors, "daemon_cpu_ns": self.daemon_cpu_ns(), "pump_cpu_ns": self.stats.pump_cpu_ns,
                 "notification_latency": {"median_ns": d.median_ns, "p99_ns": d.p99_ns, "count": d.count}},
         })
+    }
+}
+
+/// Parses a request line, refusing an object with a key twice: a JSON
+/// parser keeps one of them silently, and a request must mean one thing.
+///
+/// # Errors
+/// Not JSON, or a duplicated key, in words.
+pub fn parse_request(line: &[u8]) -> Result<Value, String> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let v = Strict
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| format!("not JSON: {e}"))?;
+    Ok(v)
+}
+
+/// A JSON value, built by a visitor that refuses duplicate keys.
+struct Strict;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Strict {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strict {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<Value, E> {
+        Ok(Value::from(i))
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<Value, E> {
+        Ok(Value::from(u))
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Value, E> {
+        Ok(Value::from(f))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_string()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(Strict)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut v = Vec::new();
+        while let Some(x) = seq.next_element_seed(Strict)? {
+            v.push(x);
+        }
+        Ok(Value::Array(v))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key {k:?} appears twice"
+                )));
+            }
+            let v = map.next_value_seed(Strict)?;
+            m.insert(k, v);
+        }
+        Ok(Value::Object(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_with_a_key_twice_is_refused() {
+        let e = parse_request(br#"{"op":"show","op":"shutdown"}"#).unwrap_err();
+        assert!(e.contains("\"op\" appears twice"), "{e}");
+        // Also inside nested objects, and spelled with an escape.
+        assert!(parse_request(br#"{"op":"move","params":{"a":1,"a":2}}"#).is_err());
+        assert!(parse_request(br#"{"v":1,"\u0076":1}"#).is_err());
+        let v = parse_request(br#"{"v":1,"op":"show","x":[1,2.5,null,true,{"y":"z"}]}"#).unwrap();
+        assert_eq!(v["x"][4]["y"], "z");
+        assert!(parse_request(b"{} {}").is_err(), "one value per line");
     }
 }

@@ -733,7 +733,8 @@ impl Daemon {
             && libc::WEXITSTATUS(status) == crate::watchdog::EXIT_UNRESPONSIVE
         {
             format!(
-                "the daemon did not answer for {} ms (stopped or hung), so its watchdog restored every thread",
+                "the daemon was stopped for {} ms or silent for {} ms, so its watchdog restored every thread",
+                crate::watchdog::STOPPED_NS / 1_000_000,
                 crate::watchdog::UNRESPONSIVE_NS / 1_000_000
             )
         } else if libc::WIFSIGNALED(status) {

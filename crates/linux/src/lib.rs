@@ -38,6 +38,7 @@
 // do not panic on a closed stream (see `out`).
 #![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
 
+pub mod authz;
 pub mod bench;
 pub mod cli_glue;
 pub mod control;
@@ -157,6 +158,8 @@ pub struct RunOptions {
     /// interrupt for the entry and exit paths the tracepoints do not see
     /// (estimate it with `hsched-live stolen`: 1 to 3 µs under load here).
     pub stolen_irq_overhead: Duration,
+    /// Limits on what control requests may ask for ([`authz`]).
+    pub control_limits: authz::ControlLimits,
 }
 
 impl Default for RunOptions {
@@ -176,6 +179,7 @@ impl Default for RunOptions {
             kill_at_end: true,
             stolen: stolen::StolenSource::Off,
             stolen_irq_overhead: Duration::ZERO,
+            control_limits: authz::ControlLimits::default(),
         }
     }
 }

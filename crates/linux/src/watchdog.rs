@@ -20,11 +20,12 @@
 //! where `CAP_SYS_RESOURCE` allows it; otherwise its small size makes it
 //! the last candidate beside the daemon).
 //!
-//! A daemon that is alive but stops answering (stopped by `SIGSTOP`, hung)
-//! is treated like a dead one: while it manages threads it writes at least
-//! a heartbeat every [`HEARTBEAT_NS`], and after [`UNRESPONSIVE_NS`]
-//! without a word the watchdog restores everything and exits with
-//! [`EXIT_UNRESPONSIVE`], which the daemon reads when it comes back. The
+//! A daemon that is alive but stops answering is treated like a dead one:
+//! stopped (`SIGSTOP`, a debugger) for [`STOPPED_NS`], or silent for
+//! [`UNRESPONSIVE_NS`] while it manages threads (it writes a heartbeat
+//! every [`HEARTBEAT_NS`] then; the bound leaves room for a slow start-up),
+//! the watchdog restores everything and exits with [`EXIT_UNRESPONSIVE`],
+//! which the daemon reads when it comes back. The
 //! daemon in turn reaps the watchdog: a watchdog that ended for any reason
 //! makes it restore every thread itself and end the run, since from then on
 //! nothing would restore them after a `kill -9`.
@@ -47,7 +48,12 @@ const HEARTBEAT: u32 = 5;
 pub const HEARTBEAT_NS: u64 = 100_000_000;
 /// How long a daemon that manages threads may say nothing before its
 /// watchdog restores them.
-pub const UNRESPONSIVE_NS: u64 = 500_000_000;
+pub const UNRESPONSIVE_NS: u64 = 3_000_000_000;
+/// How long a daemon that manages threads may be stopped before its
+/// watchdog restores them.
+pub const STOPPED_NS: u64 = 300_000_000;
+/// How often the watchdog looks at a daemon that holds threads.
+const LOOK_MS: i32 = 250;
 /// The exit status of a watchdog that restored an unresponsive daemon's
 /// threads.
 pub const EXIT_UNRESPONSIVE: i32 = 3;
@@ -287,8 +293,9 @@ fn watchdog_main(
     let mut fill = 0usize;
     let mut done = false;
     let mut daemon_gone = false;
-    let mut unresponsive = false;
+    let mut unresponsive: Option<String> = None;
     let mut last_word = sys::now_ns();
+    let mut stopped_since: Option<u64> = None;
     loop {
         let n = match sys::read(r.as_raw_fd(), &mut buf[fill..]) {
             Ok(0) => break,
@@ -297,17 +304,28 @@ fn watchdog_main(
                 if daemon_gone {
                     break;
                 }
-                // Silence matters only while threads are held.
-                let silent = sys::now_ns().saturating_sub(last_word);
-                if !held.is_empty() && silent >= UNRESPONSIVE_NS {
-                    unresponsive = true;
-                    break;
+                // Silence and stops matter only while threads are held.
+                let now = sys::now_ns();
+                if !held.is_empty() {
+                    stopped_since = if is_stopped(daemon_pid) {
+                        stopped_since.or(Some(now))
+                    } else {
+                        None
+                    };
+                    if stopped_since.is_some_and(|t| now - t >= STOPPED_NS) {
+                        unresponsive =
+                            Some(format!("was stopped for {} ms", STOPPED_NS / 1_000_000));
+                        break;
+                    }
+                    if now.saturating_sub(last_word) >= UNRESPONSIVE_NS {
+                        unresponsive = Some(format!(
+                            "said nothing for {} ms",
+                            UNRESPONSIVE_NS / 1_000_000
+                        ));
+                        break;
+                    }
                 }
-                let timeout = if held.is_empty() {
-                    -1
-                } else {
-                    ((UNRESPONSIVE_NS - silent) / 1_000_000 + 1) as i32
-                };
+                let timeout = if held.is_empty() { -1 } else { LOOK_MS };
                 let fds: Vec<i32> = keep.clone();
                 let ready = sys::poll_many(&fds, timeout);
                 if ready.contains(&1) {
@@ -364,10 +382,9 @@ fn watchdog_main(
     let _ = std::fs::remove_file(crate::coop::channel_path(daemon_pid as u32));
     // And its ftrace instance, still recording wake-ups.
     crate::ftrace::remove_instance(daemon_pid);
-    if unresponsive {
+    if let Some(what) = &unresponsive {
         let msg = format!(
-            "hsched-watchdog: the daemon said nothing for {} ms; restored {} thread(s), {failed} failed\n",
-            UNRESPONSIVE_NS / 1_000_000,
+            "hsched-watchdog: the daemon {what}; restored {} thread(s), {failed} failed\n",
             held.len()
         );
         let _ = sys::write_all(2, msg.as_bytes());
@@ -388,11 +405,26 @@ fn watchdog_main(
         sys::close(fd);
     }
     drop(anchors);
-    if unresponsive {
+    if unresponsive.is_some() {
         EXIT_UNRESPONSIVE
     } else {
         0
     }
+}
+
+/// Whether process `pid` is stopped (`T`) or stopped by a tracer (`t`).
+fn is_stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // The state follows the command name, which may hold spaces
+            // and parentheses: after the last ')'.
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace()
+                .next()
+                .map(|st| st == "T" || st == "t")
+        })
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -2765,7 +2765,7 @@ fn a_stopped_daemon_is_treated_as_dead_by_its_watchdog() {
     let out = wait_bounded(daemon_take(&mut daemon), Duration::from_secs(5));
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("did not answer"), "{err}");
+    assert!(err.contains("was stopped for"), "{err}");
     assert!(
         hogs_restored(high, low),
         "the daemon changed them again: {}",
@@ -2773,6 +2773,222 @@ fn a_stopped_daemon_is_treated_as_dead_by_its_watchdog() {
     );
     for t in [high, low] {
         let _ = hsched_linux::sys::kill(t, libc::SIGKILL);
+    }
+    let _ = std::fs::remove_file(&sock);
+}
+
+/// A system user made for one test and removed after it.
+struct TestUser {
+    name: String,
+    uid: u32,
+}
+
+impl TestUser {
+    fn create(tag: &str) -> Option<TestUser> {
+        let name = format!("hsched-{tag}-{}", std::process::id() % 100_000);
+        let ok = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                &name,
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: useradd {name} failed");
+            return None;
+        }
+        let out = Command::new("id").args(["-u", &name]).output().ok()?;
+        let uid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
+        Some(TestUser { name, uid })
+    }
+
+    /// `hsched-live ctl` as this user: exit code and standard error.
+    fn ctl(&self, sock: &Path, op: &str, fields: &[String]) -> (i32, String) {
+        use std::os::unix::process::CommandExt;
+        let out = Command::new(bin())
+            .uid(self.uid)
+            .gid(self.uid)
+            .arg("ctl")
+            .arg("--socket")
+            .arg(sock)
+            .arg(op)
+            .args(fields)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        // userdel refuses a user with processes (a failed test's hogs).
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-u", &self.name])
+            .status();
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = Command::new("userdel").arg(&self.name).status();
+    }
+}
+
+#[test]
+fn an_unprivileged_user_takes_no_real_time_capacity_it_is_not_granted() {
+    let Some(_g) = live() else { return };
+    let Some(user) = TestUser::create("ctl") else {
+        return;
+    };
+    let f = write_file(
+        "authz.toml",
+        r#"
+default = "ts"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "root"
+policy = "fp"
+[[scheduler]]
+name = "rez"
+policy = "rez"
+parent = "root"
+params = { priority = 10 }
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "root"
+params = { priority = 1 }
+[[thread]]
+name = "rt"
+scheduler = "rez"
+params = { amount = "2ms", period = "10ms" }
+workload = { kind = "periodic", period = "10ms", exec = "1ms" }
+"#,
+    );
+    let sock = std::env::temp_dir().join(format!("hsched-test-authz-{}.sock", std::process::id()));
+    let mut daemon = start_daemon(&f, &sock, &["--duration", "30s"]);
+    // The user's own CPU hog, attached to the default scheduler: allowed.
+    let mut hog = {
+        use std::os::unix::process::CommandExt;
+        Command::new(bin())
+            .uid(user.uid)
+            .gid(user.uid)
+            .args(["probe", "hog", "--duration", "20s"])
+            .spawn()
+            .unwrap()
+    };
+    let pid = hog.id().to_string();
+    let field = |k: &str, v: &str| format!("{k}={v}");
+    let (code, err) = user.ctl(&sock, "attach", &[field("pid", &pid)]);
+    assert_eq!(code, 0, "{err}");
+    let refused = |op: &str, fields: &[String], what: &str| {
+        let (code, err) = user.ctl(&sock, op, fields);
+        assert_eq!(code, 1, "{op} {fields:?} was allowed");
+        assert!(err.contains(what), "{op} {fields:?}: {err}");
+    };
+    // No real-time priority, reservation, share or place above the
+    // default without RLIMIT_RTPRIO (0 for this user, as `chrt -f` says).
+    refused(
+        "move",
+        &[
+            field("thread", &pid),
+            field("to", "root"),
+            field("params.priority", "1000"),
+        ],
+        "RLIMIT_RTPRIO is 0",
+    );
+    refused(
+        "begin-reservation",
+        &[
+            field("thread", &pid),
+            field("scheduler", "rez"),
+            field("params.amount", "5.4ms"),
+            field("params.period", "10ms"),
+        ],
+        "RLIMIT_RTPRIO is 0",
+    );
+    refused(
+        "set-params",
+        &[field("thread", &pid), field("params.priority", "31")],
+        "RLIMIT_RTPRIO is 0",
+    );
+    // Minimums hold for everyone, root too.
+    let mut root = Client::connect(&sock).unwrap();
+    let e = root
+        .request("begin-reservation", json!({"thread": "rt", "scheduler": "rez", "params": {"amount": "1us", "period": "2us"}}))
+        .unwrap_err();
+    assert!(e.to_string().contains("below the daemon's minimum"), "{e}");
+    // A name is the daemon's to give once: another user's cannot shadow it.
+    let mut other = {
+        use std::os::unix::process::CommandExt;
+        Command::new(bin())
+            .uid(user.uid)
+            .gid(user.uid)
+            .args(["probe", "hog", "--duration", "20s"])
+            .spawn()
+            .unwrap()
+    };
+    let other_pid = other.id().to_string();
+    refused(
+        "attach",
+        &[field("pid", &other_pid), field("name", "rt")],
+        "already named",
+    );
+    refused(
+        "attach",
+        &[field("pid", &other_pid), field("name", &"n".repeat(60_000))],
+        "at most 64 bytes",
+    );
+    // Root's thread is still root's, and root's operations reach it.
+    root.request(
+        "set-params",
+        json!({"thread": "rt", "params": {"amount": "3ms", "period": "10ms"}}),
+    )
+    .unwrap();
+    // A user cannot hold the socket: its ninth connection is refused, and
+    // root still gets in.
+    {
+        use std::os::unix::process::CommandExt;
+        // Connections made by a process of the user's; the test reads the
+        // replies through the process's output.
+        let script = format!(
+            "import socket,time\nss=[]\nfor i in range(9):\n  s=socket.socket(socket.AF_UNIX)\n  s.connect({:?})\n  s.settimeout(0.3)\n  try:\n    d=s.recv(4096)\n  except socket.timeout:\n    s.settimeout(None)\n    s.sendall(b'{{\"op\":\"hello\"}}\\n')\n    d=s.recv(4096)\n  print(d.decode().strip(), flush=True)\n  ss.append(s)\ntime.sleep(3)\n",
+            sock.display().to_string()
+        );
+        let mut py = Command::new("python3")
+            .uid(user.uid)
+            .gid(user.uid)
+            .args(["-c", &script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = py.stdout.take().unwrap();
+        let lines: Vec<String> = std::io::BufRead::lines(std::io::BufReader::new(out))
+            .take(9)
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            lines[..8].iter().all(|l| l.contains("\"ok\":true")),
+            "{lines:?}"
+        );
+        assert!(
+            lines[8].contains("busy") && lines[8].contains("uid"),
+            "{lines:?}"
+        );
+        let mut c = Client::connect(&sock).unwrap();
+        c.request("hello", json!({})).expect("root always gets in");
+        let _ = py.kill();
+        let _ = py.wait();
+    }
+    root.request("shutdown", json!({})).unwrap();
+    let out = wait_bounded(daemon_take(&mut daemon), Duration::from_secs(10));
+    assert!(out.status.success());
+    for c in [&mut hog, &mut other] {
+        let _ = c.kill();
+        let _ = c.wait();
     }
     let _ = std::fs::remove_file(&sock);
 }
