@@ -47,7 +47,18 @@ pub(crate) fn check_kind(
                 format!("0 or at least {MIN_INTERVAL}"),
                 None,
             )),
-            Ok(_) => None,
+            // `duration, at least 20us`: a duration the policy divides.
+            Ok(d) => {
+                let (_, least) = kind.split_once("at least ")?;
+                let least = hsched_core::time::parse_duration(least.trim(), None).ok()?;
+                (d > Duration::ZERO && d < least).then(|| {
+                    (
+                        format!("`{key}` = {d} is shorter than {least}, the least this policy takes"),
+                        format!("0 or at least {least}"),
+                        Some(format!("the policy divides `{key}` (`hsched policies` says how), and each part must be at least {MIN_INTERVAL}, the shortest interval hsched models")),
+                    )
+                })
+            }
         };
     }
     let bad = |what: &str| {

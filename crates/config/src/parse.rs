@@ -1694,6 +1694,25 @@ fn read_stage(
     if !pulses_ok {
         return None;
     }
+    // An unpaced source's cost is divided by the pulses in force: the
+    // fastest it gets must still cost an interval hsched models.
+    if let (None, Some(pv)) = (rate, tab.get("pulses")) {
+        let fastest = fastest_pulse(&pulses);
+        let least = Duration(((cost.as_nanos() as f64 / fastest) as u64).max(1));
+        if least < MIN_INTERVAL {
+            let e = r
+                .err(
+                    pv.span(),
+                    format!(
+                        "{what}: its `pulses` speed it up {fastest}-fold, to items of {least}, shorter than {MIN_INTERVAL}, the shortest interval hsched models"
+                    ),
+                )
+                .expected(format!("a `cost` of at least {MIN_INTERVAL} once divided by the factors of the pulses in force together"))
+                .hint(format!("raise `cost` to {} or more, or lower the `factor`s", Duration((MIN_INTERVAL.as_nanos() as f64 * fastest).ceil() as u64)));
+            r.push(e);
+            return None;
+        }
+    }
     Some(WorkloadSpec::Stage(StageSpec {
         input,
         output,
@@ -1702,6 +1721,29 @@ fn read_stage(
         pulses,
         report,
     }))
+}
+
+/// The largest product of the factors of pulses in force at one time (1
+/// when none speeds the source up).
+fn fastest_pulse(pulses: &[Pulse]) -> f64 {
+    // A sweep over the pulses' ends and starts, ends first at equal times
+    // (a pulse covers `[start, start + length)`).
+    let mut edges: Vec<(Duration, bool, f64)> = Vec::with_capacity(2 * pulses.len());
+    for p in pulses.iter().filter(|p| p.length > Duration::ZERO) {
+        edges.push((p.start, true, p.factor));
+        edges.push((p.start.saturating_add(p.length), false, p.factor));
+    }
+    edges.sort_by_key(|e| (e.0, e.1));
+    let (mut now, mut most) = (1.0f64, 1.0f64);
+    for (_, starts, factor) in edges {
+        if starts {
+            now *= factor;
+        } else {
+            now /= factor;
+        }
+        most = most.max(now);
+    }
+    most
 }
 
 /// Reads `key`, a number of `what`s per second, from [`MIN_RATE`] to `max`.

@@ -355,3 +355,54 @@ fn an_rtapp_thread_without_an_rtapp_file_is_explained_in_file_terms() {
     assert!(text.contains("--workload"), "{text}");
     assert!(!text.contains("`load`"), "{text}");
 }
+
+#[test]
+fn pulses_cannot_make_items_shorter_than_the_shortest_interval() {
+    let source = |pulses: &str| {
+        format!(
+            "[[queue]]\nname = \"q\"\nsize = 4\n[[scheduler]]\nname = \"fp\"\npolicy = \"fp\"\n\
+             [[thread]]\nname = \"t\"\nscheduler = \"fp\"\n\
+             workload = {{ kind = \"stage\", output = \"q\", cost = \"1us\", pulses = [{pulses}] }}\n"
+        )
+    };
+    let e = errors(&source(
+        "{ start = \"0s\", length = \"1s\", factor = 1000000 }",
+    ));
+    assert_eq!(e.len(), 1, "{e}");
+    assert!(e.0[0].message.contains("1ns"), "{e}");
+    assert!(e.0[0].message.contains("shorter than 1us"), "{e}");
+    // Overlapping pulses multiply; end to end, each alone is within bounds.
+    let two = |second: &str| {
+        source(&format!(
+            "{{ start = \"0s\", length = \"1s\" }}, {{ start = \"{second}\", length = \"1s\" }}"
+        ))
+        .replace("cost = \"1us\"", "cost = \"3us\"")
+    };
+    let e = errors(&two("500ms"));
+    assert!(e.0[0].message.contains("750ns"), "{e}");
+    parse_str(&two("1s"), "t.toml").unwrap();
+    // A slower source is no problem.
+    parse_str(
+        &source("{ start = \"0s\", length = \"1s\", factor = 0.001 }"),
+        "t.toml",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_nice_scaled_quantum_is_never_shorter_than_the_shortest_interval() {
+    for policy in ["best", "best-rate", "linux24"] {
+        let file = |q: &str| {
+            format!("[[scheduler]]\nname = \"b\"\npolicy = \"{policy}\"\nquantum = \"{q}\"\n")
+        };
+        // At nice 19 a child's quantum is 1/20 of it: 50 ns.
+        let e = errors(&file("1us"));
+        assert_eq!(e.len(), 1, "{policy}: {e}");
+        assert!(e.0[0].message.contains("quantum"), "{policy}: {e}");
+        assert!(
+            e.0[0].to_string().contains("at least 20us"),
+            "{policy}: {e}"
+        );
+        parse_str(&file("20us"), "t.toml").unwrap();
+    }
+}

@@ -60,7 +60,7 @@
 //! | instance | `confidence_threshold` | integer 0..=16 | `0` | a wake-up is periodic when its confidence is above this |
 //! | instance | `confidence_period` | `"updated"` / `"previous"` | `"updated"` | which `P_n` the confidence compares `P_est` with |
 //! | instance | `no_preempt_window` | duration | `10ms` | a running child with less budget left than this is not preempted by a wake-up |
-//! | instance | `quantum` | duration | `100ms` | the nice-0 quantum; nice scales it by `(20 − nice)/20` |
+//! | instance | `quantum` | duration, at least 20 µs (1 µs at nice 19) | `100ms` | the nice-0 quantum; nice scales it by `(20 − nice)/20` |
 //! | instance | `best_effort_deadline` | `"period"` / `"max-period"` | `"period"` | pseudo-deadline of a non-periodic wake-up: `wake + P_n` or `wake + max_period` |
 //! | instance | `initial_period` | duration | `0s` | `P_0` of a new child |
 //! | instance | `tick` | duration | `1.25ms` | resolution of the clock wake-ups are measured on (800 Hz); `0s` for exact |
@@ -150,7 +150,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
         ParamSpec {
             key: "quantum",
-            kind: "duration",
+            kind: "duration, at least 20us",
             default: "100ms",
             doc: "nice-0 quantum, scaled by (20 - nice)/20",
         },

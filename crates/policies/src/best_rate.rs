@@ -38,7 +38,7 @@
 //! | side | key | kind | default | meaning |
 //! |---|---|---|---|---|
 //! | instance | `usage_weight` | number or `"a/b"` | `1/3` | `w` in `U = (consumed + w·U)/(1+w)` |
-//! | instance | `quantum` | duration | `100ms` | the nice-0 quantum and budget, scaled by `(20 − nice)/20` |
+//! | instance | `quantum` | duration, at least 20 µs (1 µs at nice 19) | `100ms` | the nice-0 quantum and budget, scaled by `(20 − nice)/20` |
 //! | instance | `no_preempt_window` | duration | `10ms` | a running child with less budget left is not preempted by a wake-up |
 //! | instance | `initial_usage` | duration | `0s` | `U` of a new child |
 //! | instance | `load` | `"all"` / `"runnable"` | `"all"` | which children `L` sums over |
@@ -86,7 +86,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         },
         ParamSpec {
             key: "quantum",
-            kind: "duration",
+            kind: "duration, at least 20us",
             default: "100ms",
             doc: "nice-0 quantum and budget, scaled by (20 - nice)/20",
         },

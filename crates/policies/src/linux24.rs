@@ -43,7 +43,7 @@
 //! ## Parameters
 //! | side | key | kind | default | meaning |
 //! |---|---|---|---|---|
-//! | instance | `quantum` | duration | `100ms` | nice-0 quantum added to the counter at each epoch, scaled by `(20 − nice)/20` |
+//! | instance | `quantum` | duration, at least 20 µs (1 µs at nice 19) | `100ms` | nice-0 quantum added to the counter at each epoch, scaled by `(20 − nice)/20` |
 //! | instance | `hz` | integer | `800` | clock rate that counters are counted in for `goodness()` |
 //! | instance | `accounting` | `"exact"` / `"tick"` | `"exact"` | charge counters for the CPU time used, or a whole tick to whichever child runs at each tick of `hz` (what 2.4 does) |
 //! | instance | `proc_change_penalty` | integer | `15` | goodness bonus for the processor a child last ran on (more than one processor held) |
@@ -84,7 +84,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     instance_params: &[
         ParamSpec {
             key: "quantum",
-            kind: "duration",
+            kind: "duration, at least 20us",
             default: "100ms",
             doc: "nice-0 quantum added to the counter at each epoch, scaled by (20 - nice)/20",
         },
