@@ -117,7 +117,8 @@ use std::collections::BTreeMap;
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "coop",
-    summary: "fair share with cooperative domains and coop_poll (Sinha 2007): informed yields, policing",
+    summary:
+        "fair share with cooperative domains and coop_poll (Sinha 2007): informed yields, policing",
     source: "Sinha 2007, §2.3–2.5",
     instance_params: &[
         ParamSpec {
