@@ -58,7 +58,7 @@ pub struct SchedTrace {
     /// The longest stretch with no event at all, `None` with a single
     /// event (see [`SchedTrace::clock_jump`]).
     pub longest_silence: Option<Silence>,
-    /// Lines whose time is more than [`BACKWARDS_MAX`] before a line above
+    /// Lines whose time is more than `BACKWARDS_MAX` (1 ms) before a line above
     /// them (the trace is read in time order): how many, and the first
     /// one's line and how far back it goes (`hsched import` warns).
     pub backwards: Option<(usize, u32, Duration)>,
