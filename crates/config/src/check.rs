@@ -1063,32 +1063,58 @@ fn check_root_cpus<'x>(
     others: impl Iterator<Item = &'x SchedulerSpec>,
 ) {
     let site = format!("{path}.cpus");
+    // One error for the CPUs the machine lacks and one for the repeats,
+    // however long the list: an error per entry of a list of millions
+    // would take gigabytes.
     let mut seen = BTreeSet::new();
+    let (mut beyond, mut beyond_n) = (Vec::new(), 0usize);
+    let mut repeats: BTreeMap<usize, usize> = BTreeMap::new();
     for &c in &s.cpus {
         if c >= cpus {
-            let e = d
-                .make(
-                    &site,
-                    s.span,
-                    format!(
-                        "root `{}` names CPU {c}, but the machine has {cpus} CPU{}",
-                        s.name,
-                        if cpus == 1 { "" } else { "s" }
-                    ),
-                )
-                .expected(format!("CPU numbers from 0 to {}", cpus.saturating_sub(1)))
-                .hint("raise `cpus` in [machine] or remove the CPU from the list");
-            d.push(e);
+            beyond_n += 1;
+            if beyond.len() < 5 {
+                beyond.push(c.to_string());
+            }
         } else if !seen.insert(c) {
-            let e = d
-                .make(
-                    &site,
-                    s.span,
-                    format!("root `{}` lists CPU {c} twice", s.name),
-                )
-                .expected("each CPU once");
-            d.push(e);
+            *repeats.entry(c).or_insert(1) += 1;
         }
+    }
+    if beyond_n > 0 {
+        let list = match beyond_n - beyond.len() {
+            0 if beyond.len() == 1 => format!("CPU {}", beyond[0]),
+            0 => format!("CPUs {}", beyond.join(", ")),
+            more => format!("CPUs {} and {more} more", beyond.join(", ")),
+        };
+        let e = d
+            .make(
+                &site,
+                s.span,
+                format!(
+                    "root `{}` names {list}, but the machine has {cpus} CPU{}",
+                    s.name,
+                    if cpus == 1 { "" } else { "s" }
+                ),
+            )
+            .expected(format!("CPU numbers from 0 to {}", cpus.saturating_sub(1)))
+            .hint("raise `cpus` in [machine] or remove the CPU from the list");
+        d.push(e);
+    }
+    if !repeats.is_empty() {
+        let message = match repeats.iter().next() {
+            Some((c, 2)) if repeats.len() == 1 => format!("root `{}` lists CPU {c} twice", s.name),
+            Some((c, n)) if repeats.len() == 1 => {
+                format!("root `{}` lists CPU {c} {n} times", s.name)
+            }
+            _ => {
+                let list: Vec<String> = repeats.keys().map(|c| c.to_string()).collect();
+                format!(
+                    "root `{}` lists CPUs {} more than once",
+                    s.name,
+                    list.join(", ")
+                )
+            }
+        };
+        d.push(d.make(&site, s.span, message).expected("each CPU once"));
     }
     for other in others {
         let shared: Vec<String> = other

@@ -1014,9 +1014,12 @@ fn read_scheduler(
                     ));
                 r.push(e);
             }
+            // The first entry that is no CPU number is reported, not every
+            // one: a long list of them would take gigabytes of errors.
             for c in a.iter() {
-                if let Some(n) = r.uint(c, "cpus", u32::MAX as u64) {
-                    root_cpus.push(n as usize);
+                match r.uint(c, "cpus", u32::MAX as u64) {
+                    Some(n) => root_cpus.push(n as usize),
+                    None => break,
                 }
             }
         }

@@ -406,3 +406,46 @@ fn a_nice_scaled_quantum_is_never_shorter_than_the_shortest_interval() {
         parse_str(&file("20us"), "t.toml").unwrap();
     }
 }
+
+#[test]
+fn a_long_cpus_list_is_one_error_per_kind_of_problem() {
+    // A million entries: one error for the repeats, one for the CPUs the
+    // machine lacks and one for the entries that are no CPU number, not
+    // one per entry (each a few hundred bytes: a 16 MiB file of them took
+    // gigabytes).
+    let n = 1_000_000;
+    let mut list: Vec<String> = Vec::with_capacity(n);
+    for k in 0..n {
+        list.push(match k % 4 {
+            0 | 1 => "0".to_string(),
+            2 => (k + 8).to_string(),
+            _ => "\"x\"".to_string(),
+        });
+    }
+    let text = format!(
+        "[machine]\ncpus = 2\n[[scheduler]]\nname = \"fp\"\npolicy = \"fp\"\ncpus = [{}]\n",
+        list.join(", ")
+    );
+    let e = errors(&text);
+    let shown = e.to_string();
+    assert_eq!(e.len(), 1, "{shown}");
+    assert!(
+        shown.contains("is not a CPU number") || shown.contains("integer"),
+        "{shown}"
+    );
+    // Without the bad entries, the CPUs beyond the machine and the repeats.
+    let text = text.replace(", \"x\"", "");
+    let e = errors(&text);
+    let shown = e.to_string();
+    assert_eq!(e.len(), 2, "{shown}");
+    assert!(
+        shown.contains("root `fp` lists CPU 0 500000 times"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(
+            "root `fp` names CPUs 10, 14, 18, 22, 26 and 249995 more, but the machine has 2 CPUs"
+        ),
+        "{shown}"
+    );
+}
