@@ -2048,3 +2048,39 @@ fn import_warns_of_times_that_go_backwards() {
     let o = run(&["import", trace.to_str().unwrap()]);
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }
+
+#[test]
+fn sim_without_a_file_says_what_it_runs() {
+    let o = run(&["sim", "--duration", "100ms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "note: no FILE given: simulating the built-in copy of examples/home-computer.toml"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["sim", "examples/home-computer.toml", "--duration", "100ms"]);
+    assert!(!stderr(&o).contains("built-in"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_empty_file_is_valid_with_a_warning() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("empty.toml");
+    std::fs::write(&file, "# nothing yet\n").unwrap();
+    let o = run(&["check", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("ok (1 CPU, 0 schedulers, 0 threads)"),
+        "{}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning:") && err.contains("no [[scheduler]]"),
+        "{err}"
+    );
+    let o = run(&["check", "--quiet", file.to_str().unwrap()]);
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", stderr(&o));
+}

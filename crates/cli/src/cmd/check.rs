@@ -95,6 +95,14 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     }
     if !args.quiet {
         writeln!(out, "{}: ok ({})", args.file.display(), summary(&h))?;
+        if h.schedulers.is_empty() && h.threads.is_empty() && h.operations.is_empty() {
+            out.flush()?;
+            hsched_linux::diag!(
+                "warning: `{}` declares no [[scheduler]] and no [[thread]]: there is nothing to check\n  \
+                 = help: docs/hierarchy-format.md shows what a file holds; `hsched sim` without a file runs an example",
+                args.file.display()
+            );
+        }
         for note in a.notes() {
             writeln!(out, "{note}")?;
         }

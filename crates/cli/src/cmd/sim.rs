@@ -122,6 +122,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             path.display().to_string(),
         ),
         None => {
+            hsched_linux::diag!(
+                "note: no FILE given: simulating the built-in copy of examples/home-computer.toml"
+            );
             let mut h = input::default_example()?;
             if let Some(w) = &args.workload {
                 input::attach_workload(&mut h, w)?;
