@@ -223,7 +223,9 @@ impl Rd<'_> {
         if n as u64 > max {
             set(
                 self.err(v.span, format!("{what} is too long ({n} us)")),
-                Some(&format!("at most {max} us, that is {MAX_PARSED_TEXT}")),
+                Some(&format!(
+                    "at most {max} us (the longest duration is {MAX_PARSED_TEXT})"
+                )),
                 None,
             );
             return None;

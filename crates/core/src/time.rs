@@ -193,7 +193,7 @@ impl fmt::Debug for Instant {
 pub const MAX_PARSED: Duration = Duration(1 << 63);
 
 /// [`MAX_PARSED`] for messages.
-pub const MAX_PARSED_TEXT: &str = "2562047h (about 292 years)";
+pub const MAX_PARSED_TEXT: &str = "9223372036854775808ns (about 2562047.8h, 292 years)";
 
 /// Error from [`parse_duration`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -406,11 +406,18 @@ mod tests {
             let e = parse_duration(t, None).unwrap_err();
             assert!(e.is_too_long(), "{t}: {}", e.message);
             assert!(
-                e.message.contains("the longest duration is 2562047h"),
+                e.message
+                    .contains("the longest duration is 9223372036854775808ns"),
                 "{}",
                 e.message
             );
         }
+        // The longest the message names is the longest accepted.
+        let (longest, _) = MAX_PARSED_TEXT.split_once(' ').unwrap();
+        assert_eq!(parse_duration(longest, None), Ok(MAX_PARSED));
+        assert!(parse_duration("9223372036854775809ns", None)
+            .unwrap_err()
+            .is_too_long());
         let e = parse_duration("3000000 parsecs", None).unwrap_err();
         assert!(!e.is_too_long() && e.message.contains("unknown unit"));
         assert!(parse_duration(&format!("{}ns", MAX_PARSED.0), None).is_ok());
