@@ -73,6 +73,8 @@ const CLASS_EXIT: u8 = 3;
 /// Most scheduler-timer rounds at one instant before the run is declared
 /// stuck (the HSI guards a single round itself).
 const MAX_TIMER_ROUNDS_AT_ONE_INSTANT: u32 = 100_000;
+/// How long an instant under way when a stop comes may go on to finish.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 struct SimThread {
     name: String,
@@ -273,6 +275,8 @@ pub(crate) struct Engine<'h> {
     stop: Option<Arc<AtomicBool>>,
     /// The run was ended early by `stop`.
     interrupted: bool,
+    /// When the stop was first seen in the middle of an instant.
+    stop_seen: Option<std::time::Instant>,
     scheds: Vec<SchedRec>,
     timer_rounds: u32,
     timer_round_at: u64,
@@ -442,6 +446,7 @@ impl<'h> Engine<'h> {
             asked_end: setup.end,
             stop: setup.stop,
             interrupted: false,
+            stop_seen: None,
             scheds: Vec::new(),
             timer_rounds: 0,
             timer_round_at: 0,
@@ -590,15 +595,26 @@ impl<'h> Engine<'h> {
     }
 
     /// Whether the run was asked to stop; if so it now ends at `t`, the
-    /// next event's time, as if that were the end it was given. Between
-    /// instants every instant before the end is complete. Within one the
-    /// run ends at once, the instant's other events left undone: one
-    /// instant of thousands of events can take minutes, and a stop must
-    /// come in well under the time a service manager waits after SIGTERM.
+    /// next event's time, as if that were the end it was given, so every
+    /// instant before it is complete. An instant still under way when the
+    /// stop comes is finished first, unless that takes longer than
+    /// [`STOP_GRACE`]: one instant of thousands of events can take
+    /// minutes, and a stop must come in well under the time a service
+    /// manager waits after SIGTERM. Such a run ends in the middle of the
+    /// instant, its other events left undone.
     #[inline(always)]
     fn stop_before(&mut self, t: u64) -> bool {
         match &self.stop {
             Some(flag) if flag.load(Ordering::Relaxed) => {
+                if t == self.now
+                    && self
+                        .stop_seen
+                        .get_or_insert_with(std::time::Instant::now)
+                        .elapsed()
+                        < STOP_GRACE
+                {
+                    return false;
+                }
                 self.end = t;
                 self.interrupted = true;
                 true
