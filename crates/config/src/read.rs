@@ -313,7 +313,8 @@ impl<'s> Reader<'s> {
         self.src.span(r)
     }
 
-    /// Reports every key of `tab` not in `accepted`.
+    /// Reports every key of `tab` not in `accepted`, with a hint for a key
+    /// that belongs elsewhere ([`misplaced_hint`]) or a close spelling.
     pub fn unknown_keys(&mut self, tab: &Tab<'_, '_>, what: &str, accepted: &[&str]) {
         for (k, span) in tab.keys() {
             if !accepted.contains(&k) {
@@ -324,7 +325,10 @@ impl<'s> Reader<'s> {
                     } else {
                         one_of(accepted)
                     })
-                    .maybe_hint(did_you_mean(k, accepted.iter().copied()));
+                    .maybe_hint(
+                        misplaced_hint(what, k)
+                            .or_else(|| did_you_mean(k, accepted.iter().copied())),
+                    );
                 self.push(e);
             }
         }
@@ -570,4 +574,12 @@ impl<'s> Reader<'s> {
             }
         }
     }
+}
+
+/// What to write instead of a key that is valid elsewhere but not in
+/// `what`: a thread has one scheduler, so several parents take a join.
+fn misplaced_hint(what: &str, key: &str) -> Option<String> {
+    (what == "[[thread]]" && matches!(key, "parent" | "parents")).then(|| {
+        "a thread has one `scheduler`; to run it under several, give it a `join` scheduler whose `parents` are those (Regehr 2001, §9.3.4)".to_string()
+    })
 }

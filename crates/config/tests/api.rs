@@ -604,3 +604,17 @@ fn files_are_read_up_to_a_limit() {
     let e = load(&h).unwrap_err();
     assert!(e.to_string().contains("longer than 256 MiB"), "{e}");
 }
+
+#[test]
+fn parents_on_a_thread_point_to_a_join() {
+    for key in ["parents = [\"a\", \"b\"]", "parent = \"a\""] {
+        let text = format!(
+            "[[scheduler]]\nname = \"a\"\npolicy = \"ts\"\n[[scheduler]]\nname = \"b\"\npolicy = \"ts\"\n[[thread]]\nname = \"t\"\nscheduler = \"a\"\n{key}\nworkload = {{ kind = \"cpu-bound\" }}\n"
+        );
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown key") && e.contains("give it a `join` scheduler"),
+            "{e}"
+        );
+    }
+}
