@@ -53,7 +53,7 @@ pub const UNRESPONSIVE_NS: u64 = 3_000_000_000;
 /// watchdog restores them.
 pub const STOPPED_NS: u64 = 300_000_000;
 /// How often the watchdog looks at a daemon that holds threads.
-const LOOK_MS: i32 = 250;
+const LOOK_MS: i32 = 1000;
 /// The exit status of a watchdog that restored an unresponsive daemon's
 /// threads.
 pub const EXIT_UNRESPONSIVE: i32 = 3;
