@@ -52,8 +52,11 @@ pub const UNRESPONSIVE_NS: u64 = 3_000_000_000;
 /// How long a daemon that manages threads may be stopped before its
 /// watchdog restores them.
 pub const STOPPED_NS: u64 = 300_000_000;
-/// How often the watchdog looks at a daemon that holds threads.
-const LOOK_MS: i32 = 1000;
+/// How often, at least, the watchdog looks at a daemon that holds threads
+/// (its heartbeats wake it more often while it runs). A stop is confirmed
+/// [`STOPPED_NS`] after it is first seen, so a stopped daemon's threads are
+/// restored within `LOOK_MS` + [`STOPPED_NS`].
+pub const LOOK_MS: i32 = 250;
 /// The exit status of a watchdog that restored an unresponsive daemon's
 /// threads.
 pub const EXIT_UNRESPONSIVE: i32 = 3;
@@ -325,7 +328,12 @@ fn watchdog_main(
                         break;
                     }
                 }
-                let timeout = if held.is_empty() { -1 } else { LOOK_MS };
+                let timeout = match stopped_since {
+                    _ if held.is_empty() => -1,
+                    // Look again the moment the stop would count.
+                    Some(t) => ((t + STOPPED_NS).saturating_sub(now) / 1_000_000 + 1) as i32,
+                    None => LOOK_MS,
+                };
                 let fds: Vec<i32> = keep.clone();
                 let ready = sys::poll_many(&fds, timeout);
                 if ready.contains(&1) {
