@@ -7,6 +7,11 @@
 //! instance records `sched_switch`, `sched_wakeup` and `sched_wakeup_new` on
 //! every CPU with the monotonic clock while the command runs, then its text
 //! is copied to the output file and the instance is removed, on errors too.
+//! By default only the command's own threads and processes are traced
+//! (`set_event_pid` with the `event-fork` option, so that every thread and
+//! child they create is added as it is created): a switch or wake-up is
+//! kept when one of its two threads is the command's. With
+//! [`RecordOptions::all`] every thread of the machine is.
 //! An instance left by a recorder that was killed is removed by the next
 //! one. The command is not changed: it inherits the terminal, the
 //! environment and the signals (Ctrl-C reaches it as usual; SIGTERM and
@@ -16,6 +21,7 @@ use crate::observe;
 use crate::sys;
 use crate::LiveError;
 use std::io::{self, BufRead, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// The events recorded.
@@ -33,6 +39,9 @@ pub struct RecordOptions {
     /// Ring buffer per CPU, in KiB (the oldest events are dropped when it
     /// fills; the result says how many).
     pub buffer_kib: u32,
+    /// Trace every thread of the machine, not only the command's threads
+    /// and their descendants.
+    pub all: bool,
 }
 
 /// What was recorded.
@@ -113,8 +122,9 @@ fn remove_stale(instances: &Path) {
     }
 }
 
-/// Records the scheduler events of the whole machine while `opts.command`
-/// runs, and writes them as text to `opts.output`.
+/// Records the scheduler events of `opts.command`'s threads and
+/// descendants (of the whole machine with `opts.all`) while it runs, and
+/// writes them as text to `opts.output`.
 ///
 /// # Errors
 /// [`LiveError::Setup`]: a command that cannot be started or an output that
@@ -159,8 +169,16 @@ fn run_recorded(
     // Ctrl-C reaches the command through the terminal; the recorder waits
     // for it and cleans up. SIGTERM and SIGHUP are passed on.
     let sigs = sys::signalfd(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
-    inst.write("tracing_on", "1")?;
-    let pid = sys::spawn_fn(&[], || {
+    // The command waits on a pipe until it is in the pid filter: none of
+    // its events, nor its first children's, may come before.
+    let (go_r, go_w) = sys::pipe()?;
+    let go = go_r.as_raw_fd();
+    let pid = sys::spawn_fn(&[go], || {
+        let mut b = [0u8; 1];
+        if !matches!(sys::read(go, &mut b), Ok(1)) {
+            // The recorder could not set the filter up: run nothing.
+            return 125;
+        }
         let errno = exec.exec();
         crate::diag!(
             "hsched record: cannot run `{}`: {}",
@@ -169,9 +187,23 @@ fn run_recorded(
         );
         127
     })?;
+    drop(go_r);
+    let started = (|| {
+        if !opts.all {
+            filter_pid(inst, pid)?;
+        }
+        inst.write("tracing_on", "1")
+    })();
+    if let Err(e) = started {
+        // Closing the pipe unread ends the command before it runs.
+        drop(go_w);
+        let _ = sys::wait_pid(pid);
+        return Err(e);
+    }
+    sys::write_all(go_w.as_raw_fd(), b"g")?;
+    drop(go_w);
     let pidfd = sys::pidfd_open(pid)?;
     loop {
-        use std::os::fd::AsRawFd;
         let ready = sys::poll_many(&[pidfd.as_raw_fd(), sigs.as_raw_fd()], 1000);
         if ready.contains(&1) {
             while let Some(sig) = sys::read_signal(&sigs) {
@@ -199,6 +231,19 @@ fn run_recorded(
         events,
         dropped,
     })
+}
+
+/// Keeps the instance's events to those of `pid` and of the threads and
+/// processes it creates (the kernel adds each as it forks, and drops it when
+/// it exits).
+fn filter_pid(inst: &Instance, pid: i32) -> io::Result<()> {
+    inst.write("options/event-fork", "1").map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("{e} (this kernel cannot follow a command's children; record everything with --all)"),
+        )
+    })?;
+    inst.write("set_event_pid", &pid.to_string())
 }
 
 /// Copies the trace text and reads its `entries-in-buffer/entries-written`

@@ -9,10 +9,12 @@ use std::path::PathBuf;
 
 /// Long help.
 pub const LONG_ABOUT: &str = "\
-Run a command and record what the Linux scheduler did meanwhile, on every
-CPU: the sched_switch, sched_wakeup and sched_wakeup_new tracepoints, in a
-tracefs instance of its own that is removed afterwards (root, or write
-access to tracefs). The command is not changed; Ctrl-C reaches it as usual.
+Run a command and record what the Linux scheduler did to it meanwhile, on
+every CPU: the sched_switch, sched_wakeup and sched_wakeup_new tracepoints
+of the command's threads and of every thread and process it creates (with
+--all, of every thread on the machine), in a tracefs instance of its own
+that is removed afterwards (root, or write access to tracefs). The command
+is not changed; Ctrl-C reaches it as usual.
 The trace is text, for `hsched import`, which turns the command's threads
 into an rt-app workload the simulator replays. See docs/trace-replay.md.";
 
@@ -34,6 +36,10 @@ pub struct Args {
     #[arg(long, value_name = "KIB", default_value_t = 16384, value_parser = parse_kib,
           allow_negative_numbers = true)]
     pub buffer_kib: u32,
+    /// Trace every thread on the machine, not only the command's threads
+    /// and their descendants
+    #[arg(long)]
+    pub all: bool,
     /// The command to run, after `--`
     #[arg(
         required = true,
@@ -54,6 +60,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         command: args.command.clone(),
         output: args.output.clone(),
         buffer_kib: args.buffer_kib,
+        all: args.all,
     };
     let r = match record(&opts) {
         Ok(r) => r,
