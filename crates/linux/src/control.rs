@@ -78,17 +78,27 @@ pub struct Conn {
 }
 
 impl Server {
-    /// Binds `path` (replacing a stale socket), mode 0666 so that ordinary
-    /// users can connect; what they may do is decided per request.
+    /// Binds `path` (replacing a stale socket, refusing any other file),
+    /// mode 0666 so that ordinary users can connect; what they may do is
+    /// decided per request.
     ///
     /// # Errors
     /// The path is in use by a live daemon, or cannot be bound.
     pub fn bind(path: &Path, group: Option<u32>) -> io::Result<Server> {
-        if path.exists() {
+        if let Ok(m) = std::fs::symlink_metadata(path) {
             if UnixStream::connect(path).is_ok() {
                 return Err(io::Error::new(
                     io::ErrorKind::AddrInUse,
                     format!("{} is in use by a running daemon", path.display()),
+                ));
+            }
+            // Only a stale socket is replaced: a mistyped path must not
+            // delete a file.
+            use std::os::unix::fs::FileTypeExt;
+            if !m.file_type().is_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists and is not a socket", path.display()),
                 ));
             }
             let _ = std::fs::remove_file(path);
@@ -1066,6 +1076,25 @@ impl<'de> serde::de::Visitor<'de> for Strict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_socket_is_replaced_and_any_other_file_kept() {
+        let dir = std::env::temp_dir().join(format!("hsched-bind-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("not-a-socket");
+        std::fs::write(&file, "keep me").unwrap();
+        let e = Server::bind(&file, None)
+            .err()
+            .expect("a regular file is refused");
+        assert!(e.to_string().contains("is not a socket"), "{e}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+        let sock = dir.join("s.sock");
+        drop(UnixListener::bind(&sock).unwrap());
+        let s = Server::bind(&sock, None).expect("a stale socket is replaced");
+        assert!(Server::bind(&sock, None).is_err(), "a live one is not");
+        s.remove();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_request_with_a_key_twice_is_refused() {
