@@ -21,27 +21,16 @@ pub fn load(path: &Path) -> anyhow::Result<Hierarchy> {
     hsched_config::load(path).map_err(rendered)
 }
 
-/// [`load`] without the rt-app file the hierarchy names: `--workload`
-/// replaces it, so a missing or broken one does not matter.
-///
-/// # Errors
-/// The file cannot be read or is invalid.
-pub fn load_without_rtapp(path: &Path) -> anyhow::Result<Hierarchy> {
-    hsched_config::load_without_rtapp(path).map_err(rendered)
-}
-
-/// [`load`], or with `workload` given (`--workload`), [`load_without_rtapp`]
-/// with that workload attached in place of the file's own.
+/// [`load`], or with `workload` given (`--workload`), with that workload
+/// attached in place of the file's own (which is not read).
 ///
 /// # Errors
 /// Either file cannot be read or is invalid, or a task cannot be placed.
 pub fn load_with(path: &Path, workload: Option<&Path>) -> anyhow::Result<Hierarchy> {
-    let Some(w) = workload else {
-        return load(path);
-    };
-    let mut h = load_without_rtapp(path)?;
-    attach_workload(&mut h, w)?;
-    Ok(h)
+    match workload {
+        None => load(path),
+        Some(w) => hsched_config::load_with_workload(path, w).map_err(rendered),
+    }
 }
 
 /// The rt-app file `h`, read from `path`, names: relative to the hierarchy

@@ -74,23 +74,86 @@ pub fn load_with_policies(
     path: &Path,
     policies: &[hsched_policies::PolicyInfo],
 ) -> Result<Hierarchy, ConfigErrors> {
+    load_inner(path, None, policies)
+}
+
+/// Reads a hierarchy file and attaches the rt-app file at `rtapp` in place
+/// of the one it names (`hsched sim --workload`), which is not read.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_with_workload(path: &Path, rtapp: &Path) -> Result<Hierarchy, ConfigErrors> {
+    load_inner(path, Some(rtapp), hsched_policies::registry())
+}
+
+/// [`load`], with the rt-app file at `rtapp` instead of the one the file
+/// names. Operations may name the threads of the rt-app file, so when the
+/// hierarchy file has errors the rt-app file is still read and those
+/// operations are checked too: every problem is reported at once.
+fn load_inner(
+    path: &Path,
+    rtapp: Option<&Path>,
+    policies: &[hsched_policies::PolicyInfo],
+) -> Result<Hierarchy, ConfigErrors> {
     let name = path.display().to_string();
     let text = read_file(path, &name, None)?;
-    let mut h = parse_str_with_policies(&text, &name, policies)?;
-    let Some(rel) = h.workload.rtapp_file.clone() else {
-        return Ok(h);
+    let (mut h, invalid) = match parse::parse_partial(&text, &name, policies) {
+        Ok(h) => (h, None),
+        Err(mut i) => match i.hierarchy.take() {
+            Some(h) if rtapp.is_some() || h.workload.rtapp_file.is_some() => (*h, Some(i)),
+            _ => return Err(i.errs),
+        },
     };
-    let rpath = path.parent().unwrap_or(Path::new("")).join(&rel);
+    let (rpath, named_at) = match (rtapp, &h.workload.rtapp_file) {
+        (Some(p), _) => (p.to_path_buf(), None),
+        (None, Some(rel)) => (
+            path.parent().unwrap_or(Path::new("")).join(rel),
+            Some((h.workload_span(), text.as_str())),
+        ),
+        (None, None) => return Ok(h),
+    };
     let rname = rpath.display().to_string();
-    let span = h.workload_span();
-    let rtext = read_file(&rpath, &name, Some((span, &text)))?;
-    let w = parse_rtapp(&rtext, &rname)?;
-    let mut r = attach_rtapp_with_policies(&mut h, w, policies);
-    if let Err(e) = &mut r {
-        e.fill_source(&name, &text);
-        e.fill_source(&rname, &rtext);
+    let (broken_threads, broken_ops) = invalid.as_ref().map_or((&[][..], &[][..]), |i| {
+        (&i.broken_threads[..], &i.broken_ops[..])
+    });
+    let read = match named_at {
+        Some(_) => read_file(&rpath, &name, named_at),
+        // Given on the command line: no line of the hierarchy names it.
+        None => read_text(&rpath, MAX_FILE_BYTES).map_err(|e| {
+            let msg = format!("cannot read the rt-app file `{rname}`: {e}");
+            ConfigErrors::one(
+                ConfigError::new(&rname, 0, 0, msg).expected("a readable UTF-8 text file"),
+            )
+        }),
+    };
+    let attached = read.and_then(|rtext| {
+        let w = parse_rtapp(&rtext, &rname)?;
+        let mut r = rtapp::attach_rtapp_sparing(&mut h, w, policies, broken_threads, broken_ops);
+        if let Err(e) = &mut r {
+            e.fill_source(&name, &text);
+            e.fill_source(&rname, &rtext);
+        }
+        r
+    });
+    let Some(invalid) = invalid else {
+        return attached.map(|()| h);
+    };
+    // What the first reading found is reported once, even where the
+    // timeline check with the rt-app threads finds it again.
+    let mut errs = invalid.errs;
+    if let Err(more) = attached {
+        let known: std::collections::BTreeSet<(String, String)> = errs
+            .iter()
+            .map(|e| (e.file.clone(), e.message.clone()))
+            .collect();
+        errs.0.extend(
+            more.0
+                .into_iter()
+                .filter(|e| !known.contains(&(e.file.clone(), e.message.clone()))),
+        );
+        errs.sort();
     }
-    r.map(|()| h)
+    Err(errs)
 }
 
 /// Reads a hierarchy file without the rt-app file it names, for a caller

@@ -120,12 +120,45 @@ pub fn parse_str_with_policies(
     file_name: &str,
     policies: &[PolicyInfo],
 ) -> Result<Hierarchy, ConfigErrors> {
+    parse_partial(text, file_name, policies).map_err(|i| i.errs)
+}
+
+/// An invalid hierarchy file: its errors, and the hierarchy as far as it
+/// could be read, so that [`crate::load`] can still check the operations
+/// that name threads of its rt-app file.
+pub(crate) struct Invalid {
+    pub errs: ConfigErrors,
+    /// `None` when the file is not TOML or too large to read on.
+    pub hierarchy: Option<Box<Hierarchy>>,
+    /// Threads (indices) whose tables had errors.
+    pub broken_threads: Vec<usize>,
+    /// Operations (indices) whose tables had errors.
+    pub broken_ops: Vec<usize>,
+}
+
+impl Invalid {
+    fn only(errs: ConfigErrors) -> Self {
+        Invalid {
+            errs,
+            hierarchy: None,
+            broken_threads: Vec::new(),
+            broken_ops: Vec::new(),
+        }
+    }
+}
+
+/// [`parse_str_with_policies`], keeping what was read of an invalid file.
+pub(crate) fn parse_partial(
+    text: &str,
+    file_name: &str,
+    policies: &[PolicyInfo],
+) -> Result<Hierarchy, Invalid> {
     let src = Source::new(file_name, text);
     let (doc, syntax) = DeTable::parse_recoverable(text);
     if !syntax.is_empty() {
         let mut errs = ConfigErrors(syntax.iter().map(|e| syntax_error(&src, e)).collect());
         errs.sort();
-        return Err(errs);
+        return Err(Invalid::only(errs));
     }
     let mut r = Reader::new(&src);
     let root = Tab {
@@ -161,7 +194,7 @@ pub fn parse_str_with_policies(
             r.push(e);
             let mut errs = ConfigErrors(std::mem::take(&mut r.errs));
             errs.sort();
-            return Err(errs);
+            return Err(Invalid::only(errs));
         }
         for (i, tab) in tabs.into_iter().enumerate() {
             let path = format!("sched.{i}");
@@ -307,7 +340,12 @@ pub fn parse_str_with_policies(
     } else {
         let mut errs = ConfigErrors(errs);
         errs.sort();
-        Err(errs)
+        Err(Invalid {
+            errs,
+            hierarchy: Some(Box::new(h)),
+            broken_threads,
+            broken_ops,
+        })
     }
 }
 

@@ -1079,6 +1079,19 @@ pub fn attach_rtapp_with_policies(
     w: RtAppWorkload,
     policies: &[PolicyInfo],
 ) -> Result<(), ConfigErrors> {
+    attach_rtapp_sparing(h, w, policies, &[], &[])
+}
+
+/// [`attach_rtapp_with_policies`] to a hierarchy whose file had errors:
+/// the threads and operations (indices) whose tables had them are not
+/// checked again, so that what follows from those errors is not reported.
+pub(crate) fn attach_rtapp_sparing(
+    h: &mut Hierarchy,
+    w: RtAppWorkload,
+    policies: &[PolicyInfo],
+    broken_threads: &[usize],
+    broken_ops: &[usize],
+) -> Result<(), ConfigErrors> {
     let mut g = h.clone();
     let toml_file = g.file.clone();
     let json_file = w.file.clone();
@@ -1211,8 +1224,8 @@ pub fn attach_rtapp_with_policies(
             threads: &[],
             ops: &[],
             strict_threads: true,
-            broken_threads: &[],
-            broken_ops: &[],
+            broken_threads,
+            broken_ops,
             rtapp_file: &json_file,
         };
         check_timeline(&mut tdiag, &mut g, policies, &sites);

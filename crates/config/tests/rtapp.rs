@@ -429,3 +429,47 @@ fn a_declared_thread_without_params_takes_its_tasks_fields() {
         "{e}"
     );
 }
+
+/// Writes `files` into a fresh directory of its own and returns it.
+fn scratch(tag: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("hsched-config-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    dir
+}
+
+/// docs/hierarchy-format.md promises every problem at once: an operation
+/// naming a thread of the rt-app file is checked even when another
+/// operation of the hierarchy file has an error, and the error found on
+/// both readings is reported once.
+#[test]
+fn operation_errors_with_an_rtapp_file_are_reported_together() {
+    let toml = "default = \"ts\"\n[workload]\nrtapp = \"w.json\"\n\
+        [[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n\
+        [[at]]\ntime = \"1ms\"\nop = \"move-thread\"\nthread = \"video\"\nto = \"nosuch\"\n\
+        [[at]]\ntime = \"2ms\"\nop = \"move-thread\"\nthread = \"viddeo\"\nto = \"ts\"\n";
+    let json = r#"{"tasks": {"video": {"run": 5000, "timer": {"ref": "t", "period": 20000}}}}"#;
+    let dir = scratch("ops-together", &[("h.toml", toml), ("w.json", json)]);
+    let e = load(&dir.join("h.toml")).unwrap_err();
+    let messages: Vec<&str> = e.0.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "the operation at 1ms uses `nosuch`, which is not a declared scheduler",
+            "no thread is named `viddeo`",
+        ],
+        "{e}"
+    );
+    // The same with the rt-app file given in place of the file's own.
+    let e = load_with_workload(&dir.join("h.toml"), &dir.join("w.json")).unwrap_err();
+    assert_eq!(e.len(), 2, "{e}");
+    // And an unreadable rt-app file is one more problem, not a hidden one.
+    std::fs::remove_file(dir.join("w.json")).unwrap();
+    let e = load(&dir.join("h.toml")).unwrap_err();
+    assert_eq!(e.len(), 2, "{e}");
+    assert!(e.to_string().contains("cannot read the rt-app file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
