@@ -45,6 +45,8 @@ pub struct LiveStats {
     pub resyncs: u64,
     /// Why the run ended.
     pub ended_by: String,
+    /// The programs of the file that could not be launched: name, why.
+    pub launch_failures: Vec<(String, String)>,
     /// Where stolen time was measured (`off`, `procstat`, `trace`).
     pub stolen_source: String,
     /// Stolen time measured per managed CPU, ns.
@@ -348,6 +350,11 @@ impl Report {
         });
         // Apart: one more key inside the macro passes its recursion limit.
         v["live"]["rules"] = json!({"placed": st.rule_placed, "moved": st.rule_moves});
+        v["live"]["launch_failures"] = st
+            .launch_failures
+            .iter()
+            .map(|(name, error)| json!({"name": name, "error": error}))
+            .collect();
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
 
