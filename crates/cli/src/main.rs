@@ -13,14 +13,9 @@
 // an escaped `\[sim\]` would show its backslashes in `--help`.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::bare_urls)]
 
-mod analysis;
-mod cmd;
-mod compare;
-mod input;
-mod numbers;
-mod outcome;
-mod output;
-mod progress;
+// The verbs live in the library target (src/lib.rs), which the Python
+// package also links.
+use hsched_cli::{cmd, outcome};
 
 use clap::{Parser, Subcommand};
 use hsched_linux::diag;
@@ -116,14 +111,14 @@ enum Command {
     #[command(
         long_about = cmd::run::LONG_ABOUT,
         after_help = cmd::run::EXAMPLES,
-        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::run::EXAMPLES)
+        after_long_help = format!("{}\n\n{}", cmd::run::EXAMPLES, cmd::run::EXIT_STATUS)
     )]
     Run(cmd::run::Args),
     /// Send a control request to a running `hsched run` daemon
     #[command(
         long_about = cmd::ctl::LONG_ABOUT,
         after_help = cmd::ctl::EXAMPLES,
-        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::ctl::EXAMPLES)
+        after_long_help = format!("{}\n\n{}", cmd::ctl::EXAMPLES, cmd::ctl::EXIT_STATUS)
     )]
     Ctl(cmd::ctl::Args),
     /// Measure the time this machine steals from a reserved thread (root)
@@ -133,6 +128,13 @@ enum Command {
         after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::stolen::EXAMPLES)
     )]
     Stolen(cmd::stolen::Args),
+    /// Generate a random periodic task set (UUniFast, Randfixedsum) as a hierarchy file
+    #[command(
+        long_about = cmd::generate::LONG_ABOUT,
+        after_help = cmd::generate::EXAMPLES,
+        after_long_help = format!("{}\n\n{EXIT_STATUS_HELP}", cmd::generate::EXAMPLES)
+    )]
+    Generate(cmd::generate::Args),
 }
 
 fn main() -> ExitCode {
@@ -162,6 +164,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(&args),
         Command::Ctl(args) => cmd::ctl::run(&args),
         Command::Stolen(args) => cmd::stolen::run(&args),
+        Command::Generate(args) => cmd::generate::run(&args),
     };
     match result {
         Ok(outcome) => outcome.exit_code(),

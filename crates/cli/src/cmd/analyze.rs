@@ -259,6 +259,25 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     })
 }
 
+/// `hsched analyze --json`'s report for `h` as data (`hsched-analyze/1`,
+/// docs/guarantees.md), with `file` the name it is reported under; the
+/// same analysis as [`run`], without the files it can write.
+pub fn report_json(
+    h: &Hierarchy,
+    file: &str,
+    tolerance: f64,
+    horizon: Duration,
+) -> serde_json::Value {
+    let a = analysis::analyze(h);
+    let apps: Vec<AppReport> = a
+        .rm_groups()
+        .iter()
+        .map(|g| analyse_group(&a, g, tolerance, horizon))
+        .collect();
+    let all_met = apps.iter().all(|r| r.verdict == Verdict::Met);
+    json_report(&a, file, &apps, &a.findings(), a.is_ok() && all_met)
+}
+
 /// The error for an output that could not be written. The files this run
 /// wrote before it are removed, so a failed run leaves no partial set of
 /// figures behind.

@@ -10,6 +10,7 @@
 pub mod analyze;
 pub mod check;
 pub mod ctl;
+pub mod generate;
 pub mod import;
 pub mod policies;
 pub mod record;
