@@ -294,11 +294,34 @@ pub(crate) struct GuaranteeProblem {
     pub hint: String,
 }
 
+/// The smallest share or rate a guarantee may give: what reports print with
+/// six decimals (`0.000001`).
+const MIN_SHARE: f64 = 1e-6;
+
 /// Checks guarantee text with `hsched_guarantee`'s parser (Regehr 2001,
 /// §5.2.1).
 pub(crate) fn guarantee_syntax(text: &str) -> Result<(), GuaranteeProblem> {
     use hsched_guarantee::parse::ParseErrorKind as K;
-    match text.parse::<hsched_guarantee::Guarantee>() {
+    use hsched_guarantee::Guarantee as G;
+    match text.parse::<G>() {
+        // hsched prints shares with six decimals: a smaller one would be
+        // printed as 0, which it cannot read back.
+        Ok(G::Ps { share: s } | G::Psbe { share: s, .. } | G::ResU { rate: s })
+            if s < MIN_SHARE =>
+        {
+            let mut words = text.split_whitespace();
+            let kind = words.next().unwrap_or_default();
+            let token = words.next().unwrap_or_default();
+            let offset = text.find(kind).unwrap_or(0) + kind.len();
+            let offset = offset + text[offset..].find(token).unwrap_or(0);
+            Err(GuaranteeProblem {
+                offset,
+                token: token.to_string(),
+                problem: format!("the share `{token}` is smaller than {MIN_SHARE}, the smallest share hsched prints"),
+                expected: format!("a share from {MIN_SHARE} (0.0001%) to 1"),
+                hint: String::new(),
+            })
+        }
         Ok(_) => Ok(()),
         Err(e) => Err(GuaranteeProblem {
             offset: e.offset,

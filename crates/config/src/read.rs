@@ -270,6 +270,13 @@ pub(crate) fn duration_of(key: &str, v: &ParamValue) -> Result<Duration, Duratio
                 "write `{key} = \"{n}ms\"` (in quotes) for milliseconds"
             )),
         }),
+        ParamValue::Float(x) if !x.is_finite() => Err(DurationProblem {
+            message: format!(
+                "`{key}` = {x} is not a duration: a duration is a finite number with a unit"
+            ),
+            expected: DURATION_EXPECTED.into(),
+            hint: None,
+        }),
         ParamValue::Float(x) => Err(DurationProblem {
             message: format!("`{key}` = {x} is a bare number; a duration needs a unit"),
             expected: DURATION_EXPECTED.into(),
@@ -554,7 +561,7 @@ impl<'s> Reader<'s> {
                 _ => {
                     let e = self
                         .err(v.span(), format!("`{key}` must be a finite number"))
-                        .expected("a number such as `0.25`");
+                        .expected("a finite number such as `0.25`, or for a duration a finite number with a unit, in quotes (\"10ms\")");
                     self.push(e);
                     None
                 }

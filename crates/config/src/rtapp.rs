@@ -173,6 +173,17 @@ struct Rd<'s> {
     /// A task went over MAX_THREADS or MAX_TOTAL_STEPS: the rest are not
     /// read (each would only repeat that error).
     full: bool,
+    /// The thread names made so far: the task and instance each comes from.
+    names: BTreeMap<String, (String, usize)>,
+}
+
+/// A thread made from an rt-app task, as messages name it.
+fn instance_name(task: &str, k: usize) -> String {
+    if k == 0 {
+        format!("task `{task}`")
+    } else {
+        format!("instance {} of task `{task}`", k + 1)
+    }
 }
 
 impl Rd<'_> {
@@ -286,6 +297,7 @@ pub fn parse_rtapp(json_text: &str, file_name: &str) -> Result<RtAppWorkload, Co
         errs: Vec::new(),
         steps: 0,
         full: false,
+        names: BTreeMap::new(),
     };
     let doc = match json::parse(json_text) {
         Ok(d) => d,
@@ -484,6 +496,17 @@ fn read_events(
             continue;
         };
         any_event = true;
+        if steps.len() >= MAX_STEPS {
+            set(
+                rd.err(
+                    k.span,
+                    format!("task `{task}` has more than {MAX_STEPS} events: `{name}` is one too many"),
+                ),
+                Some(&format!("at most {MAX_STEPS} steps")),
+                Some("hsched runs a task's events as one program of at most that many steps; loop over fewer events instead".into()),
+            );
+            break;
+        }
         if !SUPPORTED_EVENTS.contains(&ev) {
             set(
                 rd.err(k.span, format!("rt-app event `{name}` in task `{task}` is not supported")),
@@ -755,6 +778,21 @@ fn read_task(
         } else {
             format!("{name}-{k}")
         };
+        // Instances are named `NAME-k`, which another task may be called.
+        if let Some((task, j)) = rd.names.get(&tname) {
+            let first = instance_name(task, *j);
+            let msg = format!(
+                "{first} and {} are both named `{tname}`",
+                instance_name(&name, k)
+            );
+            set(
+                rd.err(key.span, msg),
+                Some("thread names used once (instances beyond the first are named `NAME-1`, `NAME-2`, ...)"),
+                Some("rename one of the tasks".into()),
+            );
+            continue;
+        }
+        rd.names.insert(tname.clone(), (name.to_string(), k));
         out.push(RtAppTask {
             name: tname,
             program: program.clone(),

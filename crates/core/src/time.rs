@@ -221,7 +221,7 @@ impl std::error::Error for ParseDurationError {}
 /// Parses a duration with a unit: `33ms`, `1.5ms`, `250us`, `2s`, `100ns`,
 /// `1m` (minutes), `1h`. A bare number is taken in `bare_unit_ns` nanoseconds per
 /// unit (milliseconds in guarantees, following the dissertation) or refused
-/// when `bare_unit_ns` is `None`.
+/// when `bare_unit_ns` is `None`, except zero (`0`, `0.0`), which needs none.
 ///
 /// # Errors
 /// Empty text, a negative number, an unknown unit, a bare number where a
@@ -267,6 +267,8 @@ pub fn parse_duration(
         "h" => 3_600_000_000_000,
         "" => match bare_unit_ns {
             Some(s) => s.into(),
+            // Zero is zero in any unit.
+            None if value == 0.0 => return Ok(Duration::ZERO),
             None => {
                 return Err(err(format!(
                     "`{t}` has no unit; write it with one of ns, us, ms, s, min, h (e.g. `{t}ms`)"
@@ -358,6 +360,11 @@ mod tests {
         assert_eq!(ns("5.ms"), Ok(5_000_000));
         assert_eq!(ns("0.333333333333333333333333333ms"), Ok(333_333));
         assert_eq!(ns("000012.000us"), Ok(12_000));
+        // Zero needs no unit; any other bare number does.
+        assert_eq!(ns("0"), Ok(0));
+        assert_eq!(ns(" 0.0 "), Ok(0));
+        assert!(ns("0.5").is_err());
+        assert!(ns("1").is_err());
         assert_eq!(ns("-0ms"), Ok(0));
         assert_eq!(ns("5\u{b5}s"), Ok(5_000));
         assert_eq!(ns("5\u{3bc}s"), Ok(5_000));
