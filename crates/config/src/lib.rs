@@ -42,6 +42,7 @@ mod json;
 pub mod model;
 mod parse;
 mod read;
+pub mod rm;
 mod rtapp;
 mod sched_trace;
 

@@ -42,6 +42,9 @@ pub struct Hierarchy {
     /// live mode, in file order: the first that matches wins; a thread no
     /// rule matches joins its creator's scheduler.
     pub rules: Vec<ThreadRule>,
+    /// The resource manager's rules, delegations and timed requests
+    /// (`[rm]`, Regehr 2001, ch. 8).
+    pub rm: crate::rm::RmConfig,
     /// Name of the file this hierarchy was read from, for diagnostics.
     pub file: String,
 }
@@ -278,11 +281,14 @@ pub struct QueueSpec {
     pub span: Span,
 }
 
-/// A principal: a user or domain whose total CPU share is reported.
+/// A principal: a user or domain whose total CPU share is reported, and
+/// which the resource manager accounts requests to.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrincipalSpec {
     /// Name.
     pub name: String,
+    /// What the resource manager knows of it (user or group, uid, groups).
+    pub rm: crate::rm::PrincipalRm,
 }
 
 /// What a simulated thread does: threads as programmable state machines

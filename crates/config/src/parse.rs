@@ -27,6 +27,7 @@ const TOP_KEYS: &[&str] = &[
     "workload",
     "rule",
     "at",
+    "rm",
 ];
 const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "timer", "stolen"];
 const SIM_KEYS: &[&str] = &["duration", "seed"];
@@ -217,6 +218,7 @@ pub(crate) fn parse_partial(
     let rules = read_thread_rules(&mut r, root.get("rule"));
     let (operations, op_paths, broken_ops) =
         read_ops(&mut r, root.get("at"), policies, machine.cpus);
+    let rm = crate::rm::read_section(&mut r, &root, &principals, &scheds, &threads);
     // Every [[scheduler]] table counts, read or not.
     let mut schedulers = root
         .get("scheduler")
@@ -323,6 +325,7 @@ pub(crate) fn parse_partial(
         rtapp: None,
         workload,
         rules: rules.into_iter().map(|(rule, _)| rule).collect(),
+        rm,
         file: file_name.to_string(),
     };
     let ts = TimelineSites {
@@ -809,7 +812,8 @@ fn read_principals(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<PrincipalSpec> 
     let mut out: Vec<PrincipalSpec> = Vec::new();
     let Some(v) = v else { return out };
     for tab in r.tables(v, "principal") {
-        r.unknown_keys(&tab, "[[principal]]", &["name"]);
+        r.unknown_keys(&tab, "[[principal]]", crate::rm::PRINCIPAL_KEYS);
+        let rm = crate::rm::read_principal(r, &tab);
         let Some(nv) = tab.get("name") else {
             r.missing(&tab, "[[principal]]", "name", "\"alice\"");
             continue;
@@ -824,7 +828,7 @@ fn read_principals(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<PrincipalSpec> 
             r.push(e);
             continue;
         }
-        out.push(PrincipalSpec { name });
+        out.push(PrincipalSpec { name, rm });
     }
     out
 }

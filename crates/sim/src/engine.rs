@@ -1629,6 +1629,7 @@ impl<'h> Engine<'h> {
             principals,
             machine,
             queues,
+            requests: Vec::new(),
             interrupted: self.interrupted,
         }
     }

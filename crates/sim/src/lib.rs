@@ -178,6 +178,18 @@ pub fn run_with_policies(
     opts: SimOptions,
     policies: &[PolicyInfo],
 ) -> Result<Report, SimError> {
+    // Timed requests go through the resource manager (Regehr 2001, ch. 8),
+    // whose decisions become reservation operations of the run.
+    let (planned, decisions) = if h.rm.requests.is_empty() {
+        (None, Vec::new())
+    } else {
+        let mut c = h.clone();
+        let d = hsched_rm::sim::apply(&mut c).map_err(|e| SimError::Build {
+            message: format!("resource manager: {e}"),
+        })?;
+        (Some(c), d)
+    };
+    let h = planned.as_ref().unwrap_or(h);
     let hsi = hsched_config::build_hsi_with(h, policies).map_err(|e| match e {
         BuildError::Hsi {
             error: HsiError::Protocol(violations),
@@ -215,5 +227,7 @@ pub fn run_with_policies(
         progress: opts.progress,
         stop: opts.stop,
     };
-    engine::Engine::new(h, policies, hsi, h.threads.clone(), setup)?.run()
+    let mut report = engine::Engine::new(h, policies, hsi, h.threads.clone(), setup)?.run()?;
+    report.requests = decisions.iter().map(ToString::to_string).collect();
+    Ok(report)
 }

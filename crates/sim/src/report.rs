@@ -34,6 +34,11 @@ pub struct Report {
     pub machine: MachineReport,
     /// Pipeline queues (`[[queue]]`), in file order.
     pub queues: Vec<QueueReport>,
+    /// The resource manager's decisions on the file's `[[rm.request]]`s,
+    /// one line each, in the order made (`2s #3 a3: granted at rez
+    /// (RESBH 2 10)`). Written to the JSON only when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<String>,
     /// The run was stopped early ([`SimOptions::stop`], Ctrl-C in `hsched
     /// sim`): `duration_ns` is the time simulated, shorter than asked.
     /// Written to the JSON only when true.
