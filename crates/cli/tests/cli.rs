@@ -1839,6 +1839,7 @@ fn a_signal_while_the_files_load_ends_hsched_at_once() {
 /// live tests' business (crates/linux/tests/live.rs).
 #[test]
 fn run_compare_puts_the_simulation_beside_the_measurement() {
+    let _turn = live_turn();
     if let Err(e) = hsched_linux::check_support() {
         eprintln!("SKIPPED: {e}");
         return;
@@ -2083,4 +2084,181 @@ fn an_empty_file_is_valid_with_a_warning() {
     );
     let o = run(&["check", "--quiet", file.to_str().unwrap()]);
     assert!(o.status.success() && o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+/// Issue #39: `run --cpus 0` on a two-processor file said "scheduler
+/// `root` names processor 1" (no root names one there) and exited 1. A
+/// list shorter than the file is a usage error, checked before anything
+/// needs root, and says what `--cpus` must be.
+#[test]
+fn a_cpus_list_shorter_than_the_file_is_a_usage_error() {
+    let o = run(&["run", "examples/web-servers.toml", "--cpus", "0"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--cpus 0 lists 1 CPU but the hierarchy runs on 2 processors")
+            && err.contains("--cpus must list at least 2 online CPUs"),
+        "{err}"
+    );
+    assert!(!err.contains("names processor"), "{err}");
+    assert!(o.stdout.is_empty());
+    for (args, says) in [
+        (&["--cpus", "1,1"][..], "CPU 1 is listed twice"),
+        (
+            &["--socket", "/tmp/x.sock", "--no-socket"],
+            "cannot be used with",
+        ),
+    ] {
+        let o = run(&[&["run", "examples/web-servers.toml"][..], args].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// Issue #39: `run --help` and `ctl --help` described their options in
+/// prose and ended with the generic exit table ("the file is valid…").
+#[test]
+fn run_and_ctl_help_list_their_options_and_their_own_exit_statuses() {
+    let help = |verb: &str| {
+        let o = run(&[verb, "--help"]);
+        assert!(o.status.success(), "{verb} --help");
+        stdout(&o)
+    };
+    let r = help("run");
+    for opt in [
+        "--cpus <LIST>",
+        "--duration <D>",
+        "--socket <PATH>",
+        "--no-socket",
+        "--group <GID>",
+        "--scheduler <NAME>",
+        "--param <KEY=VALUE>",
+        "--no-workloads",
+        "--fifo-priority <N>",
+        "--stolen <SOURCE>",
+        "--stolen-irq-overhead <D>",
+        "--json",
+        "-o, --output <FILE>",
+        "--compare",
+        "[-- <COMMAND>...]",
+    ] {
+        assert!(r.contains(opt), "run --help does not list {opt}:\n{r}");
+    }
+    assert!(!r.contains("Options: --cpus"), "{r}");
+    assert!(r.contains("3  this machine cannot run live mode"), "{r}");
+    let c = help("ctl");
+    for opt in [
+        "--socket <PATH>",
+        "[default: /run/hsched.sock]",
+        "--json",
+        "<OP>",
+    ] {
+        assert!(c.contains(opt), "ctl --help does not list {opt}:\n{c}");
+    }
+    assert!(c.contains("1  no daemon answers on the socket"), "{c}");
+    for (verb, h) in [("run", &r), ("ctl", &c)] {
+        assert!(h.contains("Exit status:"), "{verb}");
+        assert!(!h.contains("the file is valid"), "{verb} --help:\n{h}");
+        assert!(!h.contains("130  sim:"), "{verb} --help:\n{h}");
+    }
+    // A mistyped operation or field is a usage error before any daemon.
+    for args in [&["ctl"][..], &["ctl", "bogus"], &["ctl", "show", "nokey"]] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// One live run of this file's tests at a time: the CPU locks they hold
+/// let their own daemons in, and only one daemon can serve the default
+/// control socket.
+fn live_turn() -> std::sync::MutexGuard<'static, ()> {
+    static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Issue #39 (root, live mode): `hsched ctl`'s first example reaches a
+/// daemon started the ordinary way, which serves /run/hsched.sock and still
+/// ends with its program; a run whose only program cannot be launched
+/// fails at once, naming it.
+#[test]
+fn a_live_run_serves_ctl_by_default_and_fails_when_nothing_launches() {
+    let _turn = live_turn();
+    if let Err(e) = hsched_linux::check_support() {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let sock = Path::new(hsched_linux::ctl::DEFAULT_SOCKET);
+    if std::os::unix::net::UnixStream::connect(sock).is_ok() {
+        eprintln!("SKIPPED: a daemon already serves {}", sock.display());
+        return;
+    }
+    let cpus = hsched_linux::sys::online_cpus();
+    let _locks = hsched_linux::cpulock::CpuLocks::acquire_wait(
+        &cpus,
+        hsched_linux::cpulock::Sharing::WithChildren,
+        std::time::Duration::from_secs(120),
+    )
+    .expect("the CPUs, within 2 minutes");
+    let cpu = cpus.last().unwrap().to_string();
+    let dir = scratch("live-default-socket");
+    let ts = "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n";
+    let napper = dir.join("napper.toml");
+    std::fs::write(
+        &napper,
+        format!("{ts}[[thread]]\nname = \"napper\"\nexec = [\"sleep\", \"2\"]\n"),
+    )
+    .unwrap();
+    let daemon = hsched()
+        .args(["run", napper.to_str().unwrap(), "--cpus", &cpu, "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let shown = loop {
+        let o = run(&["ctl", "--json", "show"]);
+        if o.status.success() {
+            break serde_json::from_slice::<Value>(&o.stdout).unwrap();
+        }
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "ctl never reached the daemon: {}",
+            stderr(&o)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let names: Vec<&str> = shown["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"napper"), "{shown}");
+    let o = daemon.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["live"]["ended_by"], "programs exited");
+    assert!(!sock.exists(), "the socket outlived the run");
+
+    let ghost = dir.join("ghost.toml");
+    std::fs::write(
+        &ghost,
+        format!("{ts}[[thread]]\nname = \"ghost\"\nexec = [\"/nonexistent\"]\n"),
+    )
+    .unwrap();
+    let o = run(&[
+        "run",
+        ghost.to_str().unwrap(),
+        "--cpus",
+        &cpu,
+        "--duration",
+        "30s",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no program could be launched") && err.contains("`ghost`: `/nonexistent`"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
 }

@@ -2,7 +2,7 @@
 //! the `hsched` binary (and `hsched-live`) only forward their arguments:
 //!
 //! ```text
-//! hsched run FILE [--cpus 0,1] [--duration 10s] [--socket PATH] [--group GID]
+//! hsched run FILE [--cpus 0,1] [--duration 10s] [--socket PATH | --no-socket] [--group GID]
 //!                 [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads]
 //!                 [--fifo-priority N] [--stolen off|procstat|trace]
 //!                 [--stolen-irq-overhead D] [--json]
@@ -10,10 +10,15 @@
 //! hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...
 //! ```
 //!
-//! `run` exits with 0, 1 (an error during the run), 2 (bad arguments or
-//! file, a CPU that is not online, a program that cannot be run) or 3 (live mode impossible here: a missing kernel feature, not
-//! root, or a requested CPU managed by another daemon, see
-//! [`crate::cpulock`]; nothing was changed).
+//! `run` serves the control socket at [`DEFAULT_SOCKET`], where `ctl`
+//! looks by default, unless given `--socket PATH` (then it lasts until
+//! stopped, as a daemon) or `--no-socket`. It exits with 0, 1 (an error
+//! during the run, or some of the file's programs could not be launched,
+//! or none), 2 (bad arguments or file, a `--cpus` list too short for the
+//! file, a CPU that is not online, a `-- COMMAND` that cannot be run) or
+//! 3 (live mode impossible here: a missing kernel feature, not root, a
+//! requested CPU managed by another daemon, see [`crate::cpulock`], or a
+//! control socket a running daemon answers on; nothing was changed).
 //!
 //! In `ctl`, `KEY=VALUE` pairs become the request's fields; a value is
 //! read as JSON when it parses (numbers, `true`, arrays) and as a string
@@ -27,7 +32,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 /// Usage of `run`.
-pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--fifo-priority N] [--stolen off|procstat|trace] [--stolen-irq-overhead D] [--json] [--output FILE] [-- COMMAND ARGS...]";
+pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH | --no-socket] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--fifo-priority N] [--stolen off|procstat|trace] [--stolen-irq-overhead D] [--json] [--output FILE] [-- COMMAND ARGS...]";
 /// Usage of `ctl`.
 pub const CTL_USAGE: &str = "usage: hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...   (OP: hello, show, create, destroy, move, begin-reservation, end-reservation, set-params, set-share, set-default, attach, detach, shutdown)";
 
@@ -43,6 +48,114 @@ fn param_value(s: &str) -> ParamValue {
     }
 }
 
+/// Parses a `--cpus` list: CPUs and ranges, `0,2-3`, each CPU once.
+///
+/// # Errors
+/// A message naming the bad list.
+pub fn parse_cpu_list(v: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("bad CPU list `{v}`: expected CPUs and ranges, e.g. 0,2-3");
+    let mut cpus: Vec<usize> = Vec::new();
+    for part in v.split(',') {
+        match part.split_once('-') {
+            Some((x, y)) => {
+                let (x, y): (usize, usize) =
+                    (x.parse().map_err(|_| bad())?, y.parse().map_err(|_| bad())?);
+                if x > y {
+                    return Err(format!(
+                        "bad CPU list `{v}`: the range {x}-{y} runs backwards"
+                    ));
+                }
+                cpus.extend(x..=y);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    let mut sorted = cpus.clone();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("bad CPU list `{v}`: CPU {} is listed twice", w[0]));
+    }
+    Ok(cpus)
+}
+
+/// Parses `--fifo-priority`: 1 to one below the daemon's priority, or 0.
+///
+/// # Errors
+/// A message saying the range.
+pub fn parse_fifo_priority(v: &str) -> Result<u32, String> {
+    let daemon = RunOptions::default().daemon_priority;
+    // Granted threads must stay below the daemon, which has to preempt
+    // them to take a processor back.
+    match v.parse::<u32>() {
+        Ok(p) if p < daemon => Ok(p),
+        _ => Err(format!(
+            "--fifo-priority takes 1 to {} (below the daemon's SCHED_FIFO {daemon}), or 0 to leave the threads' own policy",
+            daemon - 1
+        )),
+    }
+}
+
+/// Parses a `--param KEY=VALUE`.
+///
+/// # Errors
+/// No `=`.
+pub fn parse_param(v: &str) -> Result<(String, ParamValue), String> {
+    let (k, val) = v
+        .split_once('=')
+        .ok_or_else(|| format!("--param needs KEY=VALUE, not `{v}`"))?;
+    Ok((k.to_string(), param_value(val)))
+}
+
+/// Where the control socket goes: `--socket PATH` (the run then lasts
+/// until it is stopped: a daemon), none with `--no-socket`, else
+/// [`DEFAULT_SOCKET`], which `hsched ctl` talks to by default. Returns the
+/// path and whether the run lasts until stopped.
+///
+/// # Errors
+/// Both options.
+pub fn socket_choice(
+    socket: Option<PathBuf>,
+    no_socket: bool,
+) -> Result<(Option<PathBuf>, bool), String> {
+    match (socket, no_socket) {
+        (Some(_), true) => Err("--socket and --no-socket exclude each other".into()),
+        (Some(p), false) => Ok((Some(p), true)),
+        (None, true) => Ok((None, false)),
+        (None, false) => Ok((Some(PathBuf::from(DEFAULT_SOCKET)), false)),
+    }
+}
+
+/// Whether `cpus` (`--cpus`) gives every root of `h` the processors it
+/// names: processor *i* of the file is the *i*-th CPU of the list.
+///
+/// # Errors
+/// A message saying how many CPUs `--cpus` must list.
+pub fn check_cpus_fit(h: &hsched_config::Hierarchy, cpus: &[usize]) -> Result<(), String> {
+    let needed = h
+        .schedulers
+        .iter()
+        .filter(|s| s.parents.is_empty())
+        .flat_map(|s| s.cpus.iter().map(|&c| c + 1))
+        .max()
+        .unwrap_or(1);
+    if cpus.len() >= needed {
+        return Ok(());
+    }
+    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+    let machine = if h.machine.cpus == needed {
+        format!(" (`[machine] cpus = {needed}`)")
+    } else {
+        String::new()
+    };
+    Err(format!(
+        "--cpus {} lists {} CPU{} but the hierarchy runs on {needed} processors{machine}: --cpus must list at least {needed} online CPUs, one for each processor of the file (e.g. --cpus 0-{}), or be left out to manage the last {needed}",
+        list.join(","),
+        cpus.len(),
+        if cpus.len() == 1 { "" } else { "s" },
+        needed - 1
+    ))
+}
+
 /// Parses `hsched run` arguments (after the verb) into the file and options.
 ///
 /// # Errors
@@ -52,6 +165,7 @@ pub fn parse_run_args(args: &[String]) -> Result<RunArgs, String> {
     let mut file = None;
     let mut json = false;
     let mut output = None;
+    let (mut socket, mut no_socket) = (None, false);
     let mut it = args.iter().enumerate();
     let need = |v: Option<(usize, &String)>, flag: &str| {
         v.map(|(_, s)| s.clone())
@@ -67,34 +181,14 @@ pub fn parse_run_args(args: &[String]) -> Result<RunArgs, String> {
                 opts.command = Some(cmd);
                 break;
             }
-            "--cpus" => {
-                let v = need(it.next(), a)?;
-                let mut cpus = Vec::new();
-                for part in v.split(',') {
-                    match part.split_once('-') {
-                        Some((x, y)) => {
-                            let (x, y): (usize, usize) = (
-                                x.parse().map_err(|_| format!("bad CPU list `{v}`"))?,
-                                y.parse().map_err(|_| format!("bad CPU list `{v}`"))?,
-                            );
-                            if x > y {
-                                return Err(format!(
-                                    "bad CPU list `{v}`: the range {x}-{y} runs backwards"
-                                ));
-                            }
-                            cpus.extend(x..=y);
-                        }
-                        None => cpus.push(part.parse().map_err(|_| format!("bad CPU list `{v}`"))?),
-                    }
-                }
-                opts.cpus = Some(cpus);
-            }
+            "--cpus" => opts.cpus = Some(parse_cpu_list(&need(it.next(), a)?)?),
             "--duration" => {
                 let v = need(it.next(), a)?;
                 opts.duration =
                     Some(parse_run_length(&v).map_err(|e| format!("--duration: {}", e.message))?);
             }
-            "--socket" => opts.socket = Some(need(it.next(), a)?.into()),
+            "--socket" => socket = Some(PathBuf::from(need(it.next(), a)?)),
+            "--no-socket" => no_socket = true,
             "--group" => {
                 opts.control_group = Some(
                     need(it.next(), a)?
@@ -104,24 +198,10 @@ pub fn parse_run_args(args: &[String]) -> Result<RunArgs, String> {
             }
             "--scheduler" => opts.command_scheduler = Some(need(it.next(), a)?),
             "--param" => {
-                let v = need(it.next(), a)?;
-                let (k, val) = v.split_once('=').ok_or("--param needs KEY=VALUE")?;
-                opts.command_params.insert(k, param_value(val));
+                let (k, v) = parse_param(&need(it.next(), a)?)?;
+                opts.command_params.insert(&k, v);
             }
-            "--fifo-priority" => {
-                // Granted threads must stay below the daemon, which has to
-                // preempt them to take a processor back.
-                let top = opts.daemon_priority - 1;
-                opts.fifo_priority = match need(it.next(), a)?.parse::<u32>() {
-                    Ok(p) if p <= top => p,
-                    _ => {
-                        return Err(format!(
-                            "--fifo-priority takes 1 to {top} (below the daemon's SCHED_FIFO {}), or 0 to leave the threads' own policy",
-                            opts.daemon_priority
-                        ))
-                    }
-                };
-            }
+            "--fifo-priority" => opts.fifo_priority = parse_fifo_priority(&need(it.next(), a)?)?,
             "--no-workloads" => opts.run_workloads = false,
             "--stolen" => opts.stolen = need(it.next(), a)?.parse()?,
             "--stolen-irq-overhead" => {
@@ -137,6 +217,7 @@ pub fn parse_run_args(args: &[String]) -> Result<RunArgs, String> {
         }
     }
     let file = file.ok_or("a hierarchy FILE is required")?;
+    (opts.socket, opts.until_stopped) = socket_choice(socket, no_socket)?;
     Ok(RunArgs {
         file,
         opts,
@@ -167,13 +248,7 @@ pub fn run_main(args: &[String]) -> i32 {
                 done.report.to_table()
             };
             let code = done.out.write(&text);
-            // The fail-safe ended the run: its report is there, but the run
-            // did not go as asked.
-            if code == 0 && done.report.stats.ended_by.starts_with("fail-safe") {
-                1
-            } else {
-                code
-            }
+            code.max(done.run_status())
         }
         Err(code) => code,
     }
@@ -192,22 +267,54 @@ pub struct RunDone {
     pub out: crate::out::ReportOut,
 }
 
+impl RunDone {
+    /// 1 when the run has a report but did not go as asked, else 0: the
+    /// fail-safe ended it, or some of the file's programs could not be
+    /// launched (named here, after the report).
+    pub fn run_status(&self) -> i32 {
+        let failed = &self.report.stats.launch_failures;
+        if !failed.is_empty() {
+            let why: Vec<String> = failed
+                .iter()
+                .map(|(name, e)| format!("\n  `{name}`: {e}"))
+                .collect();
+            crate::diag!(
+                "hsched run: {} of the file's programs could not be launched; the report covers the others:{}",
+                failed.len(),
+                why.concat()
+            );
+            return 1;
+        }
+        i32::from(self.report.stats.ended_by.starts_with("fail-safe"))
+    }
+}
+
 /// `hsched run` up to its report, for callers that print more with it.
 ///
 /// # Errors
 /// The exit code, after saying why on stderr: 2 for bad arguments or an
 /// unusable file, 3 where live mode is impossible (nothing was changed),
-/// 1 for an error during the run.
+/// 1 for an error during the run, or when no program could be launched.
 pub fn run_report(args: &[String]) -> Result<RunDone, i32> {
+    let args = parse_run_args(args).map_err(|e| {
+        crate::diag!("hsched run: {e}\n{RUN_USAGE}");
+        2
+    })?;
+    run_parsed(args)
+}
+
+/// [`run_report`] of arguments already parsed (the `hsched` binary's
+/// own command line).
+///
+/// # Errors
+/// As [`run_report`].
+pub fn run_parsed(args: RunArgs) -> Result<RunDone, i32> {
     let RunArgs {
         file,
         opts,
         json,
         output,
-    } = parse_run_args(args).map_err(|e| {
-        crate::diag!("hsched run: {e}\n{RUN_USAGE}");
-        2
-    })?;
+    } = args;
     // An unreadable or invalid file is an input error (2), like every verb.
     let h = hsched_config::load(&file).map_err(|e| {
         crate::diag!("{e}");
@@ -216,6 +323,13 @@ pub fn run_report(args: &[String]) -> Result<RunDone, i32> {
     if let Err(e) = h.check_live() {
         crate::diag!("{e}");
         return Err(2);
+    }
+    // Before the root check: a usage error whoever runs it.
+    if let Some(cpus) = &opts.cpus {
+        if let Err(e) = check_cpus_fit(&h, cpus) {
+            crate::diag!("hsched run: {e}");
+            return Err(2);
+        }
     }
     if let Some(note) = opts.duration.and_then(|d| h.unreached_note(d)) {
         crate::diag!("{note}");
@@ -241,7 +355,9 @@ pub fn run_report(args: &[String]) -> Result<RunDone, i32> {
                 crate::LiveError::Usage(_) => 2,
                 // Live mode impossible here (a missing feature, or another
                 // daemon manages a requested CPU); nothing was changed.
-                crate::LiveError::Unsupported(_) | crate::LiveError::CpuBusy { .. } => 3,
+                crate::LiveError::Unsupported(_)
+                | crate::LiveError::CpuBusy { .. }
+                | crate::LiveError::SocketBusy { .. } => 3,
                 _ => 1,
             })
         }
@@ -399,6 +515,14 @@ pub fn ctl_main(args: &[String]) -> i32 {
                 "hsched ctl: cannot reach the daemon at {}: {e}",
                 socket.display()
             );
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) {
+                crate::diag!(
+                    "  = help: `hsched run` serves {DEFAULT_SOCKET} unless given --socket PATH (then use `hsched ctl --socket PATH`) or --no-socket"
+                );
+            }
             return 1;
         }
     };
@@ -446,6 +570,10 @@ mod tests {
         assert_eq!(o.command, Some(vec!["sleep".to_string(), "1".to_string()]));
         assert!(!json);
         assert_eq!(output, None);
+        // `ctl` finds it where it looks by default; the run still ends
+        // with its programs.
+        assert_eq!(o.socket, Some(PathBuf::from(DEFAULT_SOCKET)));
+        assert!(!o.until_stopped);
         let a: Vec<String> = ["f.toml", "--json", "-o", "r.json", "--", "sleep", "1"]
             .iter()
             .map(|s| s.to_string())
@@ -488,6 +616,37 @@ mod tests {
         ] {
             let e = parse(args).unwrap_err();
             assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_socket_is_the_default_one_a_chosen_one_or_none() {
+        let parse = |extra: &[&str]| {
+            let a: Vec<String> = ["f.toml"]
+                .iter()
+                .chain(extra)
+                .map(|s| s.to_string())
+                .collect();
+            parse_run_args(&a).map(|r| (r.opts.socket, r.opts.until_stopped))
+        };
+        let sock = Some(PathBuf::from("/tmp/x.sock"));
+        assert_eq!(parse(&["--socket", "/tmp/x.sock"]), Ok((sock, true)));
+        assert_eq!(parse(&["--no-socket"]), Ok((None, false)));
+        let e = parse(&["--no-socket", "--socket", "/tmp/x.sock"]).unwrap_err();
+        assert!(e.contains("exclude each other"), "{e}");
+    }
+
+    #[test]
+    fn a_cpu_list_names_each_cpu_once() {
+        assert_eq!(parse_cpu_list("3,0-1"), Ok(vec![3, 0, 1]));
+        for (bad, says) in [
+            ("0,0", "CPU 0 is listed twice"),
+            ("0-2,1", "CPU 1 is listed twice"),
+            ("", "expected CPUs and ranges"),
+            ("a", "expected CPUs and ranges"),
+        ] {
+            let e = parse_cpu_list(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 

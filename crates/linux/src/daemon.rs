@@ -315,6 +315,17 @@ impl Daemon {
         // One daemon per CPU (cpulock.rs), before anything changes.
         let cpu_lock =
             crate::cpulock::CpuLocks::try_acquire(&cpus, crate::cpulock::Sharing::Exclusive)?;
+        // A daemon on other CPUs may answer on the same socket: refuse it
+        // now, before anything changes (Server::bind checks again).
+        if let Some(path) = &opts.socket {
+            if let Ok(s) = std::os::unix::net::UnixStream::connect(path) {
+                let holder = sys::peer_cred(s.as_raw_fd()).ok().map(|(pid, _, _)| pid);
+                return Err(LiveError::SocketBusy {
+                    path: path.clone(),
+                    holder: holder.filter(|&p| p > 0),
+                });
+            }
+        }
         let mut hsi = hierarchy::build_hsi(h, cpus.len())?;
         // No policy trace (`coop` writes policing into VP parameters, which
         // crate::coop reads when it replies), except to print it for
@@ -555,6 +566,8 @@ impl Daemon {
         let mut ready = Vec::new();
         self.cpu_base = sys::thread_cpu_ns();
         self.pump();
+        // The file's programs that start at once may all have failed.
+        self.check_end();
         while !self.shutdown {
             self.arm_timer();
             ready.clear();
@@ -584,6 +597,28 @@ impl Daemon {
             self.pump();
             self.heartbeat();
             self.check_end();
+        }
+        if self.groups.iter().all(|g| !g.launched) && !self.stats.launch_failures.is_empty() {
+            self.shutdown_all();
+            let why: Vec<String> = self
+                .stats
+                .launch_failures
+                .iter()
+                .map(|(name, e)| format!("\n  `{name}`: {e}"))
+                .collect();
+            // EMFILE: each followed thread holds perf events on every CPU.
+            let help = if why.iter().any(|w| w.contains("(os error 24)")) {
+                format!(
+                    "\n  = help: each program needs about {} file descriptors here (6 per online CPU); raise the open-file limit (`ulimit -n`)",
+                    6 * sys::online_cpus().len()
+                )
+            } else {
+                String::new()
+            };
+            return Err(LiveError::Setup(format!(
+                "no program could be launched, so nothing ran:{}{help}",
+                why.concat()
+            )));
         }
         Ok(self.finish())
     }
@@ -962,8 +997,15 @@ impl Daemon {
             self.shutdown = true;
         }
         let launched: Vec<&Group> = self.groups.iter().filter(|g| g.launched).collect();
+        // Asked to launch programs, none of which could be: the run failed,
+        // however long it was to last (Daemon::run says which and why).
+        if self.launches.is_empty() && launched.is_empty() && !self.stats.launch_failures.is_empty()
+        {
+            self.stats.ended_by = "no program could be launched".into();
+            self.shutdown = true;
+        }
         if self.end_at.is_none()
-            && self.server.is_none()
+            && !self.opts.until_stopped
             && self.launches.is_empty()
             && !launched.is_empty()
             && launched.iter().all(|g| g.exit_status.is_some())
@@ -1036,6 +1078,9 @@ impl Daemon {
             let spec = self.h.threads[i].clone();
             if let Err(e) = self.launch_spec(i, &spec) {
                 crate::diag!("hsched: could not launch `{}`: {e}", spec.name);
+                self.stats
+                    .launch_failures
+                    .push((spec.name.clone(), e.to_string()));
             }
         }
         while let Some(&(t, g)) = self.kills.first() {
@@ -2080,6 +2125,11 @@ impl Daemon {
         if let Err(e) = result {
             let _ = sys::kill(pid, libc::SIGKILL);
             drop(w);
+            // Killed before its first instruction, it was never one of the
+            // run's programs: no report of it (its group is the last one).
+            self.release_thread(pid);
+            self.gone.retain(|g| g.group != gi);
+            self.groups.truncate(gi);
             return Err(e);
         }
         // Released from the pipe, the program is runnable: whether it had

@@ -82,6 +82,13 @@ pub enum LiveError {
     Setup(String),
     /// A system call failed.
     Io(String),
+    /// A running daemon already answers on the control socket `path`.
+    SocketBusy {
+        /// The socket.
+        path: PathBuf,
+        /// The process listening there, if the kernel says.
+        holder: Option<i32>,
+    },
     /// Another hsched daemon manages `cpu` ([`cpulock`]): one daemon per CPU.
     CpuBusy {
         /// The Linux CPU.
@@ -99,6 +106,17 @@ impl std::fmt::Display for LiveError {
             LiveError::Refused(m) => write!(f, "refused: {m}"),
             LiveError::Usage(m) | LiveError::Setup(m) => write!(f, "{m}"),
             LiveError::Io(m) => write!(f, "{m}"),
+            LiveError::SocketBusy { path, holder } => {
+                write!(f, "the control socket {} is in use by ", path.display())?;
+                match holder {
+                    Some(pid) => write!(f, "a running daemon (pid {pid})")?,
+                    None => write!(f, "a running daemon")?,
+                }
+                write!(
+                    f,
+                    "; give this run another one with --socket PATH, or none with --no-socket"
+                )
+            }
             LiveError::CpuBusy { cpu, holder } => cpulock::LockError::Busy {
                 cpu: *cpu,
                 holder: *holder,
@@ -138,8 +156,14 @@ pub struct RunOptions {
     /// Also run threads without `exec` as built-in workload programs
     /// ([`probe`]) so simulator files run live unchanged.
     pub run_workloads: bool,
-    /// Control socket path (none: no control interface).
+    /// Control socket path (none: no control interface). A socket a
+    /// running daemon answers on is refused ([`LiveError::SocketBusy`]); a
+    /// stale one is replaced.
     pub socket: Option<PathBuf>,
+    /// Keep running once every launched program has exited, until
+    /// `duration`, SIGINT or SIGTERM, or a `shutdown` request: a daemon
+    /// that programs are attached to (`hsched run --socket PATH`).
+    pub until_stopped: bool,
     /// A group whose members may use every control operation.
     pub control_group: Option<u32>,
     /// SCHED_FIFO priority of granted threads (0: leave their policy).
@@ -172,6 +196,7 @@ impl Default for RunOptions {
             command_params: Params::new(),
             run_workloads: true,
             socket: None,
+            until_stopped: false,
             control_group: None,
             fifo_priority: 10,
             daemon_priority: 80,

@@ -83,7 +83,11 @@ fn a_second_daemon_on_a_cpu_is_refused_and_other_cpus_work_side_by_side() {
     );
     let file = hierarchy();
     let a_runs = Duration::from_secs(4);
-    let mut a = daemon(&file, &c1.to_string(), "4s").spawn().unwrap();
+    // Neither serves the default control socket, which only one could.
+    let mut a = daemon(&file, &c1.to_string(), "4s")
+        .arg("--no-socket")
+        .spawn()
+        .unwrap();
     let t0 = Instant::now();
     while holder(c1) != Some(a.id()) {
         if let Some(st) = a.try_wait().unwrap() {
@@ -126,7 +130,10 @@ fn a_second_daemon_on_a_cpu_is_refused_and_other_cpus_work_side_by_side() {
     );
 
     // Another CPU: runs beside the first daemon, which is not disturbed.
-    let c = daemon(&file, &c0.to_string(), "1s").output().unwrap();
+    let c = daemon(&file, &c0.to_string(), "1s")
+        .arg("--no-socket")
+        .output()
+        .unwrap();
     let cerr = String::from_utf8_lossy(&c.stderr);
     assert!(c.status.success(), "daemon on CPU {c0}: {cerr}");
     let r: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();

@@ -3002,3 +3002,157 @@ workload = { kind = "periodic", period = "10ms", exec = "1ms" }
     }
     let _ = std::fs::remove_file(&sock);
 }
+
+/// Runs `hsched-live run FILE --cpus CPU --json ARGS` through `sh`, after
+/// `limits` (e.g. `ulimit -n 32`), and waits at most 30 s.
+fn run_in_shell(limits: &str, file: &Path, args: &[&str]) -> std::process::Output {
+    let cmd = format!(
+        "{limits}; exec \"$0\" run \"$1\" --cpus {} --json {}",
+        test_cpu(),
+        args.join(" ")
+    );
+    let child = Command::new("sh")
+        .args(["-c", &cmd, bin()])
+        .arg(file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_bounded(child, Duration::from_secs(30))
+}
+
+/// Issue #39: a run none of whose programs could be launched printed an
+/// empty report and exited 0 (with `--duration`), or ran until a signal
+/// (without). Now it ends at once with status 1 and names each program and
+/// why; a run where some were launched reports them, names the others and
+/// exits 1 too.
+#[test]
+fn a_run_whose_programs_cannot_be_launched_fails_naming_them() {
+    let Some(_g) = live() else { return };
+    let ts = "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n";
+    let none = write_file(
+        "unlaunchable.toml",
+        &format!("{ts}[[thread]]\nname = \"ghost\"\nexec = [\"/nonexistent/hsched-ghost\"]\n"),
+    );
+    let some = write_file(
+        "half-launchable.toml",
+        &format!(
+            "{ts}[[thread]]\nname = \"ghost\"\nexec = [\"/nonexistent/hsched-ghost\"]\n\
+             [[thread]]\nname = \"napper\"\nexec = [\"sleep\", \"0.2\"]\n"
+        ),
+    );
+    for extra in [&[][..], &["--duration", "20s"]] {
+        let t0 = Instant::now();
+        let out = run_in_shell(":", &none, extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains("no program could be launched")
+                && err.contains("`ghost`: `/nonexistent/hsched-ghost`: No such file"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "a report of nothing was printed");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    }
+    // Too few descriptors for perf events: each program fails for that.
+    let out = run_in_shell("ulimit -n 32", &some, &["--no-socket"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("`napper`: perf events: Too many open files") && err.contains("ulimit -n"),
+        "{err}"
+    );
+    // One of two: the run goes on with the other, then fails.
+    let out = run_in_shell(":", &some, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("1 of the file's programs could not be launched") && err.contains("`ghost`"),
+        "{err}"
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["live"]["ended_by"], "programs exited");
+    assert!(
+        program(&r, "napper")["threads"].as_u64().unwrap() >= 1,
+        "{r}"
+    );
+    let failed = &r["live"]["launch_failures"];
+    assert_eq!(failed.as_array().map(Vec::len), Some(1), "{failed}");
+    assert_eq!(failed[0]["name"], "ghost");
+}
+
+/// Issue #39: `hsched ctl` looks for `/run/hsched.sock`, where `hsched run`
+/// now listens unless told otherwise; a second daemon (on other CPUs) is
+/// refused the socket the first one answers on, before it changes
+/// anything; a stale socket is replaced, and the socket goes with the run.
+#[test]
+fn run_serves_the_default_socket_that_ctl_uses() {
+    let Some(_g) = live() else { return };
+    let sock = Path::new(hsched_linux::ctl::DEFAULT_SOCKET);
+    if Client::connect(sock).is_ok() {
+        eprintln!("SKIPPED: a daemon already serves {}", sock.display());
+        return;
+    }
+    // A stale socket, as a `kill -9`ed daemon leaves it.
+    let _ = std::fs::remove_file(sock);
+    drop(std::os::unix::net::UnixListener::bind(sock).unwrap());
+    let f = write_file(
+        "default-socket.toml",
+        "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n\
+         [[thread]]\nname = \"napper\"\nexec = [\"sleep\", \"3\"]\n",
+    );
+    let cpu = test_cpu().to_string();
+    let daemon = Command::new(bin())
+        .arg("run")
+        .arg(&f)
+        .args(["--cpus", &cpu, "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = daemon.id() as u64;
+    let t0 = Instant::now();
+    let hello = loop {
+        let out = Command::new(bin()).args(["ctl", "hello"]).output().unwrap();
+        if out.status.success() {
+            break serde_json::from_slice::<Value>(&out.stdout).unwrap();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "ctl never got in");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(hello["pid"], pid, "{hello}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode, 0o666,
+        "anyone may connect; requests are authorised one by one"
+    );
+    let online = hsched_linux::sys::online_cpus();
+    if let Some(other) = online.iter().find(|&&c| c != test_cpu()) {
+        let out = Command::new(bin())
+            .arg("run")
+            .arg(&f)
+            .args(["--cpus", &other.to_string(), "--duration", "1s"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(
+            err.contains(&format!(
+                "/run/hsched.sock is in use by a running daemon (pid {pid})"
+            )) && err.contains("--no-socket"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    // The socket does not keep the run going: it ends with its program.
+    let out = wait_bounded(daemon, Duration::from_secs(20));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["live"]["ended_by"], "programs exited");
+    assert!(!sock.exists(), "the socket outlived the run");
+}

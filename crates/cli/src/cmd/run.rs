@@ -15,23 +15,16 @@ Run real Linux programs under a hierarchy (live mode, root only). The
 daemon loads FILE, launches the `exec = [...]` of its threads (or the
 COMMAND after `--`), follows every thread and child they create, enforces
 the hierarchy's decisions on the managed CPUs, serves the control socket
-(see `hsched ctl`) and prints the same report as the simulator, measured.
-Every managed thread gets its original policy, priority, affinity and
-runnable state back on exit, on SIGINT/SIGTERM, or if the daemon dies (a
-watchdog outlives it). See docs/live-mode.md.
+/run/hsched.sock (see `hsched ctl`) and prints the same report as the
+simulator, measured. Every managed thread gets its original policy,
+priority, affinity and runnable state back on exit, on SIGINT/SIGTERM, or
+if the daemon dies (a watchdog outlives it). See docs/live-mode.md.
 
-Options: --cpus LIST (default: all), --duration D (default: until the
-programs exit), --socket PATH, --group GID (may use the socket),
---scheduler NAME and --param KEY=VALUE (where COMMAND goes), --no-workloads,
---fifo-priority N (SCHED_FIFO of granted threads, 1 to 79, default 10; 0
-leaves their policy), --stolen off|procstat|trace (measure time stolen by
-interrupts and feed it to the hierarchy; see docs/stolen-time.md),
---stolen-irq-overhead D, --json, -o/--output FILE (write the report there,
-not to standard output, which the programs share; the file is created
-before anything runs), --compare (then simulate the file for as long as
-the run lasted and show, program by program, the share, jobs, misses and
-largest lateness simulated beside those measured; with --json, under the
-key `compare`).";
+The run ends when every launched program has exited (a file without
+programs: on Ctrl-C), after --duration, on Ctrl-C or SIGTERM, or on
+`hsched ctl shutdown`. A program of the file that cannot be launched is
+named on standard error; the others run, and the run then exits with
+status 1, as when none could be.";
 
 /// Examples shown by `--help`.
 pub const EXAMPLES: &str = "\
@@ -41,16 +34,161 @@ Examples:
   sudo hsched run examples/overview.toml --json --duration 5s > report.json
   sudo hsched run examples/home-computer.toml --duration 4s --compare";
 
-/// Arguments of `hsched run`, parsed by `hsched-linux`.
+/// The exit statuses of `hsched run`, shown by `--help`.
+pub const EXIT_STATUS: &str = "\
+Exit status:
+    0  the run ended as asked: its programs exited, --duration passed,
+       Ctrl-C, SIGTERM or `hsched ctl shutdown`
+    1  the run failed: an error while it ran, the fail-safe ended it, or
+       one or more of the file's programs could not be launched; with
+       --compare, the simulator cannot run the file
+    2  usage or input error: a bad option, an unreadable or invalid file, a
+       --cpus list too short for the file or naming a CPU that is not
+       online, a COMMAND that cannot be run, an output that cannot be
+       written
+    3  this machine cannot run live mode (not root, a missing kernel
+       feature), or another daemon manages a requested CPU or answers on
+       the control socket; nothing was changed
+  130  --compare: Ctrl-C or SIGTERM while simulating; the measured report
+       is printed without the comparison
+  101  hsched itself failed (a bug: please report it)";
+
+/// Arguments of `hsched run`. `hsched-linux` parses them again from
+/// [`Args::glue_args`] (the parser `hsched-live run` uses), so that both
+/// binaries mean the same by every option; the checks here only let clap
+/// refuse a bad value before anything else happens.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// FILE, options, and `-- COMMAND ARGS...`
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "FILE [OPTIONS] [-- COMMAND...]"
-    )]
-    pub args: Vec<String>,
+    /// The hierarchy file
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// The Linux CPUs to manage, e.g. 0,2-3; processor i of the file runs on
+    /// the i-th of them, so list at least as many as the file has (default:
+    /// the last [machine] cpus online CPUs)
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    pub cpus: Option<String>,
+    /// How long to run, e.g. 10s (default: until the launched programs exit)
+    #[arg(long, value_name = "D", value_parser = run_length)]
+    pub duration: Option<String>,
+    /// Serve the control socket at PATH instead of /run/hsched.sock, and keep
+    /// running after the programs exit, until --duration, Ctrl-C, SIGTERM or
+    /// `hsched ctl --socket PATH shutdown` (a daemon)
+    #[arg(long, value_name = "PATH", conflicts_with = "no_socket")]
+    pub socket: Option<String>,
+    /// Serve no control socket (to run beside another daemon on other CPUs)
+    #[arg(long)]
+    pub no_socket: bool,
+    /// Members of this group may use every control operation
+    #[arg(long, value_name = "GID")]
+    pub group: Option<u32>,
+    /// The scheduler of COMMAND (default: the file's default scheduler)
+    #[arg(long, value_name = "NAME")]
+    pub scheduler: Option<String>,
+    /// A parameter of COMMAND under its scheduler, e.g. priority=5
+    /// (repeatable)
+    #[arg(long, value_name = "KEY=VALUE", value_parser = param)]
+    pub param: Vec<String>,
+    /// Do not run the built-in programs of threads that have only a
+    /// simulator workload
+    #[arg(long)]
+    pub no_workloads: bool,
+    /// The SCHED_FIFO priority of granted threads, 1 to 79 (the daemon runs
+    /// at 80); 0 leaves their own policy [default: 10]
+    #[arg(long, value_name = "N", value_parser = fifo_priority, allow_negative_numbers = true)]
+    pub fifo_priority: Option<String>,
+    /// Measure the time interrupts steal from the managed CPUs and feed it to
+    /// the hierarchy (docs/stolen-time.md) [default: off]
+    #[arg(long, value_name = "SOURCE", value_parser = ["off", "procstat", "trace"])]
+    pub stolen: Option<String>,
+    /// With --stolen trace: time added to every traced interrupt for what the
+    /// tracepoints do not see, e.g. 2us
+    #[arg(long, value_name = "D", value_parser = duration)]
+    pub stolen_irq_overhead: Option<String>,
+    /// Print the report as JSON, in the simulator's shape (docs/metrics.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Write the report to FILE, not to standard output, which the programs
+    /// share (created before anything runs)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<String>,
+    /// Then simulate the file for as long as the run lasted and show, program
+    /// by program, the share, jobs, misses and largest lateness simulated
+    /// beside those measured (with --json, under the key `compare`)
+    #[arg(long)]
+    pub compare: bool,
+    /// A program to run besides the file's threads, with its arguments
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl Args {
+    /// The arguments as `hsched_linux::cli_glue::parse_run_args` reads
+    /// them (all but --compare, which is this verb's).
+    pub fn glue_args(&self) -> Vec<String> {
+        let mut v = vec![self.file.clone()];
+        let mut opt = |flag: &str, value: Option<String>| {
+            if let Some(x) = value {
+                v.push(flag.to_string());
+                v.push(x);
+            }
+        };
+        opt("--cpus", self.cpus.clone());
+        opt("--duration", self.duration.clone());
+        opt("--socket", self.socket.clone());
+        opt("--group", self.group.map(|g| g.to_string()));
+        opt("--scheduler", self.scheduler.clone());
+        opt("--fifo-priority", self.fifo_priority.clone());
+        opt("--stolen", self.stolen.clone());
+        opt("--stolen-irq-overhead", self.stolen_irq_overhead.clone());
+        opt("--output", self.output.clone());
+        for p in &self.param {
+            v.push("--param".into());
+            v.push(p.clone());
+        }
+        for (on, flag) in [
+            (self.no_socket, "--no-socket"),
+            (self.no_workloads, "--no-workloads"),
+            (self.json, "--json"),
+        ] {
+            if on {
+                v.push(flag.into());
+            }
+        }
+        if !self.command.is_empty() {
+            v.push("--".into());
+            v.extend(self.command.iter().cloned());
+        }
+        v
+    }
+}
+
+/// Checks a value with `hsched-linux`'s own parser and keeps it as written.
+fn checked<T>(s: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<String, String> {
+    parse(s).map(|_| s.to_string())
+}
+
+fn cpu_list(s: &str) -> Result<String, String> {
+    checked(s, hsched_linux::cli_glue::parse_cpu_list)
+}
+
+fn fifo_priority(s: &str) -> Result<String, String> {
+    checked(s, hsched_linux::cli_glue::parse_fifo_priority)
+}
+
+fn param(s: &str) -> Result<String, String> {
+    checked(s, hsched_linux::cli_glue::parse_param)
+}
+
+fn run_length(s: &str) -> Result<String, String> {
+    checked(s, |s| {
+        hsched_core::time::parse_run_length(s).map_err(|e| e.message)
+    })
+}
+
+fn duration(s: &str) -> Result<String, String> {
+    checked(s, |s| {
+        hsched_core::time::parse_duration(s, None).map_err(|e| e.message)
+    })
 }
 
 /// Runs live mode, then with `--compare` the simulator.
@@ -61,7 +199,8 @@ pub struct Args {
 /// live run's (3: this machine cannot run live mode), 1 when the
 /// simulator cannot run the file, 130 when it is interrupted.
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    let (compare, args) = take_compare(&args.args);
+    let compare = args.compare;
+    let args = args.glue_args();
     if !compare {
         return Ok(Outcome::Status(hsched_linux::cli_glue::run_main(&args)));
     }
@@ -119,6 +258,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     } else if let Some(c) = &c {
         status = status.max(done.out.write(&c.to_table()));
     }
+    status = status.max(done.run_status());
     if let Err(e) = sim {
         diag!("hsched run --compare: the simulator cannot run this file: {e}");
         return Ok(Outcome::Status(1));
@@ -128,40 +268,4 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Status(EXIT_INTERRUPTED.into()));
     }
     Ok(Outcome::Status(status))
-}
-
-/// Whether `--compare` is among the options (before a `-- COMMAND`), and
-/// the arguments without it, for `hsched-linux`.
-fn take_compare(args: &[String]) -> (bool, Vec<String>) {
-    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    let mut rest: Vec<String> = args[..end]
-        .iter()
-        .filter(|a| *a != "--compare")
-        .cloned()
-        .collect();
-    let compare = rest.len() < end;
-    rest.extend_from_slice(&args[end..]);
-    (compare, rest)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::take_compare;
-
-    fn v(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn compare_is_an_option_only_before_the_command() {
-        assert_eq!(
-            take_compare(&v(&["f.toml", "--compare", "--json"])),
-            (true, v(&["f.toml", "--json"]))
-        );
-        assert_eq!(
-            take_compare(&v(&["f.toml", "--", "prog", "--compare"])),
-            (false, v(&["f.toml", "--", "prog", "--compare"]))
-        );
-        assert_eq!(take_compare(&v(&["f.toml"])), (false, v(&["f.toml"])));
-    }
 }
