@@ -257,6 +257,16 @@ impl Known<'_> {
 /// Checks the groups principals name: each must be a group principal.
 fn check_groups(r: &mut Reader<'_>, known: &Known<'_>) {
     for p in known.principals {
+        if p.name == "system" {
+            let e = r
+                .src
+                .error_at(
+                    p.rm.span,
+                    "principal `system` is the resource manager's own",
+                )
+                .expected("another name");
+            r.push(e);
+        }
         for g in &p.rm.groups {
             let ok = known
                 .principals
@@ -709,5 +719,9 @@ guarantee = "RESBS 1ms 5ms"
             "{e}"
         );
         assert!(e.contains("unknown principal kind `robot`"), "{e}");
+        let e = crate::parse_str("[[principal]]\nname = \"system\"\n", "s.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("resource manager's own"), "{e}");
     }
 }

@@ -52,6 +52,16 @@ pub struct Server {
     listener: UnixListener,
     path: PathBuf,
     group: Option<u32>,
+    /// The resource manager, made at the first request.
+    rm: Option<RmLive>,
+}
+
+/// The resource manager of the daemon (Regehr 2001, ch. 8) and what it
+/// needs to know of each request: the managed thread it is for and the
+/// connection that asked, which gets the later notices.
+pub(crate) struct RmLive {
+    manager: hsched_rm::Manager,
+    reqs: BTreeMap<hsched_rm::RequestId, (i32, Option<u64>)>,
 }
 
 /// Who is on the other end of a connection.
@@ -65,6 +75,8 @@ pub struct Peer {
     pub gid: u32,
     /// May do everything (root or the configured group).
     pub privileged: bool,
+    /// The connection, for notices about its requests.
+    pub conn: u64,
 }
 
 /// One client connection.
@@ -111,6 +123,7 @@ impl Server {
             listener,
             path: path.to_path_buf(),
             group,
+            rm: None,
         })
     }
     /// The listening descriptor.
@@ -223,6 +236,9 @@ pub const OPERATIONS: &[&str] = &[
     "set-default",
     "attach",
     "detach",
+    "request",
+    "release",
+    "requests",
     "shutdown",
 ];
 
@@ -297,6 +313,7 @@ impl Daemon {
                         uid,
                         gid,
                         privileged,
+                        conn: id,
                     },
                     inbuf: Vec::new(),
                     outbuf: Vec::new(),
@@ -418,6 +435,7 @@ impl Daemon {
         for k in stale {
             self.drop_conn(k);
         }
+        self.rm_sync();
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
             self.flush_conn(id, false);
@@ -647,6 +665,12 @@ impl Daemon {
                     "move" => !params.is_empty() || !self.is_default(target),
                     _ => true,
                 };
+                if gives_capacity && !peer.privileged && self.h.rm.enabled {
+                    return Err(fail(
+                        "unauthorized",
+                        format!("`{op}` needs root or the control group: with a resource manager ([rm] in the hierarchy file) other users ask with `request` (Regehr 2001, §8.3)"),
+                    ));
+                }
                 if gives_capacity {
                     let shown = match target {
                         Some(to) => format!("`{op}` to `{to}`"),
@@ -716,6 +740,9 @@ impl Daemon {
                 }
             }
             "attach" => self.attach(req, peer),
+            "request" => self.rm_request(req, peer),
+            "release" => self.rm_release(req, peer),
+            "requests" => self.rm_list(peer),
             "detach" => {
                 let pid = req
                     .get("pid")
@@ -991,6 +1018,389 @@ impl Daemon {
                 "lost_events": self.obs.lost, "protocol_errors": self.stats.protocol_errors, "daemon_cpu_ns": self.daemon_cpu_ns(), "pump_cpu_ns": self.stats.pump_cpu_ns,
                 "notification_latency": {"median_ns": d.median_ns, "p99_ns": d.p99_ns, "count": d.count}},
         })
+    }
+}
+
+/// The principal an unprivileged uid acts as when no `[[principal]]` has
+/// its `uid`: a user of its own, named for the uid.
+fn uid_principal(uid: u32) -> String {
+    format!("uid {uid}")
+}
+
+fn request_json(r: &hsched_rm::Request) -> Value {
+    json!({"id": r.id, "thread": r.thread, "principal": r.principal, "guarantee": r.guarantee.to_string(), "value": r.value})
+}
+
+fn received_json(g: &hsched_rm::Grant) -> Value {
+    json!({"id": g.request.id, "thread": g.request.thread, "state": "granted", "scheduler": g.scheduler, "received": g.received.to_string()})
+}
+
+impl Daemon {
+    /// The resource manager, made from the hierarchy file at the first
+    /// request: its principals, `[rm]` rules and delegations, and the
+    /// daemon's own limits as system rules (the minimum period and amount
+    /// always; the per-user share of reservations unless the file caps
+    /// every user itself).
+    fn rm_live(&mut self) -> Result<&mut RmLive, Fail> {
+        let limits = self.opts.control_limits;
+        let h = &self.h;
+        let Some(server) = self.server.as_mut() else {
+            return Err(fail("refused", "the daemon has no control socket"));
+        };
+        if server.rm.is_none() {
+            let mut manager = hsched_rm::from_config(h)
+                .map_err(|e| fail("refused", format!("resource manager: {e}")))?;
+            manager.add_rule_first(hsched_rm::RuleEntry::system(hsched_rm::rules::Minimum {
+                period: limits.min_period,
+                amount: limits.min_amount,
+            }));
+            let capped = h.rm.rules.iter().any(|r| {
+                r.owner.is_none()
+                    && matches!(
+                        r.kind,
+                        hsched_config::rm::RmRuleKind::Cap {
+                            principal: None,
+                            ..
+                        }
+                    )
+            });
+            if !capped {
+                manager.add_rule(hsched_rm::RuleEntry::system(hsched_rm::rules::Cap {
+                    principal: None,
+                    max: limits.user_utilization / self.cpus.len().max(1) as f64,
+                }));
+            }
+            server.rm = Some(RmLive {
+                manager,
+                reqs: BTreeMap::new(),
+            });
+        }
+        server
+            .rm
+            .as_mut()
+            .ok_or_else(|| fail("refused", "no resource manager"))
+    }
+
+    /// Who `peer` acts as: a privileged peer as the `principal` it names
+    /// (the system by default), any other as the principal of its uid.
+    fn rm_principal(&mut self, req: &Value, peer: &Peer) -> Result<String, Fail> {
+        let named = match req.get("principal") {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(fail("bad-request", "`principal` must be a string")),
+        };
+        let rm = self.rm_live()?;
+        if peer.privileged {
+            return Ok(named.unwrap_or_else(|| hsched_rm::SYSTEM.to_string()));
+        }
+        let own = match rm.manager.principal_of_uid(peer.uid) {
+            Some(p) => p.name.clone(),
+            None => {
+                let name = uid_principal(peer.uid);
+                if rm.manager.principal(&name).is_none() {
+                    rm.manager
+                        .add_principal(hsched_rm::Principal::user(&name, Some(peer.uid)))
+                        .map_err(|e| fail(e.code, e.message))?;
+                }
+                name
+            }
+        };
+        match named {
+            Some(n) if n != own => Err(fail(
+                "unauthorized",
+                format!("uid {} acts as principal `{own}`, not `{n}`", peer.uid),
+            )),
+            _ => Ok(own),
+        }
+    }
+
+    /// `request`: a guarantee for a managed thread of the peer's, through
+    /// the resource manager (Regehr 2001, §8.3).
+    fn rm_request(&mut self, req: &Value, peer: &Peer) -> Result<Value, Fail> {
+        let (tid, _) = self.thread_ref(req, "thread")?;
+        self.may_touch(peer, tid)?;
+        let text = str_arg(req, "guarantee")?;
+        let g: hsched_guarantee::Guarantee = text
+            .parse()
+            .map_err(|e| fail("bad-request", format!("guarantee {text:?}: {e}")))?;
+        let value = match req.get("value") {
+            None => 0.0,
+            Some(v) => v
+                .as_f64()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| fail("bad-request", "`value` must be a number"))?,
+        };
+        let scheduler = match req.get("scheduler") {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(fail("bad-request", "`scheduler` must be a string")),
+        };
+        // Without rules of the administrator's ([rm] in the file), nothing
+        // grants an unprivileged user more than Linux would.
+        if !peer.privileged && !self.h.rm.enabled && authz::rtprio_limit(peer.pid) == 0 {
+            return Err(fail(
+                "unauthorized",
+                format!("uid {}: RLIMIT_RTPRIO is 0 and the hierarchy file has no [rm] section whose rules could grant a reservation", peer.uid),
+            ));
+        }
+        let principal = self.rm_principal(req, peer)?;
+        let name = self
+            .threads
+            .get(&tid)
+            .map(|m| m.name.clone())
+            .unwrap_or_else(|| tid.to_string());
+        let mut new = hsched_rm::NewRequest::new(&principal, &name, g).value(value);
+        new.scheduler = scheduler;
+        let rm = self.rm_live()?;
+        let (id, outcome, notices) = rm
+            .manager
+            .request(new)
+            .map_err(|e| fail(e.code, e.message))?;
+        if !matches!(outcome, hsched_rm::Outcome::Refused { .. }) {
+            rm.reqs.insert(id, (tid, Some(peer.conn)));
+        }
+        let result = match outcome {
+            hsched_rm::Outcome::Granted(grant) => match self.rm_put(&grant) {
+                Ok(()) => Ok(received_json(&grant)),
+                Err(why) => {
+                    self.rm_drop(id);
+                    Err(fail("refused", why))
+                }
+            },
+            hsched_rm::Outcome::Pending { id, rule, reason } => Ok(
+                json!({"id": id, "thread": name, "state": "pending", "rule": rule, "reason": reason}),
+            ),
+            hsched_rm::Outcome::Refused { rule, reason } => Err(fail(
+                "refused",
+                format!("refused by rule `{rule}`: {reason}"),
+            )),
+        };
+        self.rm_notices(notices);
+        result
+    }
+
+    /// `release`: ends a request (by `request` number or `thread`), as its
+    /// principal or as the system (privileged peers).
+    fn rm_release(&mut self, req: &Value, peer: &Peer) -> Result<Value, Fail> {
+        let by = if peer.privileged {
+            hsched_rm::SYSTEM.to_string()
+        } else {
+            self.rm_principal(&json!({}), peer)?
+        };
+        let id = match (req.get("request"), req.get("thread")) {
+            (Some(v), _) => v
+                .as_u64()
+                .ok_or_else(|| fail("bad-request", "`request` must be a request number"))?,
+            (None, Some(_)) => {
+                let (tid, _) = self.thread_ref(req, "thread")?;
+                let rm = self.rm_live()?;
+                rm.reqs
+                    .iter()
+                    .find(|(_, (t, _))| *t == tid)
+                    .map(|(id, _)| *id)
+                    .ok_or_else(|| fail("not-found", format!("thread {tid} has no request")))?
+            }
+            (None, None) => {
+                return Err(fail(
+                    "bad-request",
+                    "`request` (a number) or `thread` is required",
+                ))
+            }
+        };
+        let rm = self.rm_live()?;
+        let was_granted = rm.manager.granted().iter().any(|g| g.request.id == id);
+        let (ended, notices) = rm
+            .manager
+            .release(&by, id)
+            .map_err(|e| fail(e.code, e.message))?;
+        let tid = rm.reqs.remove(&id).map(|(t, _)| t);
+        if was_granted {
+            self.rm_take(tid);
+        }
+        self.rm_notices(notices);
+        Ok(json!({"released": ended.id, "thread": ended.thread}))
+    }
+
+    /// `requests`: the granted and pending requests (a privileged peer's
+    /// view is everyone's; any other peer sees its principal's).
+    fn rm_list(&mut self, peer: &Peer) -> Result<Value, Fail> {
+        let me = if peer.privileged {
+            None
+        } else {
+            Some(self.rm_principal(&json!({}), peer)?)
+        };
+        let rm = self.rm_live()?;
+        let mine = |p: &str| me.as_deref().is_none_or(|m| m == p);
+        let granted: Vec<Value> = rm
+            .manager
+            .granted()
+            .iter()
+            .filter(|g| mine(&g.request.principal))
+            .map(|g| {
+                let mut v = request_json(&g.request);
+                v["scheduler"] = json!(g.scheduler);
+                v["received"] = json!(g.received.to_string());
+                v
+            })
+            .collect();
+        let pending: Vec<Value> = rm
+            .manager
+            .pending()
+            .iter()
+            .filter(|r| mine(&r.principal))
+            .map(request_json)
+            .collect();
+        Ok(json!({"granted": granted, "pending": pending}))
+    }
+
+    /// Puts a grant in force: the thread begins its reservation at the
+    /// scheduler the manager chose. `Err` says why the HSI refused.
+    fn rm_put(&mut self, g: &hsched_rm::Grant) -> Result<(), String> {
+        let tid = self
+            .server
+            .as_ref()
+            .and_then(|s| s.rm.as_ref())
+            .and_then(|rm| rm.reqs.get(&g.request.id))
+            .map(|(t, _)| *t);
+        let Some(t) = tid.and_then(|t| self.threads.get(&t)).map(|m| m.hsi) else {
+            return Err(format!(
+                "thread `{}` is no longer managed",
+                g.request.thread
+            ));
+        };
+        let to = hierarchy::instance(&self.hsi, &g.scheduler).map_err(|e| e.to_string())?;
+        let now = self.inst(sys::now_ns());
+        self.hsi
+            .begin_reservation(now, t, to, g.params())
+            .map_err(|e| format!("scheduler `{}` refused: {e}", g.scheduler))
+    }
+
+    /// Ends the reservation a grant put in force, if its thread is still
+    /// managed.
+    fn rm_take(&mut self, tid: Option<i32>) {
+        let Some(t) = tid.and_then(|t| self.threads.get(&t)).map(|m| m.hsi) else {
+            return;
+        };
+        let now = self.inst(sys::now_ns());
+        let _ = self.hsi.end_reservation(now, t);
+    }
+
+    /// Forgets request `id` in the manager (its grant could not be put in
+    /// force), applying what that frees.
+    fn rm_drop(&mut self, id: hsched_rm::RequestId) {
+        let Ok(rm) = self.rm_live() else { return };
+        rm.reqs.remove(&id);
+        if let Ok((_, n)) = rm.manager.release(hsched_rm::SYSTEM, id) {
+            self.rm_notices(n);
+        }
+    }
+
+    /// Applies the manager's notices and sends each to the connection
+    /// that made the request, as an event line (docs/live-mode.md,
+    /// "Requests").
+    fn rm_notices(&mut self, notices: Vec<hsched_rm::Notice>) {
+        let mut queue: std::collections::VecDeque<hsched_rm::Notice> = notices.into();
+        // Each grant that fails to apply ends a request, so this ends.
+        while let Some(n) = queue.pop_front() {
+            let (id, event) = match &n {
+                hsched_rm::Notice::Granted(g) => match self.rm_put(g) {
+                    Ok(()) => (g.request.id, {
+                        let mut v = received_json(g);
+                        v["event"] = json!("granted");
+                        v
+                    }),
+                    Err(why) => {
+                        let id = g.request.id;
+                        let conn = self.rm_conn(id);
+                        if let Ok(rm) = self.rm_live() {
+                            rm.reqs.remove(&id);
+                            if let Ok((_, more)) = rm.manager.release(hsched_rm::SYSTEM, id) {
+                                queue.extend(more);
+                            }
+                        }
+                        let v = json!({"event": "refused", "id": id, "thread": g.request.thread, "rule": "scheduler", "reason": why});
+                        self.rm_send(conn, &v);
+                        continue;
+                    }
+                },
+                hsched_rm::Notice::Revoked {
+                    request,
+                    rule,
+                    reason,
+                } => {
+                    let tid = self.rm_tid(request.id);
+                    self.rm_take(tid);
+                    (
+                        request.id,
+                        json!({"event": "revoked", "id": request.id, "thread": request.thread, "rule": rule, "reason": reason}),
+                    )
+                }
+                hsched_rm::Notice::Refused {
+                    request,
+                    rule,
+                    reason,
+                } => (
+                    request.id,
+                    json!({"event": "refused", "id": request.id, "thread": request.thread, "rule": rule, "reason": reason}),
+                ),
+            };
+            let conn = self.rm_conn(id);
+            if !matches!(n, hsched_rm::Notice::Granted(_)) {
+                if let Some(rm) = self.server.as_mut().and_then(|s| s.rm.as_mut()) {
+                    rm.reqs.remove(&id);
+                }
+            }
+            self.rm_send(conn, &event);
+        }
+    }
+
+    fn rm_conn(&self, id: hsched_rm::RequestId) -> Option<u64> {
+        self.server
+            .as_ref()
+            .and_then(|s| s.rm.as_ref())
+            .and_then(|rm| rm.reqs.get(&id))
+            .and_then(|(_, c)| *c)
+    }
+
+    fn rm_tid(&self, id: hsched_rm::RequestId) -> Option<i32> {
+        self.server
+            .as_ref()
+            .and_then(|s| s.rm.as_ref())
+            .and_then(|rm| rm.reqs.get(&id))
+            .map(|(t, _)| *t)
+    }
+
+    fn rm_send(&mut self, conn: Option<u64>, event: &Value) {
+        let Some(id) = conn else { return };
+        let mut v = event.clone();
+        v["v"] = json!(PROTOCOL_VERSION);
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.outbuf.extend_from_slice(v.to_string().as_bytes());
+            c.outbuf.push(b'\n');
+            self.flush_conn(id, false);
+        }
+    }
+
+    /// Ends the requests of threads that are no longer managed (§8.2: a
+    /// request lasts until it is cancelled or its thread exits), granting
+    /// what that frees. Runs at every timer wake-up.
+    fn rm_sync(&mut self) {
+        let Some(rm) = self.server.as_ref().and_then(|s| s.rm.as_ref()) else {
+            return;
+        };
+        let gone: Vec<hsched_rm::RequestId> = rm
+            .reqs
+            .iter()
+            .filter(|(_, (t, _))| !self.threads.contains_key(t))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            let Ok(rm) = self.rm_live() else { return };
+            rm.reqs.remove(&id);
+            if let Ok((_, n)) = rm.manager.release(hsched_rm::SYSTEM, id) {
+                self.rm_notices(n);
+            }
+        }
     }
 }
 

@@ -57,6 +57,9 @@ pub struct Client {
     w: UnixStream,
     r: BufReader<UnixStream>,
     next_id: u64,
+    /// Event lines (notices about requests) read while waiting for a
+    /// response.
+    events: std::collections::VecDeque<Value>,
 }
 
 impl Client {
@@ -72,6 +75,7 @@ impl Client {
             r: BufReader::new(s.try_clone()?),
             w: s,
             next_id: 1,
+            events: std::collections::VecDeque::new(),
         })
     }
 
@@ -89,9 +93,17 @@ impl Client {
                 obj.insert(k, v);
             }
         }
-        let resp = self.raw(&req.to_string())?;
-        let v: Value =
-            serde_json::from_str(&resp).map_err(|e| CtlError::Protocol(e.to_string()))?;
+        let mut resp = self.raw(&req.to_string())?;
+        let v: Value = loop {
+            let v: Value =
+                serde_json::from_str(&resp).map_err(|e| CtlError::Protocol(e.to_string()))?;
+            // Notices about earlier requests may come before the response.
+            if v.get("event").is_none() {
+                break v;
+            }
+            self.events.push_back(v);
+            resp = self.read_line()?;
+        };
         if v.get("ok").and_then(Value::as_bool) == Some(true) {
             Ok(v.get("result").cloned().unwrap_or(Value::Null))
         } else {
@@ -119,6 +131,45 @@ impl Client {
     pub fn raw(&mut self, line: &str) -> Result<String, CtlError> {
         self.w.write_all(line.as_bytes())?;
         self.w.write_all(b"\n")?;
+        self.read_line()
+    }
+
+    /// The next notice about this connection's requests (`{"event":
+    /// "granted", ...}`, docs/live-mode.md), waiting at most `wait`;
+    /// `None` when none came.
+    ///
+    /// # Errors
+    /// I/O failure, the daemon closed the connection, or a line that is
+    /// not an event.
+    pub fn next_event(&mut self, wait: Duration) -> Result<Option<Value>, CtlError> {
+        if let Some(e) = self.events.pop_front() {
+            return Ok(Some(e));
+        }
+        self.w
+            .set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
+        let line = self.read_line();
+        self.w.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let line = match line {
+            Ok(l) => l,
+            Err(CtlError::Io(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        let v: Value =
+            serde_json::from_str(&line).map_err(|e| CtlError::Protocol(e.to_string()))?;
+        if v.get("event").is_none() {
+            return Err(CtlError::Protocol(format!("not an event: {line}")));
+        }
+        Ok(Some(v))
+    }
+
+    fn read_line(&mut self) -> Result<String, CtlError> {
         let mut resp = String::new();
         if self.r.read_line(&mut resp)? == 0 {
             return Err(CtlError::Io(io::Error::new(

@@ -355,6 +355,13 @@ impl Manager {
         self.rules.push(r);
     }
 
+    /// Adds a rule before the others, so that of several refusals its is
+    /// the one named (the outcome does not depend on the order, §8.4.3;
+    /// only which rule a refusal names does).
+    pub fn add_rule_first(&mut self, r: RuleEntry) {
+        self.rules.insert(0, r);
+    }
+
     /// Sets how many requests (granted and pending) one principal may hold.
     pub fn set_max_requests(&mut self, n: usize) {
         self.max_requests = n;
