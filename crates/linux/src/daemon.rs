@@ -598,7 +598,12 @@ impl Daemon {
             self.heartbeat();
             self.check_end();
         }
-        if self.groups.iter().all(|g| !g.launched) && !self.stats.launch_failures.is_empty() {
+        // Every program the file asked for was tried, and none started: no
+        // report of nothing (a run stopped before some were due gets one).
+        if self.launches.is_empty()
+            && self.groups.iter().all(|g| !g.launched)
+            && !self.stats.launch_failures.is_empty()
+        {
             self.shutdown_all();
             let why: Vec<String> = self
                 .stats
