@@ -1,0 +1,12 @@
+"""Shared fixtures: the repository's examples."""
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def examples() -> Path:
+    return ROOT / "examples"
