@@ -409,18 +409,24 @@ impl Analysis<'_> {
                 policy,
                 needs,
                 reason,
-            } => Finding {
-                code,
-                node: self.node_by_label(labels, node),
-                headline: format!(
-                    "{node} under {parent} receives {received}, which {policy} cannot use"
-                ),
-                details: vec![
+            } => {
+                let mut details = vec![
                     ("expected", needs.clone()),
                     ("why", reason.clone()),
                     ("path", path.clone()),
-                ],
-            },
+                ];
+                if *received == Guarantee::Null {
+                    details.push(("hint", null_hint(node, parent, needs)));
+                }
+                Finding {
+                    code,
+                    node: self.node_by_label(labels, node),
+                    headline: format!(
+                        "{node} under {parent} receives {received}, which {policy} cannot use"
+                    ),
+                    details,
+                }
+            }
             Diagnostic::Refused {
                 parent,
                 child,
@@ -830,6 +836,30 @@ fn node_text(n: &NodeRef) -> String {
         NodeRef::Scheduler(s) => format!("scheduler '{s}'"),
         NodeRef::Thread(t) => format!("thread '{t}'"),
     }
+}
+
+/// What would work where a scheduler is promised nothing (NULL): one
+/// that needs no guarantee, or a place that gives one it can use
+/// (Regehr 2001, Table 5.1).
+fn null_hint(node: &str, parent: &str, needs: &str) -> String {
+    let mut places = Vec::new();
+    // Shares and best-effort guarantees convert from reservations.
+    if needs.contains("PSBE") {
+        places.push("a reservation of a `rez` that is itself guaranteed");
+        places.push("a `join` under one");
+    }
+    if parent.starts_with("fp ") {
+        places.push("the highest priority of the fp");
+    }
+    let places = match places.len() {
+        0 => String::new(),
+        1 => format!(": {}", places[0]),
+        n => format!(": {}, or {}", places[..n - 1].join(", "), places[n - 1]),
+    };
+    format!(
+        "{parent} promises it no time; a scheduler that needs no guarantee (`ts`) works here, \
+         or move {node} where it receives {needs}{places}"
+    )
 }
 
 /// Renders a finding like the file parser's errors: the headline, the

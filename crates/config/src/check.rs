@@ -200,6 +200,7 @@ fn check_amount_period(d: &mut Diag<'_>, params: &Params, path: &str, fallback: 
 /// accepted one), missing required keys, values of the wrong kind, and
 /// amount/period consistency. `path` is the site prefix of the parameter
 /// table (`path.key` for keys, `path.key=` for values).
+#[allow(clippy::too_many_arguments)] // the parameters, and who they are for
 pub(crate) fn check_params(
     d: &mut Diag<'_>,
     specs: &[ParamSpec],
@@ -208,8 +209,10 @@ pub(crate) fn check_params(
     fallback: Span,
     whose: &str,
     owner: &str,
+    policy: &str,
 ) {
     let keys = keys_of(specs);
+    let described = format!("`hsched policies {policy}` describes the parameters {owner} take");
     let mut suggested: Vec<&str> = Vec::new();
     for (k, v) in params.iter() {
         match specs.iter().find(|s| s.key == k) {
@@ -227,7 +230,10 @@ pub(crate) fn check_params(
                     } else {
                         format!("{} (what {owner} take)", one_of(&keys))
                     })
-                    .maybe_hint(close.map(|c| format!("did you mean `{c}`?")));
+                    .hint(match close {
+                        Some(c) => format!("did you mean `{c}`?"),
+                        None => described.clone(),
+                    });
                 d.push(e);
             }
             Some(spec) => {
@@ -266,7 +272,8 @@ pub(crate) fn check_params(
                     } else {
                         format!(": {}", s.doc)
                     }
-                ));
+                ))
+                .hint(described.clone());
             d.push(e);
         }
     }
@@ -294,6 +301,7 @@ pub(crate) fn check_child_params(
         fallback,
         whose,
         &owner,
+        parent.name,
     );
     // A reservation of nothing: the parent refuses it when the child is
     // created, which in a run may be long after the file was read.
@@ -726,7 +734,7 @@ fn check_instance_change(
         .copied()
         .collect();
     let owner = format!("changes to children of `{name}` (policy `{}`)", info.name);
-    check_params(d, &specs, change, path, fallback, whose, &owner);
+    check_params(d, &specs, change, path, fallback, whose, &owner, info.name);
     let (mut child, mut changed) = (Params::new(), instance.clone());
     for (k, v) in change.iter() {
         if info.change_params.iter().any(|c| c.key == k) {
@@ -799,10 +807,16 @@ pub(crate) fn check_graph(
             index.insert(s.name.clone(), i);
         }
     }
+    // A second table of a name is reported once, above: nothing is
+    // checked of it that would only follow from the duplicate.
+    let sound: Vec<bool> = sound.iter().zip(&dup).map(|(s, d)| *s && !*d).collect();
     let names: Vec<String> = index.keys().cloned().collect();
     // Edges child -> parent, by index.
     let mut edges: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
     for (i, s) in scheds.iter().enumerate() {
+        if dup[i] {
+            continue;
+        }
         for (j, p) in s.parents.iter().enumerate() {
             match index.get(p.name.as_str()) {
                 Some(&pi) => edges[i].push((pi, j)),
@@ -1216,6 +1230,11 @@ pub(crate) fn check_timeline(
     // levels); otherwise a parent not seen yet counts as absent, which can
     // only make a level lower.
     for s in &h.schedulers {
+        // A duplicate name is reported by `check_graph`; the first
+        // declaration stands, so nothing else is reported for the second.
+        if live.contains_key(&s.name) {
+            continue;
+        }
         let level = level_under(&live, s.parents.iter().map(|p| p.name.as_str()));
         live.insert(
             s.name.clone(),
@@ -2001,7 +2020,9 @@ fn missing_scheduler(
     } else {
         (
             format!("{what} `{name}`, which is not a declared scheduler"),
-            did_you_mean(name, all.iter().map(String::as_str)),
+            did_you_mean(name, all.iter().map(String::as_str)).or_else(|| {
+                Some(format!("declare `{name}` in a [[scheduler]] table, or create it with an earlier `create-scheduler` operation"))
+            }),
         )
     };
     d.make(site, fallback, msg)

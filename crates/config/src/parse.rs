@@ -1127,6 +1127,7 @@ fn check_instance(d: &mut Diag<'_>, s: &SchedulerSpec, path: &str, policies: &[P
         s.span,
         &format!("scheduler `{}`", s.name),
         &owner,
+        info.name,
     );
     if d.errs.len() > before {
         return;
@@ -1273,7 +1274,8 @@ fn read_threads(
                             At(start)
                         ),
                     )
-                    .expected(format!("an exit time later than start ({})", At(start)));
+                    .expected(format!("an exit time later than start ({})", At(start)))
+                    .hint("give `exit` a time after `start`, or leave `exit` out for a thread that runs to the end");
                 r.push(e);
             }
             Some(x)

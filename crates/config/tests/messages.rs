@@ -149,3 +149,25 @@ fn an_instance_colliding_with_a_task_names_both() {
     );
     assert!(!e.to_string().contains("[[thread]]"), "{e}");
 }
+
+/// Errors a user cannot fix from the message alone say where to look.
+#[test]
+fn missing_and_unknown_parameters_and_schedulers_have_hints() {
+    let text = "[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\n\
+        [[scheduler]]\nname = \"rez\"\npolicy = \"rez\"\nparent = \"root\"\nparams = { priority = 1 }\n\
+        [[thread]]\nname = \"a\"\nscheduler = \"rez\"\nparams = { amount = \"1ms\", zzz = 1 }\n\
+        workload = { kind = \"cpu-bound\" }\nstart = \"2s\"\nexit = \"1s\"\n\
+        [[at]]\ntime = \"3s\"\nop = \"move-thread\"\nthread = \"a\"\nto = \"elsewhere\"\n";
+    let e = errors(text);
+    let hint_of = |needle: &str| -> String {
+        let e = e
+            .iter()
+            .find(|e| e.message.contains(needle))
+            .unwrap_or_else(|| panic!("no error with {needle}: {e:?}"));
+        e.hint.clone().unwrap_or_else(|| panic!("no hint: {e:?}"))
+    };
+    assert!(hint_of("has no `period`").contains("`hsched policies rez` describes"));
+    assert!(hint_of("unknown parameter `zzz`").contains("`hsched policies rez` describes"));
+    assert!(hint_of("not after it starts").contains("leave `exit` out"));
+    assert!(hint_of("uses `elsewhere`").contains("create-scheduler"));
+}

@@ -1,0 +1,74 @@
+//! What `hsched` says about files it refuses or warns about: each problem
+//! once, with a hint where a user needs one, and the same verdict from
+//! `check`, `analyze` and `sim`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Writes `text` to a file of its own and returns its path.
+fn file(tag: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hsched-cli-messages-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{tag}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn hsched(args: &[&str], path: &PathBuf) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .args(args)
+        .arg(path)
+        .output()
+        .expect("hsched runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A `ps` that a lower priority of an `fp` promises nothing is told what
+/// would work there.
+#[test]
+fn a_scheduler_given_null_is_told_what_would_work() {
+    let path = file(
+        "ps-under-fp",
+        "[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\n\
+         [[scheduler]]\nname = \"ps\"\npolicy = \"ps\"\nparent = \"root\"\nparams = { priority = 1 }\n\
+         [[thread]]\nname = \"a\"\nscheduler = \"ps\"\nparams = { share = 0.5 }\nworkload = { kind = \"cpu-bound\" }\n\
+         [[thread]]\nname = \"hi\"\nscheduler = \"root\"\nparams = { priority = 2 }\nworkload = { kind = \"cpu-bound\" }\n",
+    );
+    let o = hsched(&["check"], &path);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("receives NULL, which PS cannot use"), "{out}");
+    assert!(
+        out.contains("= hint: fp 'root' promises it no time; a scheduler that needs no guarantee (`ts`) works here"),
+        "{out}"
+    );
+    assert!(out.contains("the highest priority of the fp"), "{out}");
+}
+
+/// The second table of a scheduler name is reported once, and nothing is
+/// checked against it: the thread under `root` is checked against the
+/// first `root`, a `ts`.
+#[test]
+fn a_duplicate_scheduler_is_reported_once() {
+    let path = file(
+        "duplicate",
+        "[[scheduler]]\nname = \"root\"\npolicy = \"ts\"\n\
+         [[scheduler]]\nname = \"root\"\npolicy = \"rez\"\n\
+         [[scheduler]]\nname = \"x\"\npolicy = \"ts\"\nparent = \"root\"\n\
+         [[scheduler]]\nname = \"x\"\npolicy = \"ts\"\nparent = \"x\"\n\
+         [[thread]]\nname = \"a\"\nscheduler = \"root\"\nworkload = { kind = \"cpu-bound\" }\n",
+    );
+    let o = hsched(&["check"], &path);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert_eq!(out.matches("error:").count(), 2, "{out}");
+    assert!(out.contains("duplicate scheduler name `root`"), "{out}");
+    assert!(out.contains("duplicate scheduler name `x`"), "{out}");
+}
