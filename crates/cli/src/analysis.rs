@@ -261,6 +261,10 @@ pub struct Analysis<'h> {
     /// Where each scheduler and thread is declared (the first of a name),
     /// for [`Analysis::span`]: every problem looks one up.
     spans: HashMap<NodeRef, Span>,
+    /// Threads that `fp` refuses a guarantee only because they share a
+    /// priority with a sibling, and that ask for none: notes, not problems
+    /// (docs/guarantees.md, "Equal priorities").
+    ties: HashSet<String>,
 }
 
 /// The mapping of a policy that has not declared one: it accepts any
@@ -306,13 +310,16 @@ pub fn analyze(h: &Hierarchy) -> Analysis<'_> {
             .entry(NodeRef::Thread(t.name.clone()))
             .or_insert(t.span);
     }
-    Analysis {
+    let mut a = Analysis {
         file: h,
         translation,
         composition,
         unmapped: used,
         spans,
-    }
+        ties: HashSet::new(),
+    };
+    a.ties = a.unasked_ties();
+    a
 }
 
 impl Analysis<'_> {
@@ -330,6 +337,35 @@ impl Analysis<'_> {
             .into_iter()
             .collect();
         out.extend(self.translation.model.iter().cloned());
+        if !self.ties.is_empty() {
+            let mut tied: Vec<&str> = self
+                .file
+                .threads
+                .iter()
+                .map(|t| t.name.as_str())
+                .filter(|n| self.ties.contains(*n))
+                .collect();
+            let n = tied.len();
+            let more = n.saturating_sub(8);
+            tied.truncate(8);
+            let names: Vec<String> = tied.iter().map(|t| format!("`{t}`")).collect();
+            let names = match names.split_last() {
+                Some((last, rest)) if more == 0 && !rest.is_empty() => {
+                    format!("{} and {last}", rest.join(", "))
+                }
+                _ if more > 0 => format!("{} and {more} more", names.join(", ")),
+                _ => names.join(", "),
+            };
+            let (who, s, is, asks) = if n == 1 {
+                ("thread", "s", "it is", "it asks")
+            } else {
+                ("threads", "", "they are", "they ask")
+            };
+            out.push(format!(
+                "note: {who} {names} share{s} a priority with a sibling under `fp`, which runs equal priorities in an order the analysis does not know: \
+                 {is} guaranteed nothing, and {asks} for no guarantee (give each its own priority to guarantee one)"
+            ));
+        }
         out
     }
 }
@@ -349,9 +385,95 @@ pub struct Finding {
 }
 
 impl Analysis<'_> {
-    /// Whether the hierarchy composes and everything translated.
+    /// Whether the hierarchy composes and everything translated. A
+    /// priority tie under `fp` that no thread's guarantee depends on is a
+    /// note, not a failure: `sim` runs it, and the rate-monotonic analysis
+    /// counts tied threads as delaying each other, which bounds either
+    /// order.
     pub fn is_ok(&self) -> bool {
-        self.composition.is_ok() && self.translation.issues.is_empty()
+        self.translation.issues.is_empty()
+            && self
+                .composition
+                .diagnostics
+                .iter()
+                .all(|d| self.is_unasked_tie(d))
+    }
+
+    /// Whether thread `name` is refused a guarantee only for a priority
+    /// tie, and asks for none.
+    pub fn is_tied_only(&self, name: &str) -> bool {
+        self.ties.contains(name)
+    }
+
+    fn is_unasked_tie(&self, d: &Diagnostic) -> bool {
+        match d {
+            Diagnostic::Refused { child, .. } => child
+                .strip_prefix("thread '")
+                .and_then(|c| c.strip_suffix('\''))
+                .is_some_and(|c| self.ties.contains(c)),
+            _ => false,
+        }
+    }
+
+    /// The threads refused by an `fp` parent that holds another child at
+    /// their priority, and that ask for no guarantee (a tie is the one
+    /// reason `fp` refuses a child, §5.3.1.1).
+    fn unasked_ties(&self) -> HashSet<String> {
+        let mut out = HashSet::new();
+        let threads: HashMap<&str, &hsched_config::ThreadSpec> = self
+            .file
+            .threads
+            .iter()
+            .map(|t| (t.name.as_str(), t))
+            .collect();
+        let fp: HashSet<&str> = self
+            .file
+            .schedulers
+            .iter()
+            .filter(|s| s.policy == "fp")
+            .map(|s| s.name.as_str())
+            .collect();
+        // Priorities held under each fp instance, with how many hold each.
+        let mut held: HashMap<(&str, i64), usize> = HashMap::new();
+        let prio = |p: &Params| match p.get("priority") {
+            Some(hsched_core::ParamValue::Int(n)) => *n,
+            _ => 0,
+        };
+        for t in &self.file.threads {
+            if fp.contains(t.scheduler.as_str()) {
+                *held
+                    .entry((t.scheduler.as_str(), prio(&t.params)))
+                    .or_default() += 1;
+            }
+        }
+        for s in &self.file.schedulers {
+            for link in s.parents.iter().filter(|l| fp.contains(l.name.as_str())) {
+                *held
+                    .entry((link.name.as_str(), prio(&link.params)))
+                    .or_default() += 1;
+            }
+        }
+        for d in &self.composition.diagnostics {
+            let Diagnostic::Refused { parent, child, .. } = d else {
+                continue;
+            };
+            let Some(name) = child
+                .strip_prefix("thread '")
+                .and_then(|c| c.strip_suffix('\''))
+            else {
+                continue;
+            };
+            let Some(t) = threads.get(name) else { continue };
+            let tied = parent
+                .strip_prefix("fp '")
+                .and_then(|p| p.strip_suffix('\''))
+                .filter(|p| *p == t.scheduler)
+                .is_some_and(|p| held.get(&(p, prio(&t.params))).is_some_and(|n| *n > 1));
+            if tied && t.guarantee.is_none() {
+                out.insert(name.to_string());
+            }
+        }
+        out
     }
 
     /// Each node's label (`fp 'root'`, `thread 't'`) to its index, the
@@ -392,7 +514,9 @@ impl Analysis<'_> {
         if !self.composition.diagnostics.is_empty() {
             let labels = self.label_index();
             for d in &self.composition.diagnostics {
-                out.push(self.finding(&labels, d));
+                if !self.is_unasked_tie(d) {
+                    out.push(self.finding(&labels, d));
+                }
             }
         }
         out

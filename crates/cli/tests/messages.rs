@@ -72,3 +72,46 @@ fn a_duplicate_scheduler_is_reported_once() {
     assert!(out.contains("duplicate scheduler name `root`"), "{out}");
     assert!(out.contains("duplicate scheduler name `x`"), "{out}");
 }
+
+/// `fp` threads sharing a priority: a note where none asks for a
+/// guarantee, so `check`, `analyze` and `sim` all accept the file; an
+/// error where a guarantee depends on the order of the tie.
+#[test]
+fn a_priority_tie_is_a_note_unless_a_guarantee_depends_on_it() {
+    let tie = "[sim]\nduration = \"100ms\"\n[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\n\
+        [[thread]]\nname = \"a\"\nscheduler = \"root\"\nparams = { priority = 1 }\n\
+        workload = { kind = \"periodic\", period = \"10ms\", exec = \"2ms\" }\n\
+        [[thread]]\nname = \"b\"\nscheduler = \"root\"\nparams = { priority = 1 }\n\
+        workload = { kind = \"periodic\", period = \"10ms\", exec = \"3ms\" }\n";
+    let path = file("tie", tie);
+    for verb in ["check", "analyze", "sim"] {
+        let o = hsched(&[verb], &path);
+        assert_eq!(o.status.code(), Some(0), "{verb}: {}", text(&o));
+    }
+    let out = text(&hsched(&["check"], &path));
+    assert!(
+        out.contains("note: threads `a` and `b` share a priority with a sibling under `fp`"),
+        "{out}"
+    );
+    let out = text(&hsched(&["analyze"], &path));
+    assert!(out.contains("the guarantees compose"), "{out}");
+    assert!(out.contains("under ALL: every deadline is met"), "{out}");
+    // A guarantee asked at the tie cannot be given: an error in both.
+    let path = file(
+        "tie-asked",
+        &tie.replace(
+            "name = \"b\"\n",
+            "name = \"b\"\nguarantee = \"RESBH 3 10\"\n",
+        ),
+    );
+    for verb in ["check", "analyze"] {
+        let o = hsched(&[verb], &path);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{verb}: {out}");
+        assert!(
+            out.contains("fp 'root' cannot give thread 'b' a guarantee"),
+            "{out}"
+        );
+        assert!(!out.contains("cannot give thread 'a'"), "{out}");
+    }
+}

@@ -471,6 +471,9 @@ fn instances(a: &Analysis<'_>, out: &mut String) {
                     }
                     g
                 }
+                Err(reason) if *c >= ns && a.is_tied_only(&child.name) => {
+                    format!("NULL: {reason}")
+                }
                 Err(reason) => format!("✗ {reason}"),
             };
             let extra = if extra.is_empty() {
@@ -700,10 +703,12 @@ fn analyse_group(a: &Analysis<'_>, g: &RmGroup, tolerance: f64, horizon: Duratio
                 .filter(|(x, _)| x.is_none())
                 .map(|(_, m)| m.thread.as_str())
                 .collect();
+            // A member refused only for a priority tie is analyzed above
+            // as delayed by the threads it ties with, which bounds it.
             let statuses_ok = a.composition.nodes[g.index].status == Status::Ok
-                && g.members
-                    .iter()
-                    .all(|m| a.composition.nodes[m.index].status == Status::Ok);
+                && g.members.iter().all(|m| {
+                    a.composition.nodes[m.index].status == Status::Ok || a.is_tied_only(&m.thread)
+                });
             if !missing.is_empty() {
                 report.verdict = Verdict::CanMiss;
                 report.reason = Some(format!("{} can miss deadlines", missing.join(", ")));
