@@ -227,6 +227,9 @@ pub(crate) struct Daemon {
     pub coop: Option<crate::coop::Channel>,
     /// Pipe fill levels fed to `realrate` instances (Steere et al. 1998, §3.2).
     pub progress: crate::progress::ProgressMonitor,
+    /// The run launches programs (`exec`, `-- COMMAND`): it ends when they
+    /// have exited, whatever its built-in workloads do.
+    pub waits_for_programs: bool,
     /// The managed CPUs' locks, held for the daemon's life (dropped after
     /// `Drop::drop` has restored every thread).
     pub _cpu_lock: crate::cpulock::CpuLocks,
@@ -464,6 +467,7 @@ impl Daemon {
             },
         };
         let opts_rt_budget = crate::enforce::RtBudget::for_run(opts.fifo_priority);
+        let opts_programs = opts.command.is_some() || h.threads.iter().any(|t| t.exec.is_some());
         let stats = LiveStats {
             stolen_source: opts.stolen.name().to_string(),
             stolen_measured_ns: vec![0; ncpu],
@@ -523,6 +527,7 @@ impl Daemon {
             gov: crate::enforce::RtGovernor::new(opts_rt_budget, ncpu),
             coop,
             progress: crate::progress::ProgressMonitor::from_env(h),
+            waits_for_programs: opts_programs,
             _cpu_lock: cpu_lock,
             timer_due: None,
             early_ns,
@@ -1009,11 +1014,30 @@ impl Daemon {
             self.stats.ended_by = "no program could be launched".into();
             self.shutdown = true;
         }
+        // The run waits for the programs it launched (`exec`, the `--
+        // COMMAND`), not for the built-in workloads beside them, which end
+        // with it; a run of built-in workloads alone waits for them all.
+        let program = |spec: Option<usize>| spec.is_none_or(|i| self.h.threads[i].exec.is_some());
+        let programs = self.waits_for_programs;
+        let waited = |g: &Group| !programs || program(g.spec);
+        let pending = self
+            .launches
+            .iter()
+            .any(|&(_, i)| !programs || program(Some(i)));
+        let done = if programs && !self.stats.launch_failures.is_empty() {
+            // Those that could not be launched are not waited for.
+            true
+        } else {
+            launched.iter().any(|g| waited(g))
+        };
         if self.end_at.is_none()
             && !self.opts.until_stopped
-            && self.launches.is_empty()
-            && !launched.is_empty()
-            && launched.iter().all(|g| g.exit_status.is_some())
+            && !pending
+            && done
+            && launched
+                .iter()
+                .filter(|g| waited(g))
+                .all(|g| g.exit_status.is_some())
         {
             self.stats.ended_by = "programs exited".into();
             self.shutdown = true;

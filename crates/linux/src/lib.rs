@@ -143,9 +143,10 @@ pub struct RunOptions {
     /// Linux CPUs to manage; default: all online CPUs, or the last
     /// `machine.cpus` of them when the file asks for fewer.
     pub cpus: Option<Vec<usize>>,
-    /// End the run after this long; default: when every launched program
-    /// has exited (or, with a control socket, on SIGINT/SIGTERM or
-    /// `shutdown`).
+    /// End the run after this long; default: when the launched programs
+    /// (`exec`, `command`) have exited, or every built-in workload when
+    /// there are none (with [`RunOptions::until_stopped`]: on SIGINT,
+    /// SIGTERM or `shutdown`).
     pub duration: Option<Duration>,
     /// A command to launch (`hsched run FILE -- COMMAND`).
     pub command: Option<Vec<String>>,

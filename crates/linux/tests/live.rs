@@ -3156,3 +3156,30 @@ fn run_serves_the_default_socket_that_ctl_uses() {
     assert_eq!(r["live"]["ended_by"], "programs exited");
     assert!(!sock.exists(), "the socket outlived the run");
 }
+
+/// Issue #39: `run FILE -- COMMAND` beside the file's built-in workloads
+/// (the `--help` example `examples/overview.toml --scheduler ts -- make`)
+/// ran on after COMMAND exited, since a built-in workload never does. The
+/// run waits for the programs it launched; its workloads end with it.
+#[test]
+fn a_run_ends_with_its_programs_not_its_built_in_workloads() {
+    let Some(_g) = live() else { return };
+    let f = write_file(
+        "programs-and-workloads.toml",
+        "default = \"ts\"\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n\
+         [[thread]]\nname = \"hog\"\nworkload = { kind = \"cpu-bound\" }\n",
+    );
+    let t0 = Instant::now();
+    let out = run_in_shell(":", &f, &["--no-socket", "--", "sleep", "0.5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["live"]["ended_by"], "programs exited");
+    // The workload ran beside the command until then.
+    assert!(cpu_s(&r, "hog") > 0.1, "{r}");
+    assert!(
+        program(&r, "sleep")["threads"].as_u64().unwrap() >= 1,
+        "{r}"
+    );
+}

@@ -20,9 +20,10 @@ simulator, measured. Every managed thread gets its original policy,
 priority, affinity and runnable state back on exit, on SIGINT/SIGTERM, or
 if the daemon dies (a watchdog outlives it). See docs/live-mode.md.
 
-The run ends when every launched program has exited (a file without
-programs: on Ctrl-C), after --duration, on Ctrl-C or SIGTERM, or on
-`hsched ctl shutdown`. A program of the file that cannot be launched is
+The run ends when the programs it launched (`exec`, COMMAND) have exited;
+its built-in workloads end with it (alone, they run until their `exit`).
+It also ends after --duration, on Ctrl-C or SIGTERM, or on `hsched ctl
+shutdown`. A program of the file that cannot be launched is
 named on standard error; the others run, and the run then exits with
 status 1, as when none could be.";
 
