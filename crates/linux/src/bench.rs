@@ -35,15 +35,34 @@ fn last_cpu() -> usize {
     *crate::sys::online_cpus().last().unwrap_or(&0)
 }
 
-fn run_text(text: &str, secs: f64, command: Option<Vec<String>>) -> Result<crate::Report, String> {
+fn run_text(
+    text: &str,
+    secs: f64,
+    command: Option<Vec<String>>,
+    enforce: crate::kernel::Enforce,
+) -> Result<crate::Report, String> {
     let h = hsched_config::parse_str(text, "bench.toml").map_err(|e| e.to_string())?;
     let opts = RunOptions {
         cpus: Some(vec![last_cpu()]),
         duration: Some(Duration::from_millis_f64(secs * 1e3)),
         command,
+        enforce,
         ..RunOptions::default()
     };
     run(&h, opts).map_err(|e| e.to_string())
+}
+
+/// `--enforce user|kernel|auto` of `bench switch` and `bench overhead`.
+fn enforce_of(args: &[String]) -> Result<crate::kernel::Enforce, String> {
+    flag(args, "--enforce").map_or(Ok(crate::kernel::Enforce::User), |v| v.parse())
+}
+
+fn enforce_name(e: crate::kernel::Enforce) -> &'static str {
+    match e {
+        crate::kernel::Enforce::User => "user",
+        crate::kernel::Enforce::Kernel => "kernel",
+        crate::kernel::Enforce::Auto => "auto",
+    }
 }
 
 fn hogs(n: usize, sched: &str, principal: Option<&str>) -> String {
@@ -58,6 +77,7 @@ fn hogs(n: usize, sched: &str, principal: Option<&str>) -> String {
 /// Regehr 2001, Table 10.5: the frame renderer under RESBH 10 33, RESBS 10 33
 /// and no reservation, with 0, 1 and 10 CPU-bound background threads.
 fn frames(args: &[String]) -> Result<String, String> {
+    let enforce = enforce_of(args)?;
     let d = secs(args, 3.0);
     // `--only TEXT`: just the rows whose label contains TEXT (e.g. RESBS).
     let only = flag(args, "--only").map(|o| o.to_lowercase());
@@ -85,7 +105,7 @@ fn frames(args: &[String]) -> Result<String, String> {
                 "{base}{extra}[[thread]]\nname = \"renderer\"\nscheduler = \"{sched}\"\n{params}workload = {{ kind = \"frame-renderer\", work = \"10ms\", miss_gap = \"33ms\" }}\n{}",
                 hogs(n, "ts", None)
             );
-            let r = run_text(&text, d, None)?;
+            let r = run_text(&text, d, None, enforce)?;
             let p = r.program("renderer").ok_or("no renderer")?;
             let mut late = r.stats.timer_late_ns.clone();
             late.sort_unstable();
@@ -116,6 +136,7 @@ fn frames(args: &[String]) -> Result<String, String> {
 /// threads of principal 2, under one PS instance and under one PS instance
 /// per principal (a root PS with equal shares).
 fn isolation(args: &[String]) -> Result<String, String> {
+    let enforce = enforce_of(args)?;
     let d = secs(args, 2.0);
     let mut out = String::from("| N threads of principal 2 | principal 1 share, one PS | principal 1 share, PS per principal |\n|---|---|---|\n");
     for n in [1usize, 4, 16, 64] {
@@ -130,7 +151,7 @@ fn isolation(args: &[String]) -> Result<String, String> {
             };
             let _ = write!(text, "[[thread]]\nname = \"one\"\nscheduler = \"{s1}\"\nprincipal = \"p1\"\nworkload = {{ kind = \"cpu-bound\" }}\n");
             text.push_str(&hogs(n, s2, Some("p2")));
-            let r = run_text(&text, d, None)?;
+            let r = run_text(&text, d, None, enforce)?;
             let p1 = r.principals.iter().find(|p| p.0 == "p1").map_or(0, |p| p.1);
             let p2 = r.principals.iter().find(|p| p.0 == "p2").map_or(0, |p| p.1);
             cells.push(format!(
@@ -143,13 +164,23 @@ fn isolation(args: &[String]) -> Result<String, String> {
     Ok(out)
 }
 
-fn poll_once(cmd: Vec<String>, text: Option<&str>, d: f64) -> Result<(u64, u64, u64), String> {
+fn poll_once(
+    cmd: Vec<String>,
+    text: Option<&str>,
+    d: f64,
+    enforce: crate::kernel::Enforce,
+) -> Result<(u64, u64, u64), String> {
     let out = std::env::temp_dir().join(format!("hsched-bench-poll-{}.json", std::process::id()));
     let _ = std::fs::remove_file(&out);
     let shell = format!("exec {} > {}", cmd.join(" "), out.display());
     match text {
         Some(t) => {
-            run_text(t, d + 2.0, Some(vec!["sh".into(), "-c".into(), shell]))?;
+            run_text(
+                t,
+                d + 2.0,
+                Some(vec!["sh".into(), "-c".into(), shell]),
+                enforce,
+            )?;
         }
         None => {
             let st = std::process::Command::new("sh")
@@ -172,6 +203,7 @@ fn poll_once(cmd: Vec<String>, text: Option<&str>, d: f64) -> Result<(u64, u64, 
 /// Regehr 2001, Table 10.2 / Fig 10.3: 10 threads poll the clock on one CPU;
 /// the gap between one thread's last reading and the next thread's first.
 fn switch(args: &[String]) -> Result<String, String> {
+    let enforce = enforce_of(args)?;
     let d = secs(args, 2.0);
     let me = std::env::current_exe()
         .map_err(|e| e.to_string())?
@@ -196,7 +228,7 @@ fn switch(args: &[String]) -> Result<String, String> {
     let mut out = String::from(
         "| scheduler | switches | median gap (us) | p99 gap (us) |\n|---|---|---|---|\n",
     );
-    let (n, m, p) = poll_once(probe(true), None, d)?;
+    let (n, m, p) = poll_once(probe(true), None, d, enforce)?;
     let _ = writeln!(
         out,
         "| native Linux CFS (pinned to CPU {cpu}) | {n} | {:.1} | {:.1} |",
@@ -225,10 +257,11 @@ fn switch(args: &[String]) -> Result<String, String> {
             "default = \"leaf\"\n{}",
             text.replace("default = \"leaf\"\n", "")
         );
-        let (n, m, p) = poll_once(probe(false), Some(&text), d)?;
+        let (n, m, p) = poll_once(probe(false), Some(&text), d, enforce)?;
         let _ = writeln!(
             out,
-            "| hsched, depth {depth} (TS rr 1 ms at the leaf) | {n} | {:.1} | {:.1} |",
+            "| hsched --enforce {}, depth {depth} (TS rr 1 ms at the leaf) | {n} | {:.1} | {:.1} |",
+            enforce_name(enforce),
             m as f64 / 1e3,
             p as f64 / 1e3
         );
@@ -354,6 +387,7 @@ fn ctl_ops(args: &[String]) -> Result<String, String> {
 /// Notification latency and the daemon's CPU use, idle and with 100
 /// managed periodic threads.
 fn overhead(args: &[String]) -> Result<String, String> {
+    let enforce = enforce_of(args)?;
     let d = secs(args, 5.0);
     let mut out = String::from("| run | managed threads | HSI inputs | notification latency median / p99 (us) | daemon CPU (% of one CPU): thread / in pumps |\n|---|---|---|---|---|\n");
     let idle = "default = \"ts\"\n[machine]\ncpus = 1\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n[[thread]]\nname = \"sleeper\"\nworkload = { kind = \"periodic\", period = \"1s\", exec = \"1us\" }\n";
@@ -369,11 +403,12 @@ fn overhead(args: &[String]) -> Result<String, String> {
         ),
         ("100 periodic threads (20 ms, 0.1 ms each)", busy, 100),
     ] {
-        let r = run_text(&text, d, None)?;
+        let r = run_text(&text, d, None, enforce)?;
         let l = r.notification_latency;
         let _ = writeln!(
             out,
-            "| {label} | {n} | {} | {:.1} / {:.1} | {:.2} / {:.2} |",
+            "| {label}, --enforce {} | {n} | {} | {:.1} / {:.1} | {:.2} / {:.2} |",
+            enforce_name(enforce),
             r.events,
             l.median_ns as f64 / 1e3,
             l.p99_ns as f64 / 1e3,
@@ -571,7 +606,7 @@ pub fn bench_main(args: &[String]) -> i32 {
         Some("ctl") => ctl_ops(rest),
         Some("overhead") => overhead(rest),
         Some("mechanisms") => mechanisms(rest),
-        _ => Err("usage: hsched-live bench frames|isolation|switch|ctl|overhead|mechanisms [--duration D]".into()),
+        _ => Err("usage: hsched-live bench frames|isolation|switch|ctl|overhead|mechanisms [--duration D] [--enforce user|kernel|auto]".into()),
     };
     match r {
         Ok(t) => crate::out::print_stdout(&t),

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 /// Usage of `run`.
-pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH | --no-socket] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--fifo-priority N] [--stolen off|procstat|trace] [--stolen-irq-overhead D] [--json] [--output FILE] [-- COMMAND ARGS...]";
+pub const RUN_USAGE: &str = "usage: hsched run FILE [--cpus LIST] [--duration D] [--socket PATH | --no-socket] [--group GID] [--scheduler NAME] [--param KEY=VALUE]... [--no-workloads] [--enforce user|kernel|auto] [--fifo-priority N] [--stolen off|procstat|trace] [--stolen-irq-overhead D] [--json] [--output FILE] [-- COMMAND ARGS...]";
 /// Usage of `ctl`.
 pub const CTL_USAGE: &str = "usage: hsched ctl [--socket PATH] [--json] OP [KEY=VALUE]...   (OP: hello, show, create, destroy, move, begin-reservation, end-reservation, set-params, set-share, set-default, attach, detach, shutdown)";
 
@@ -203,6 +203,7 @@ pub fn parse_run_args(args: &[String]) -> Result<RunArgs, String> {
             }
             "--fifo-priority" => opts.fifo_priority = parse_fifo_priority(&need(it.next(), a)?)?,
             "--no-workloads" => opts.run_workloads = false,
+            "--enforce" => opts.enforce = need(it.next(), a)?.parse()?,
             "--stolen" => opts.stolen = need(it.next(), a)?.parse()?,
             "--stolen-irq-overhead" => {
                 let v = need(it.next(), a)?;

@@ -397,7 +397,8 @@ impl Freezer {
     }
 }
 
-/// Thaws and empties every cgroup under `root`, then removes them.
+/// Thaws and empties every cgroup under `root` (at any depth) into
+/// `mount`, then removes them.
 pub fn cleanup_root(mount: &Path, root: &Path, patience: std::time::Duration) {
     let t0 = std::time::Instant::now();
     loop {
@@ -408,13 +409,15 @@ pub fn cleanup_root(mount: &Path, root: &Path, patience: std::time::Duration) {
                 if !p.is_dir() {
                     continue;
                 }
+                // Nested groups (the kernel backend's cpu cgroups) first.
+                cleanup_root(mount, &p, std::time::Duration::ZERO);
                 let _ = std::fs::write(p.join("freezer.state"), "THAWED");
                 if let Ok(tasks) = std::fs::read_to_string(p.join("tasks")) {
                     for t in tasks.split_whitespace() {
                         let _ = std::fs::write(mount.join("tasks"), t);
                     }
                 }
-                if std::fs::remove_dir(&p).is_err() {
+                if std::fs::remove_dir(&p).is_err() && p.exists() {
                     left = true;
                 }
             }

@@ -49,6 +49,7 @@ mod daemon;
 pub mod enforce;
 pub mod ftrace;
 pub mod hierarchy;
+pub mod kernel;
 pub mod observe;
 pub mod out;
 pub mod probe;
@@ -185,6 +186,8 @@ pub struct RunOptions {
     pub stolen_irq_overhead: Duration,
     /// Limits on what control requests may ask for ([`authz`]).
     pub control_limits: authz::ControlLimits,
+    /// Which backend enforces the hierarchy ([`kernel::Enforce`]).
+    pub enforce: kernel::Enforce,
 }
 
 impl Default for RunOptions {
@@ -206,6 +209,7 @@ impl Default for RunOptions {
             stolen: stolen::StolenSource::Off,
             stolen_irq_overhead: Duration::ZERO,
             control_limits: authz::ControlLimits::default(),
+            enforce: kernel::Enforce::User,
         }
     }
 }
@@ -243,7 +247,39 @@ pub fn check_support() -> Result<(), LiveError> {
 /// Unsupported machine, a hierarchy that cannot be built, a program that
 /// cannot be started.
 pub fn run(hierarchy: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
-    daemon::Daemon::start(hierarchy, opts)?.run()
+    match opts.enforce {
+        kernel::Enforce::User => daemon::Daemon::start(hierarchy, opts)?.run(),
+        kernel::Enforce::Kernel => kernel::run::run(hierarchy, opts),
+        kernel::Enforce::Auto => {
+            // The kernel where it enforces every node and keeps every
+            // promise the file makes; the user backend otherwise.
+            let why = match kernel::run::with_command(hierarchy, &opts)
+                .and_then(|h| kernel::run::plan_for(&h, &opts))
+            {
+                Ok((plan, _)) if plan.keeps_promises() => None,
+                Ok((plan, _)) => Some(
+                    plan.shortfalls
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+                Err(e) => Some(e.to_string()),
+            };
+            match why {
+                None => {
+                    diag!("hsched: --enforce auto: the kernel enforces this hierarchy");
+                    kernel::run::run(hierarchy, opts)
+                }
+                Some(why) => {
+                    diag!(
+                        "hsched: --enforce auto: the user backend enforces this hierarchy ({why})"
+                    );
+                    daemon::Daemon::start(hierarchy, opts)?.run()
+                }
+            }
+        }
+    }
 }
 
 /// The report name of a workload model.

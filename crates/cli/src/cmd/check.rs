@@ -34,6 +34,7 @@ pub const EXAMPLES: &str = "\
 Examples:
   hsched check examples/home-computer.toml
   hsched check --quiet examples/overview.toml && echo composes
+  hsched check --enforce kernel examples/frame-renderer.toml
   for f in examples/*.toml; do hsched check \"$f\" || exit 1; done";
 
 /// Arguments of `hsched check`.
@@ -49,6 +50,12 @@ pub struct Args {
     /// Print nothing when the file is valid
     #[arg(short, long)]
     pub quiet: bool,
+    /// `kernel`: check the hierarchy as the kernel backend of `hsched run
+    /// --enforce kernel` would enforce it on this machine: the mapping of
+    /// every node and the guarantees the kernel's enforcement gives
+    /// (docs/kernel-backend.md)
+    #[arg(long, value_name = "BACKEND", value_parser = ["kernel", "user"])]
+    pub enforce: Option<String>,
 }
 
 /// A problem found after the file parsed: the hierarchy is well-formed but
@@ -68,6 +75,19 @@ pub struct Problem {
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let h = input::load_with(&args.file, args.workload.as_deref())?;
     input::check_rtapp_attached(&h)?;
+    if args.enforce.as_deref() == Some("kernel") {
+        let plan = hsched_linux::kernel::show::plan_here(&h);
+        let text = hsched_linux::kernel::show::check_text(&h, &plan);
+        let mut out = crate::output::report();
+        if !(args.quiet && plan.keeps_promises()) {
+            out.write_all(text.as_bytes())?;
+        }
+        return Ok(if plan.keeps_promises() {
+            Outcome::Ok
+        } else {
+            Outcome::Problems
+        });
+    }
     let a = analysis::analyze(&h);
     let problems = composition(&a);
     let mut out = crate::output::report();

@@ -47,6 +47,11 @@ pub struct Args {
     /// The hierarchy file
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    /// `kernel`: next to each node, the kernel mechanism `hsched run
+    /// --enforce kernel` maps it to and the guarantee the kernel's
+    /// enforcement gives it
+    #[arg(long, value_name = "BACKEND", value_parser = ["kernel", "user"])]
+    pub enforce: Option<String>,
 }
 
 /// Loads the file and prints its tree.
@@ -56,7 +61,12 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     let h = input::load(&args.file)?;
     let file = args.file.display().to_string();
-    let text = render(&h, &crate::analysis::analyze(&h).tree_notes(&file));
+    let notes = if args.enforce.as_deref() == Some("kernel") {
+        kernel_notes(&h)
+    } else {
+        crate::analysis::analyze(&h).tree_notes(&file)
+    };
+    let text = render(&h, &notes);
     crate::output::report().write_all(text.as_bytes())?;
     Ok(Outcome::Ok)
 }
@@ -79,6 +89,38 @@ impl Notes {
     fn scheduler(&self, name: &str, link: usize) -> Option<&String> {
         self.schedulers.get(name)?.get(link)
     }
+}
+
+/// The kernel backend's mapping of every node, for `--enforce kernel`.
+fn kernel_notes(h: &Hierarchy) -> Notes {
+    use hsched_linux::kernel::{show, Node};
+    let plan = show::plan_here(h);
+    let mut notes = Notes::default();
+    for n in &plan.nodes {
+        match &n.node {
+            Node::Scheduler(s) => {
+                let links = h
+                    .schedulers
+                    .iter()
+                    .find(|x| &x.name == s)
+                    .map_or(1, |x| x.parents.len().max(1));
+                notes
+                    .schedulers
+                    .insert(s.clone(), vec![show::node_note(n); links]);
+            }
+            Node::Thread(t) => {
+                notes.threads.insert(t.clone(), show::node_note(n));
+            }
+        }
+    }
+    let text = show::check_text(h, &plan);
+    // The mapping lines are in the tree already; the rest goes after it.
+    notes.after = text
+        .lines()
+        .filter(|l| !l.starts_with("  ") && !l.ends_with("the kernel backend's mapping"))
+        .map(String::from)
+        .collect();
+    notes
 }
 
 /// Draws `h` as text.

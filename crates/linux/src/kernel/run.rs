@@ -1,0 +1,882 @@
+//! A live run enforced by the kernel: the daemon compiles the hierarchy
+//! ([`super::compile`]), refuses it before anything changes if a node does
+//! not map or the deadline admission fails, then launches the programs,
+//! sets each thread's mechanism ([`super::apply`]) and only watches:
+//! it places the threads programs create, samples CPU time for the report,
+//! and tells the watchdog it is alive. Scheduling decisions are the
+//! kernel's, so nothing depends on the daemon running in time, and a
+//! stopped or killed daemon leaves every reservation enforced until the
+//! watchdog restores the threads.
+
+use super::apply::{self, Cgroups};
+use super::compile::{self, Mechanism, Node, NodeMap, Plan};
+use crate::enforce::{self, Original};
+use crate::report::{LiveStats, ProgramReport, Report, SchedulerReport, ThreadReport};
+use crate::sys::{self, SchedAttr};
+use crate::watchdog::Watchdog;
+use crate::{LiveError, RunOptions};
+use hsched_config::{Hierarchy, ThreadSpec, WorkloadSpec};
+use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+
+/// How often the daemon looks for threads the programs created (a new
+/// thread runs with its creator's class and cgroup, reset to the fair
+/// class for a real-time or deadline creator, until then).
+const SWEEP_NS: u64 = 200_000_000;
+/// How often it samples the threads' CPU time (and at the end).
+const SAMPLE_NS: u64 = 1_000_000_000;
+
+struct Managed {
+    name: String,
+    /// Its name (`comm`) when last looked at.
+    comm: String,
+    /// Placed by a `[[rule]]`.
+    by_rule: bool,
+    scheduler: String,
+    group: usize,
+    orig: Original,
+    cpu_ns: u64,
+    switches: (u64, u64),
+    created_ns: u64,
+    exited_ns: Option<u64>,
+}
+
+struct Program {
+    name: String,
+    pid: i32,
+    spec: Option<usize>,
+    /// The mechanism of the thread it was launched as: its other threads
+    /// get it too.
+    node: NodeMap,
+    scheduler: String,
+    exit_status: Option<i32>,
+    cpu_ns: Option<u64>,
+}
+
+/// Deadline bandwidth held on the machine by tasks other than `except`'s,
+/// in CPUs: every `SCHED_DEADLINE` thread found in `/proc`.
+pub fn others_bandwidth() -> f64 {
+    let mut sum = 0.0;
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        for tid in enforce::proc_threads(pid).unwrap_or_default() {
+            if let Ok(a) = sys::sched_getattr(tid) {
+                if a.policy == apply::SCHED_DEADLINE && a.period > 0 {
+                    sum += a.runtime as f64 / a.period as f64;
+                }
+            }
+        }
+    }
+    sum
+}
+
+/// The Linux CPUs a run manages (as the user backend picks them).
+pub fn managed_cpus(h: &Hierarchy, opts: &RunOptions) -> Result<Vec<usize>, LiveError> {
+    let online = sys::online_cpus();
+    let cpus = match &opts.cpus {
+        Some(c) => {
+            if let Some(bad) = c.iter().find(|c| !online.contains(c)) {
+                return Err(LiveError::Usage(format!(
+                    "--cpus: CPU {bad} is not online (online: {online:?})"
+                )));
+            }
+            c.clone()
+        }
+        None if h.machine.cpus >= online.len() || h.machine.cpus == 0 => online.clone(),
+        None => online[online.len() - h.machine.cpus..].to_vec(),
+    };
+    if cpus.is_empty() {
+        return Err(LiveError::Setup("no CPU to manage".into()));
+    }
+    Ok(cpus)
+}
+
+/// The hierarchy with `-- COMMAND` as one more thread (under
+/// `--scheduler` or the default scheduler), so it is compiled like the
+/// file's threads.
+pub fn with_command(h: &Hierarchy, opts: &RunOptions) -> Result<Hierarchy, LiveError> {
+    let mut h = h.clone();
+    if let Some(cmd) = &opts.command {
+        let sched = opts
+            .command_scheduler
+            .clone()
+            .or_else(|| h.default_scheduler.clone())
+            .ok_or_else(|| {
+                LiveError::Hierarchy(
+                    "`-- COMMAND` needs a default scheduler (or --scheduler)".into(),
+                )
+            })?;
+        if !h.schedulers.iter().any(|s| s.name == sched) {
+            return Err(LiveError::Usage(format!(
+                "--scheduler: no scheduler `{sched}` in the file"
+            )));
+        }
+        let name = std::path::Path::new(&cmd[0])
+            .file_name()
+            .map_or("command".into(), |s| s.to_string_lossy().into_owned());
+        let mut t = ThreadSpec::new(&name, &sched, WorkloadSpec::CpuBound);
+        t.workload = None;
+        t.exec = Some(cmd.clone());
+        t.params = opts.command_params.clone();
+        h.threads.push(t);
+    }
+    Ok(h)
+}
+
+/// The plan for `h` on this machine, or why the kernel backend cannot
+/// enforce it (every node that stops it, or the admission's refusal):
+/// nothing has changed when this returns.
+///
+/// # Errors
+/// [`LiveError::Usage`] naming every refused node, or the thread, load
+/// and limit of a refused admission.
+pub fn plan_for(h: &Hierarchy, opts: &RunOptions) -> Result<(Plan, Vec<usize>), LiveError> {
+    let cpus = managed_cpus(h, opts)?;
+    let plan = compile::compile(h, &super::machine_model(), &cpus, others_bandwidth());
+    if !plan.is_enforceable() {
+        return Err(LiveError::Usage(format!(
+            "--enforce kernel: the kernel backend cannot enforce {} exactly (nothing was changed):\n  {}",
+            h.file,
+            plan.refusal_text().replace('\n', "\n  ")
+        )));
+    }
+    Ok((plan, cpus))
+}
+
+fn io_err(what: &'static str) -> impl Fn(std::io::Error) -> LiveError {
+    move |e| LiveError::Io(format!("{what}: {e}"))
+}
+
+/// Runs `h` enforced by the kernel; see the module documentation.
+///
+/// # Errors
+/// Not root or no `SCHED_DEADLINE`, a hierarchy the kernel backend
+/// cannot enforce, a program that cannot be started.
+pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
+    if sys::geteuid() != 0 {
+        return Err(LiveError::Unsupported(
+            "live mode needs root (it changes other threads' scheduling)".into(),
+        ));
+    }
+    if !std::path::Path::new("/proc/sys/kernel/sched_rt_runtime_us").exists() {
+        return Err(LiveError::Unsupported(
+            "the kernel backend needs SCHED_DEADLINE (no /proc/sys/kernel/sched_rt_runtime_us)"
+                .into(),
+        ));
+    }
+    let h = with_command(h, &opts)?;
+    let (plan, cpus) = plan_for(&h, &opts)?;
+    if plan
+        .nodes
+        .iter()
+        .any(|n| matches!(n.mechanism, Mechanism::FairGroup { .. }))
+        && apply::cpu_mount().is_none()
+    {
+        return Err(LiveError::Unsupported(
+            "the kernel backend maps `ts`, `ps` and `limit` to cgroup-v1 cpu cgroups, and no cpu controller is mounted".into(),
+        ));
+    }
+    if let Some(p) = &opts.socket {
+        crate::diag!(
+            "hsched: --enforce kernel serves no control socket ({}): `ctl` operations change the hierarchy through the daemon's HSI, which only `--enforce user` runs",
+            p.display()
+        );
+    }
+    for n in &plan.notes {
+        if n.contains("surplus") || n.contains("root domain (") {
+            crate::diag!("hsched: {n}");
+        }
+    }
+    let lock = crate::cpulock::CpuLocks::try_acquire(&cpus, crate::cpulock::Sharing::Exclusive)?;
+    let self_attr = sys::sched_getattr(0).map_err(io_err("sched_getattr"))?;
+    let self_mask = sys::get_affinity(0).map_err(io_err("sched_getaffinity"))?;
+    let cg = Cgroups::create(&plan).map_err(io_err("cpu cgroup"))?;
+    let wd = match Watchdog::start(
+        cg.as_ref().map(|c| (c.base.clone(), c.root.clone())),
+        opts.daemon_priority.saturating_add(5).min(99),
+        Some(&lock),
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            if let Some(c) = &cg {
+                c.cleanup();
+            }
+            return Err(io_err("watchdog")(e));
+        }
+    };
+    let sigfd = sys::signalfd(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD, libc::SIGHUP])
+        .map_err(io_err("signalfd"))?;
+    // Above every managed real-time thread, so the heartbeat is never
+    // starved; children start in the fair class.
+    let mut d_attr = SchedAttr::fifo(opts.daemon_priority);
+    d_attr.flags = sys::SCHED_FLAG_RESET_ON_FORK;
+    let _ = sys::sched_setattr(0, &d_attr);
+    let slots = sys::Slots::new(h.threads.len() + 1).map_err(io_err("shared memory"))?;
+    let mut k = Kernel {
+        h: &h,
+        plan: &plan,
+        cg,
+        wd: Some(wd),
+        epoch: sys::now_ns(),
+        end_at: None,
+        threads: BTreeMap::new(),
+        programs: Vec::new(),
+        slots,
+        self_attr,
+        self_mask,
+        cpu_base: sys::thread_cpu_ns(),
+        warned: Default::default(),
+        cpus,
+        stats: LiveStats::default(),
+        extra_servers: Vec::new(),
+    };
+    k.end_at = opts.duration.map(|d| k.epoch + d.as_nanos());
+    let result = k.main_loop(&opts, &sigfd);
+    let report = k.finish();
+    let _ = sys::sched_setattr(0, &self_attr);
+    drop(lock);
+    result.map(|()| report)
+}
+
+struct Kernel<'a> {
+    h: &'a Hierarchy,
+    plan: &'a Plan,
+    cg: Option<Cgroups>,
+    wd: Option<Watchdog>,
+    epoch: u64,
+    end_at: Option<u64>,
+    threads: BTreeMap<i32, Managed>,
+    programs: Vec<Program>,
+    slots: sys::Slots,
+    self_attr: SchedAttr,
+    self_mask: sys::CpuMask,
+    cpu_base: u64,
+    warned: std::collections::BTreeSet<String>,
+    cpus: Vec<usize>,
+    stats: LiveStats,
+    /// Deadline servers `[[rule]]`s added during the run.
+    extra_servers: Vec<(hsched_core::Duration, hsched_core::Duration)>,
+}
+
+impl Kernel<'_> {
+    fn warn(&mut self, key: &str, msg: String) {
+        if self.warned.insert(key.to_string()) {
+            crate::diag!("hsched: warning: {msg}");
+        }
+    }
+
+    fn main_loop(
+        &mut self,
+        opts: &RunOptions,
+        sigfd: &std::os::fd::OwnedFd,
+    ) -> Result<(), LiveError> {
+        let h = self.h;
+        let mut launches: Vec<(u64, usize)> = h
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.exec.is_some() || (opts.run_workloads && t.workload.is_some()))
+            .map(|(i, t)| (self.epoch + t.start.as_nanos(), i))
+            .collect();
+        launches.sort();
+        let mut kills: Vec<(u64, i32)> = Vec::new();
+        let (mut next_sweep, mut next_sample, mut next_beat) = (0, 0, 0);
+        loop {
+            let now = sys::now_ns();
+            while let Some(&(at, i)) = launches.first() {
+                if at > now {
+                    break;
+                }
+                launches.remove(0);
+                let pid = self.launch(i)?;
+                if let Some(e) = h.threads[i].exit {
+                    kills.push((self.epoch + e.as_nanos(), pid));
+                }
+            }
+            kills.retain(|&(at, pid)| {
+                if at <= now {
+                    let _ = sys::kill(pid, libc::SIGKILL);
+                }
+                at > now
+            });
+            self.reap(now);
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + SWEEP_NS;
+            }
+            if now >= next_sample {
+                self.sample();
+                next_sample = now + SAMPLE_NS;
+            }
+            if now >= next_beat {
+                if let Some(w) = &self.wd {
+                    if w.heartbeat().is_err() {
+                        self.stats.ended_by = "watchdog".into();
+                        return Err(LiveError::Io(
+                            "the watchdog ended: the threads were restored".into(),
+                        ));
+                    }
+                }
+                next_beat = now + crate::watchdog::HEARTBEAT_NS;
+            }
+            if self.end_at.is_some_and(|e| now >= e) {
+                self.stats.ended_by = "duration".into();
+                return Ok(());
+            }
+            if self.end_at.is_none()
+                && launches.is_empty()
+                && !self.programs.is_empty()
+                && self.programs.iter().all(|p| p.exit_status.is_some())
+            {
+                self.stats.ended_by = "programs exited".into();
+                return Ok(());
+            }
+            let wake = [
+                next_sweep,
+                next_sample,
+                next_beat,
+                self.end_at.unwrap_or(u64::MAX),
+                launches.first().map_or(u64::MAX, |l| l.0),
+                kills.iter().map(|k| k.0).min().unwrap_or(u64::MAX),
+            ]
+            .into_iter()
+            .min()
+            .unwrap_or(u64::MAX);
+            let ms = (wake.saturating_sub(sys::now_ns()) / 1_000_000 + 1).min(1000) as i32;
+            if sys::poll_in(sigfd.as_raw_fd(), ms).unwrap_or(false) {
+                while let Some(sig) = sys::read_signal(sigfd) {
+                    if sig != libc::SIGCHLD {
+                        self.stats.ended_by = "signal".into();
+                        return Ok(());
+                    }
+                }
+            }
+            self.stats.wakeups += 1;
+        }
+    }
+
+    /// Starts thread spec `i` blocked on a pipe, sets its mechanism, then
+    /// lets it go.
+    fn launch(&mut self, i: usize) -> Result<i32, LiveError> {
+        let spec = &self.h.threads[i];
+        let node =
+            self.plan.thread(&spec.name).cloned().ok_or_else(|| {
+                LiveError::Hierarchy(format!("thread `{}` is not mapped", spec.name))
+            })?;
+        let (r, w) = sys::pipe().map_err(io_err("pipe"))?;
+        let last_fd = sys::highest_fd();
+        let slot = spec.exec.is_none().then_some(i);
+        let pid = match (&spec.exec, &spec.workload) {
+            (Some(argv), _) => {
+                let ex = sys::Exec::new(argv)
+                    .map_err(|e| LiveError::Usage(format!("`{}`: {e}", argv.join(" "))))?;
+                let failed = format!("hsched: could not execute `{}`\n", argv[0]);
+                let pid = sys::fork().map_err(io_err("fork"))?;
+                if pid == 0 {
+                    sys::setpgid_self();
+                    sys::unblock_all_signals();
+                    for s in [
+                        libc::SIGINT,
+                        libc::SIGTERM,
+                        libc::SIGCHLD,
+                        libc::SIGHUP,
+                        libc::SIGPIPE,
+                    ] {
+                        sys::default_signal(s);
+                    }
+                    sys::close_cloexec(last_fd, r.as_raw_fd());
+                    let mut b = [0u8; 1];
+                    let _ = sys::read(r.as_raw_fd(), &mut b);
+                    let err = ex.exec();
+                    let _ = sys::write_all(2, failed.as_bytes());
+                    sys::exit_now(if err == libc::ENOENT { 127 } else { 126 });
+                }
+                pid
+            }
+            (None, Some(wl)) => {
+                let wl = wl.clone();
+                let end = self.end_at.unwrap_or(u64::MAX);
+                let rfd = r.as_raw_fd();
+                let seed =
+                    self.h.sim.seed.unwrap_or(0) ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let slots = &self.slots;
+                let daemon = sys::getpid();
+                sys::spawn_fn(&[0, 1, 2, rfd], move || {
+                    sys::setpgid_self();
+                    sys::die_with_parent(daemon);
+                    let mut b = [0u8; 1];
+                    let _ = sys::read(rfd, &mut b);
+                    crate::probe::run_workload(&wl, slot.and_then(|i| slots.get(i)), end, seed);
+                    0
+                })
+                .map_err(io_err("fork"))?
+            }
+            (None, None) => {
+                return Err(LiveError::Setup(format!(
+                    "thread `{}` has neither `exec` nor a workload",
+                    spec.name
+                )))
+            }
+        };
+        drop(r);
+        // What it would have had without hsched: the daemon's own.
+        let _ = sys::sched_setattr(pid, &self.self_attr);
+        let _ = sys::set_affinity(pid, &self.self_mask);
+        self.programs.push(Program {
+            name: spec.name.clone(),
+            pid,
+            spec: Some(i),
+            node: node.clone(),
+            scheduler: spec.scheduler.clone(),
+            exit_status: None,
+            cpu_ns: None,
+        });
+        let g = self.programs.len() - 1;
+        if let Err(e) = self.adopt(pid, spec.name.clone(), spec.scheduler.clone(), g, &node) {
+            let _ = sys::kill(pid, libc::SIGKILL);
+            return Err(e);
+        }
+        let _ = sys::write_all(w.as_raw_fd(), b"g");
+        Ok(pid)
+    }
+
+    /// Records thread `tid` with the watchdog, then sets `node` on it.
+    fn adopt(
+        &mut self,
+        tid: i32,
+        name: String,
+        scheduler: String,
+        group: usize,
+        node: &NodeMap,
+    ) -> Result<(), LiveError> {
+        let orig = Original::capture(tid).map_err(io_err("inspect"))?;
+        let wd = self
+            .wd
+            .as_ref()
+            .ok_or_else(|| LiveError::Io("the watchdog ended".into()))?;
+        wd.manage(&orig).map_err(io_err("watchdog"))?;
+        self.threads.insert(
+            tid,
+            Managed {
+                name,
+                comm: String::new(),
+                by_rule: false,
+                scheduler,
+                group,
+                orig,
+                cpu_ns: 0,
+                switches: (0, 0),
+                created_ns: sys::now_ns().saturating_sub(self.epoch),
+                exited_ns: None,
+            },
+        );
+        self.stats.creates += 1;
+        match apply::apply(tid, node, self.cg.as_ref()) {
+            Ok(()) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(LiveError::Refused(format!(
+                "the kernel's deadline admission refused thread `{}` ({}): another task took deadline bandwidth since hsched checked ({:.1}% of the {:.1}% limit were in use then)",
+                node.node.name(),
+                node.mechanism,
+                (self.plan.admission.others + self.plan.admission.servers.iter().map(|s| s.1).sum::<f64>()) * 100.0,
+                self.plan.admission.kernel_limit * 100.0
+            ))),
+            Err(e) => Err(LiveError::Io(format!("thread `{}`: {}: {e}", node.node.name(), node.mechanism))),
+        }
+    }
+
+    /// Every deadline server of the run: the plan's and the rules'.
+    fn servers(&self) -> Vec<(hsched_core::Duration, hsched_core::Duration)> {
+        let mut v: Vec<_> = self
+            .plan
+            .nodes
+            .iter()
+            .filter_map(|n| match n.mechanism {
+                Mechanism::Deadline {
+                    runtime, period, ..
+                } => Some((runtime, period)),
+                _ => None,
+            })
+            .collect();
+        v.extend(self.extra_servers.iter().copied());
+        v
+    }
+
+    fn reap(&mut self, now: u64) {
+        while let Some((pid, status, cpu)) = sys::reap_any_rusage() {
+            if let Some(p) = self.programs.iter_mut().find(|p| p.pid == pid) {
+                p.exit_status = Some(status);
+                p.cpu_ns = Some(cpu);
+            }
+            for (tid, m) in self.threads.iter_mut() {
+                if m.exited_ns.is_none() && (*tid == pid || m.orig.tgid == pid) {
+                    m.exited_ns = Some(now.saturating_sub(self.epoch));
+                    if let Some(w) = &self.wd {
+                        w.forget(&m.orig);
+                    }
+                    self.stats.exits += 1;
+                }
+            }
+        }
+    }
+
+    /// Where a `[[rule]]` puts thread `tid` named `comm` of program `prog`:
+    /// under a fair-class scheduler, or as a deadline server of its own
+    /// under a `rez` (admitted like the file's), with the scheduler's name.
+    /// `None` when no rule matches or the rule cannot be kept (said once).
+    fn rule_node(
+        &mut self,
+        tid: i32,
+        comm: &str,
+        prog: &str,
+        base: &NodeMap,
+    ) -> Option<(NodeMap, String)> {
+        let rule = self.h.rules.iter().find(|r| r.matches(comm, prog))?;
+        let target = self
+            .plan
+            .node(&Node::Scheduler(rule.scheduler.clone()))
+            .map(|n| n.mechanism.clone());
+        let mut node = base.clone();
+        match target {
+            Some(Mechanism::FairGroup { cgroup, .. }) => {
+                let p = rule.params.i64("priority").ok().flatten().unwrap_or(8);
+                node.mechanism = Mechanism::Fair {
+                    nice: (8 - p).clamp(-20, 19) as i32,
+                    cgroup,
+                };
+                node.cpus = self.cpus.clone();
+            }
+            Some(Mechanism::DeadlineClass) => {
+                let a = rule.params.duration("amount").ok().flatten();
+                let p = rule.params.duration("period").ok().flatten();
+                let (Some(a), Some(p)) = (
+                    a.filter(|a| a.as_nanos() > 0),
+                    p.filter(|&p| a.is_some_and(|a| a <= p)),
+                ) else {
+                    let msg = format!(
+                        "--enforce kernel: a [[rule]] placing threads under `{}` needs `amount` and `period`",
+                        rule.scheduler
+                    );
+                    self.warn(&format!("rule-{}", rule.scheduler), msg);
+                    return None;
+                };
+                let mut servers = self.servers();
+                servers.push((a, p));
+                if let Err(why) = compile::admit_servers(
+                    &super::machine_model(),
+                    &servers,
+                    self.plan.admission.others,
+                ) {
+                    self.warn(
+                        &format!("rule-admit-{tid}"),
+                        format!("--enforce kernel: [[rule]] for `{comm}` ({a} every {p}): {why}; it runs in the fair class"),
+                    );
+                    return None;
+                }
+                node.mechanism = Mechanism::Deadline {
+                    runtime: a,
+                    deadline: p,
+                    period: p,
+                    reclaim: false,
+                };
+                node.cpus = Vec::new();
+                self.extra_servers.push((a, p));
+            }
+            _ => {
+                let msg = format!(
+                    "--enforce kernel: a [[rule]] places threads only under `rez` or fair-class schedulers (`ts`, `ps`, `limit`); `{comm}` stays where its program is instead of under `{}`",
+                    rule.scheduler
+                );
+                self.warn(&format!("rule-{}", rule.scheduler), msg);
+                return None;
+            }
+        }
+        node.node = Node::Thread(comm.to_string());
+        self.stats.rule_placed += 1;
+        Some((node, rule.scheduler.clone()))
+    }
+
+    /// Places the threads the programs created since the last sweep: a
+    /// `[[rule]]` that matches its name puts it under `rez` or a fair-class
+    /// scheduler; else it gets its program's mechanism (a deadline
+    /// server's threads stay in the fair class: each would need a
+    /// reservation and an admission of its own). A thread not placed by a
+    /// rule is looked at again when it is renamed (rt-app names its
+    /// threads after creating them).
+    fn sweep(&mut self, now: u64) {
+        for g in 0..self.programs.len() {
+            if self.programs[g].exit_status.is_some() {
+                continue;
+            }
+            let pid = self.programs[g].pid;
+            let prog = enforce::proc_comm(pid).unwrap_or_default();
+            for tid in enforce::proc_threads(pid).unwrap_or_default() {
+                if let Some(m) = self.threads.get(&tid) {
+                    if m.by_rule || self.h.rules.is_empty() || tid == pid {
+                        continue;
+                    }
+                    let comm = enforce::proc_comm(tid).unwrap_or_default();
+                    if comm == m.comm {
+                        continue;
+                    }
+                    let base = self.programs[g].node.clone();
+                    if let Some(m) = self.threads.get_mut(&tid) {
+                        m.comm = comm.clone();
+                    }
+                    if let Some((node, sched)) = self.rule_node(tid, &comm, &prog, &base) {
+                        match apply::apply(tid, &node, self.cg.as_ref()) {
+                            Ok(()) => {
+                                if let Some(m) = self.threads.get_mut(&tid) {
+                                    m.by_rule = true;
+                                    m.scheduler = sched;
+                                }
+                                self.stats.rule_moves += 1;
+                            }
+                            Err(e) => self.warn(
+                                &format!("rule-apply-{tid}"),
+                                format!(
+                                    "--enforce kernel: [[rule]] for `{comm}`: {}: {e}",
+                                    node.mechanism
+                                ),
+                            ),
+                        }
+                    }
+                    continue;
+                }
+                let comm = enforce::proc_comm(tid).unwrap_or_default();
+                let base = self.programs[g].node.clone();
+                let (mut node, sched, by_rule) = match self.rule_node(tid, &comm, &prog, &base) {
+                    Some((n, s)) => (n, s, true),
+                    None => (base, self.programs[g].scheduler.clone(), false),
+                };
+                if !by_rule && matches!(node.mechanism, Mechanism::Deadline { .. }) {
+                    self.warn(
+                        &format!("dl-child-{pid}"),
+                        format!(
+                            "--enforce kernel: threads created by deadline server `{}` run in the fair class (each would need a reservation of its own; a [[rule]] can give one)",
+                            self.programs[g].name
+                        ),
+                    );
+                    node.mechanism = Mechanism::Fair {
+                        nice: 0,
+                        cgroup: String::new(),
+                    };
+                    node.cpus = self.cpus.clone();
+                }
+                let name = format!("{}/{comm}-{tid}", self.programs[g].name);
+                if self.adopt(tid, name, sched, g, &node).is_err() {
+                    // Gone already, most likely; the watchdog holds its record.
+                    if let Some(m) = self.threads.get_mut(&tid) {
+                        m.exited_ns = Some(now.saturating_sub(self.epoch));
+                    }
+                }
+                if let Some(m) = self.threads.get_mut(&tid) {
+                    m.comm = comm;
+                    m.by_rule = by_rule;
+                }
+            }
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = sys::now_ns().saturating_sub(self.epoch);
+        for (&tid, m) in self.threads.iter_mut() {
+            if m.exited_ns.is_some() {
+                continue;
+            }
+            // A thread that is gone has exited (restore checks identity).
+            match enforce::proc_cpu_ns(tid) {
+                Some(c) => m.cpu_ns = c,
+                None => {
+                    m.exited_ns = Some(now);
+                    continue;
+                }
+            }
+            if let Ok(s) = std::fs::read_to_string(format!("/proc/{tid}/task/{tid}/status")) {
+                let f = |k: &str| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix(k))
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .unwrap_or(0)
+                };
+                m.switches = (
+                    f("voluntary_ctxt_switches:"),
+                    f("nonvoluntary_ctxt_switches:"),
+                );
+            }
+        }
+    }
+
+    /// Samples, restores every thread and cgroup, ends the programs still
+    /// running, stops the watchdog; returns the report.
+    fn finish(&mut self) -> Report {
+        let end = sys::now_ns();
+        let duration = end.saturating_sub(self.epoch);
+        self.sample();
+        for m in self.threads.values() {
+            let base = self
+                .cg
+                .as_ref()
+                .map(|c| (c.base.as_path(), c.root.as_path()));
+            let _ = enforce::restore(&m.orig, base.map(|b| b.0), base.map(|b| b.1));
+            if let Some(w) = &self.wd {
+                w.forget(&m.orig);
+            }
+        }
+        if let Some(c) = &self.cg {
+            c.cleanup();
+        }
+        for p in &self.programs {
+            if p.exit_status.is_none() {
+                let _ = sys::kill(p.pid, libc::SIGTERM);
+            }
+        }
+        let t0 = sys::now_ns();
+        while self.programs.iter().any(|p| p.exit_status.is_none())
+            && sys::now_ns() - t0 < 1_000_000_000
+        {
+            self.reap(sys::now_ns());
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        for p in &self.programs {
+            if p.exit_status.is_none() {
+                let _ = sys::kill(p.pid, libc::SIGKILL);
+            }
+        }
+        self.reap(sys::now_ns());
+        if let Some(w) = self.wd.take() {
+            w.finish();
+        }
+        self.report(duration)
+    }
+
+    fn report(&self, duration: u64) -> Report {
+        let machine = (duration.max(1) * self.cpus.len() as u64) as f64;
+        let threads: Vec<ThreadReport> = self
+            .threads
+            .values()
+            .map(|m| ThreadReport {
+                name: m.name.clone(),
+                scheduler: m.scheduler.clone(),
+                cpu_ns: m.cpu_ns,
+                share: m.cpu_ns as f64 / machine,
+                received_ns: m.cpu_ns,
+                context_switches: m.switches.0 + m.switches.1,
+                preemptions: m.switches.1,
+                wakeups: m.switches.0,
+                created_ns: m.created_ns,
+                exited_ns: m.exited_ns,
+            })
+            .collect();
+        let end = self.epoch + duration;
+        let programs = self
+            .programs
+            .iter()
+            .enumerate()
+            .map(|(g, p)| {
+                let spec = p.spec.map(|i| &self.h.threads[i]);
+                let slot = spec
+                    .filter(|s| s.exec.is_none())
+                    .and(p.spec)
+                    .and_then(|i| self.slots.get(i))
+                    .filter(|s| s.used.load(Ordering::Relaxed) != 0);
+                let cpu = p.cpu_ns.unwrap_or_else(|| {
+                    self.threads
+                        .values()
+                        .filter(|m| m.group == g)
+                        .map(|m| m.cpu_ns)
+                        .sum()
+                });
+                ProgramReport {
+                    name: p.name.clone(),
+                    pid: p.pid,
+                    principal: spec.and_then(|s| s.principal.clone()),
+                    workload: match spec {
+                        Some(s) if s.exec.is_none() => s
+                            .workload
+                            .as_ref()
+                            .map_or("none", crate::workload_name)
+                            .to_string(),
+                        _ => "exec".into(),
+                    },
+                    threads: self.threads.values().filter(|m| m.group == g).count(),
+                    cpu_ns: cpu,
+                    share: cpu as f64 / machine,
+                    jobs: slot.map(|s| s.jobs.load(Ordering::Relaxed)),
+                    deadline_misses: slot.map(|s| s.misses_at(end)),
+                    max_lateness_ns: slot
+                        .map(|s| s.max_lateness.load(Ordering::Relaxed))
+                        .filter(|&v| v != i64::MIN),
+                    exit_status: p.exit_status,
+                }
+            })
+            .collect::<Vec<_>>();
+        let principals = self
+            .h
+            .principals
+            .iter()
+            .map(|pr| {
+                let cpu: u64 = programs
+                    .iter()
+                    .filter(|g| g.principal.as_deref() == Some(pr.name.as_str()))
+                    .map(|g| g.cpu_ns)
+                    .sum();
+                (pr.name.clone(), cpu, cpu as f64 / machine)
+            })
+            .collect();
+        // A scheduler's supply: the CPU of the threads below it (through
+        // first parents).
+        let schedulers = self
+            .h
+            .schedulers
+            .iter()
+            .map(|s| SchedulerReport {
+                name: s.name.clone(),
+                policy: s.policy.clone(),
+                supply_ns: threads
+                    .iter()
+                    .filter(|t| below(self.h, &s.name, &t.scheduler))
+                    .map(|t| t.cpu_ns)
+                    .sum(),
+            })
+            .collect();
+        let mut stats = self.stats.clone();
+        stats.daemon_cpu_ns = sys::thread_cpu_ns().saturating_sub(self.cpu_base);
+        Report {
+            duration_ns: duration,
+            cpus: self.cpus.clone(),
+            events: stats.creates + stats.exits,
+            threads,
+            programs,
+            schedulers,
+            principals,
+            stats,
+            ..Report::default()
+        }
+    }
+}
+
+/// Whether scheduler `at` is `s` or below it (through first parents).
+fn below(h: &Hierarchy, s: &str, at: &str) -> bool {
+    let mut at = at;
+    for _ in 0..=h.schedulers.len() {
+        if at == s {
+            return true;
+        }
+        match h
+            .schedulers
+            .iter()
+            .find(|x| x.name == at)
+            .and_then(|x| x.parents.first())
+        {
+            Some(p) => at = p.name.as_str(),
+            None => return false,
+        }
+    }
+    false
+}

@@ -1,0 +1,339 @@
+//! Live tests of the kernel backend (`hsched run --enforce kernel`), as
+//! root: a reservation thread is a `SCHED_DEADLINE` server that meets every
+//! deadline beside CPU hogs; a stopped daemon leaves the kernel enforcing
+//! the reservation until the watchdog restores everything, and a killed one
+//! leaves every thread and cgroup restored; a hierarchy the kernel cannot
+//! enforce is refused before anything changes. Each test says SKIPPED
+//! without root or without `SCHED_DEADLINE`; each run is bounded by
+//! `--duration` and by the test's own deadline. Run them under
+//! `flock /tmp/hsched-live.lock` beside other live tests.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_hsched-live")
+}
+
+struct Guard {
+    _cpus: hsched_linux::cpulock::CpuLocks,
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+/// `Some` when the kernel backend can run here (root, SCHED_DEADLINE),
+/// holding every CPU's lock for the daemons the test starts.
+fn kernel_live() -> Option<Guard> {
+    let g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if hsched_linux::sys::geteuid() != 0 {
+        eprintln!("SKIPPED: the kernel backend needs root");
+        return None;
+    }
+    if !std::path::Path::new("/proc/sys/kernel/sched_rt_runtime_us").exists() {
+        eprintln!("SKIPPED: no SCHED_DEADLINE here");
+        return None;
+    }
+    let cpus = hsched_linux::sys::online_cpus();
+    let l = hsched_linux::cpulock::CpuLocks::acquire_wait(
+        &cpus,
+        hsched_linux::cpulock::Sharing::WithChildren,
+        Duration::from_secs(120),
+    )
+    .unwrap_or_else(|e| panic!("the kernel live tests need CPUs {cpus:?}: {e}"));
+    Some(Guard {
+        _cpus: l,
+        _serial: g,
+    })
+}
+
+fn write_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hsched-kernel-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    p
+}
+
+fn policy(tid: i32) -> Option<u32> {
+    hsched_linux::sys::sched_getattr(tid).ok().map(|a| a.policy)
+}
+
+fn hsched_cgroups() -> Vec<String> {
+    let Some(m) = hsched_linux::kernel::apply::cpu_mount() else {
+        return Vec::new();
+    };
+    std::fs::read_dir(m)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("hsched-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const HOGS: &str = r#"
+[[thread]]
+name = "hog"
+count = 4
+scheduler = "TS"
+workload = { kind = "cpu-bound" }
+"#;
+
+/// A reservation of 3 ms every 10 ms for `rt` under a fixed-priority root
+/// on `cpus` CPUs, time sharing below it.
+fn reservation_file(cpus: usize, rt: &str) -> String {
+    format!(
+        r#"
+[machine]
+cpus = {cpus}
+[[scheduler]]
+name = "FP"
+policy = "fp"
+[[scheduler]]
+name = "RES"
+policy = "rez"
+parent = "FP"
+params = {{ priority = 2 }}
+[[scheduler]]
+name = "TS"
+policy = "ts"
+parent = "FP"
+params = {{ priority = 1 }}
+[[thread]]
+name = "rt"
+scheduler = "RES"
+params = {{ amount = "3ms", period = "10ms" }}
+{rt}
+{HOGS}"#
+    )
+}
+
+#[test]
+fn a_reservation_thread_meets_every_deadline_beside_four_hogs() {
+    let Some(_g) = kernel_live() else { return };
+    let file = write_file(
+        "rez.toml",
+        // Both CPUs, two hogs on each: wherever global EDF puts the server,
+        // it preempts a hog.
+        &reservation_file(
+            2,
+            r#"workload = { kind = "periodic", period = "10ms", exec = "2ms" }"#,
+        ),
+    );
+    let out = Command::new(bin())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--enforce",
+            "kernel",
+            "--duration",
+            "4s",
+            "--json",
+            "--no-socket",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let prog = |n: &str| {
+        v["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == n)
+            .cloned()
+            .unwrap_or_else(|| panic!("no program {n} in {v}"))
+    };
+    let rt = prog("rt");
+    let jobs = rt["jobs"].as_u64().unwrap();
+    assert!(jobs >= 380, "{rt}");
+    assert_eq!(rt["deadline_misses"].as_u64(), Some(0), "{rt}");
+    // The hogs run beside it (the reservation takes only its own time; how
+    // much the hogs get depends on what else this machine runs).
+    for k in 0..4 {
+        let h = prog(&format!("hog.{k}"));
+        assert!(h["share"].as_f64().unwrap() > 0.02, "{h}");
+    }
+    assert!(hsched_cgroups().is_empty(), "left {:?}", hsched_cgroups());
+}
+
+#[test]
+fn a_stopped_daemon_leaves_the_kernel_enforcing_then_a_killed_one_leaves_everything_restored() {
+    let Some(_g) = kernel_live() else { return };
+    let file = write_file(
+        "stop.toml",
+        &reservation_file(1, r#"exec = ["sh", "-c", "while :; do :; done"]"#).replace(
+            HOGS,
+            r#"
+[[thread]]
+name = "fair"
+scheduler = "TS"
+exec = ["sh", "-c", "while :; do :; done"]
+"#,
+        ),
+    );
+    let mut daemon = Command::new(bin())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--enforce",
+            "kernel",
+            "--duration",
+            "30s",
+            "--no-socket",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dpid = daemon.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // The daemon's children: the watchdog and the two programs.
+    let (rt, fair) = loop {
+        assert!(Instant::now() < deadline, "the programs never started");
+        let kids: Vec<i32> = std::fs::read_to_string(format!("/proc/{dpid}/task/{dpid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        let rt = kids.iter().copied().find(|&k| policy(k) == Some(6));
+        let fair = kids.iter().copied().find(|&k| {
+            std::fs::read_to_string(format!("/proc/{k}/cgroup"))
+                .is_ok_and(|c| c.contains("/hsched-"))
+        });
+        if let (Some(r), Some(f)) = (rt, fair) {
+            break (r, f);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let attr = hsched_linux::sys::sched_getattr(rt).unwrap();
+    assert_eq!((attr.runtime, attr.period), (3_000_000, 10_000_000));
+    // Stopped, the daemon decides nothing, yet the busy reservation thread
+    // keeps to its 30 % until the watchdog restores it.
+    let cpu = |t: i32| hsched_linux::enforce::proc_cpu_ns(t).unwrap();
+    hsched_linux::sys::kill(dpid, libc::SIGSTOP).unwrap();
+    let (c0, t0) = (cpu(rt), Instant::now());
+    std::thread::sleep(Duration::from_millis(200));
+    let share = (cpu(rt) - c0) as f64 / t0.elapsed().as_nanos() as f64;
+    assert_eq!(policy(rt), Some(6), "restored too early");
+    // 3 ms per 10 ms, and at most one 4 ms tick of overrun in 200 ms.
+    assert!(
+        share < 0.3 + 0.04 + 0.02,
+        "the stopped daemon's reservation thread ran {share:.3} of a CPU"
+    );
+    assert!(share > 0.2, "the reservation thread got only {share:.3}");
+    // The watchdog restores a stopped daemon's threads within its bound.
+    let back = Instant::now() + Duration::from_secs(3);
+    while policy(rt) == Some(6) && Instant::now() < back {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        policy(rt),
+        Some(0),
+        "the watchdog did not restore the stopped daemon's server"
+    );
+    hsched_linux::sys::kill(dpid, libc::SIGKILL).unwrap();
+    let _ = daemon.wait();
+    let back = Instant::now() + Duration::from_secs(3);
+    while !hsched_cgroups().is_empty() && Instant::now() < back {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let fair_cg = std::fs::read_to_string(format!("/proc/{fair}/cgroup")).unwrap();
+    let mine = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let cpu_line = |s: &str| {
+        s.lines()
+            .find(|l| {
+                l.split(':')
+                    .nth(1)
+                    .is_some_and(|c| c.split(',').any(|x| x == "cpu"))
+            })
+            .map(String::from)
+    };
+    assert_eq!(
+        cpu_line(&fair_cg),
+        cpu_line(&mine),
+        "the fair thread is still in a cgroup of the run"
+    );
+    assert!(hsched_cgroups().is_empty(), "left {:?}", hsched_cgroups());
+    let all = hsched_linux::sys::online_cpus();
+    for t in [rt, fair] {
+        assert_eq!(policy(t), Some(0));
+        assert_eq!(hsched_linux::sys::get_affinity(t).unwrap().cpus(), all);
+        let _ = hsched_linux::sys::kill(t, libc::SIGKILL);
+    }
+}
+
+#[test]
+fn a_hierarchy_the_kernel_cannot_enforce_is_refused_before_anything_changes() {
+    let Some(_g) = kernel_live() else { return };
+    let marker = std::env::temp_dir().join(format!("hsched-kernel-marker-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let file = write_file(
+        "refused.toml",
+        &format!(
+            r#"
+[[scheduler]]
+name = "FP"
+policy = "fp"
+[[scheduler]]
+name = "RES"
+policy = "rez"
+parent = "FP"
+params = {{ priority = 2 }}
+[[scheduler]]
+name = "APP"
+policy = "fp"
+parent = "RES"
+params = {{ amount = "2ms", period = "10ms" }}
+[[scheduler]]
+name = "RR"
+policy = "realrate"
+parent = "FP"
+params = {{ priority = 1 }}
+[[thread]]
+name = "a"
+scheduler = "APP"
+exec = ["touch", "{m}"]
+[[thread]]
+name = "b"
+scheduler = "RR"
+exec = ["touch", "{m}"]
+"#,
+            m = marker.display()
+        ),
+    );
+    let out = Command::new(bin())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--enforce",
+            "kernel",
+            "--duration",
+            "2s",
+            "--no-socket",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nothing was changed"), "{stderr}");
+    assert!(
+        stderr.contains("scheduler `APP`") && stderr.contains("hierarchical deadline servers"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("scheduler `RR`") && stderr.contains("adapts"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "a program ran");
+    assert!(hsched_cgroups().is_empty());
+}
