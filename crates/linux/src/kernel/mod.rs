@@ -92,7 +92,7 @@ pub enum Enforce {
     /// every policy, the control socket, exact per-decision enforcement.
     #[default]
     User,
-    /// Linux's own classes enforce the mapped hierarchy ([`compile`]).
+    /// Linux's own classes enforce the mapped hierarchy ([`compile()`]).
     Kernel,
     /// The kernel where every node maps and every requested guarantee
     /// holds under the kernel's enforcement, the user backend otherwise.

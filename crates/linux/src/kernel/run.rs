@@ -1,5 +1,5 @@
 //! A live run enforced by the kernel: the daemon compiles the hierarchy
-//! ([`super::compile`]), refuses it before anything changes if a node does
+//! ([`super::compile()`]), refuses it before anything changes if a node does
 //! not map or the deadline admission fails, then launches the programs,
 //! sets each thread's mechanism ([`super::apply`]) and only watches:
 //! it places the threads programs create, samples CPU time for the report,
