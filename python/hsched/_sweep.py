@@ -1,4 +1,4 @@
-"""Parameter sweeps over seeds, on Ray (``pip install hsched[ray]``).
+"""Parameter sweeps over seeds, on Ray (``pip install ray``).
 
 Each point of the sweep is a call ``fn(seed=s, **params)`` that returns a
 dict of results (or a list of dicts: several rows). The points run as Ray
@@ -193,7 +193,7 @@ def _on_ray(
         import ray
     except ImportError:
         raise ImportError(
-            "hsched.sweep runs on Ray: pip install 'hsched[ray]' (or ray), or pass backend='serial'"
+            "hsched.sweep runs on Ray: pip install ray, or pass backend='serial'"
         ) from None
     if not ray.is_initialized():
         kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
