@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
 use hsched_core::{ParamValue, Params};
-use hsched_guarantee::compose::Status;
+use hsched_guarantee::compose::{Composition, Status};
 use hsched_guarantee::mapping::{ChildRequest, MappingContext};
 use hsched_guarantee::{
     can_convert, compose_with, EdgeParams, Guarantee, Hierarchy, ParentRef, ParentSpec, Registry,
@@ -557,8 +557,7 @@ impl Manager {
 
     /// Candidate schedulers for `req` (§8.3 step 2), the requester's own
     /// first, then its groups', then the system's; or why there are none.
-    fn candidates(&self, req: &Request, except: &[RequestId]) -> Result<Vec<String>, String> {
-        let now = compose_with(&self.placed(except, None), &self.registry);
+    fn candidates(&self, req: &Request, now: &Composition) -> Result<Vec<String>, String> {
         let mut mine = Vec::new();
         let mut groups = Vec::new();
         let mut system = Vec::new();
@@ -611,8 +610,13 @@ impl Manager {
     /// Tries `req` at `at` (§8.3 step 3): the scheduler's admission test,
     /// through the composition check of the whole hierarchy with the
     /// thread added. `Ok` is what the thread receives.
-    fn admit_at(&self, req: &Request, at: &str, except: &[RequestId]) -> Result<Guarantee, String> {
-        let before = compose_with(&self.placed(except, None), &self.registry);
+    fn admit_at(
+        &self,
+        req: &Request,
+        at: &str,
+        except: &[RequestId],
+        before: &Composition,
+    ) -> Result<Guarantee, String> {
         let with = self.placed(except, Some((&req.thread, &req.guarantee, at)));
         let after = compose_with(&with, &self.registry);
         let node = after.thread(&req.thread);
@@ -722,7 +726,10 @@ impl Manager {
             Verdict::Pass => (Vec::new(), String::new()),
             Verdict::PassIfRevoked(ids, why) => (ids, why),
         };
-        let candidates = match self.candidates(req, &victims) {
+        // The hierarchy as it is (less the victims), composed once for
+        // every candidate.
+        let now = compose_with(&self.placed(&victims, None), &self.registry);
+        let candidates = match self.candidates(req, &now) {
             Ok(c) => c,
             Err(reason) => {
                 return (
@@ -736,7 +743,7 @@ impl Manager {
         };
         let mut refusals = Vec::new();
         for at in &candidates {
-            match self.admit_at(req, at, &victims) {
+            match self.admit_at(req, at, &victims, &now) {
                 Ok(received) => {
                     let mut notices = Vec::new();
                     for id in &victims {
