@@ -15,6 +15,7 @@
 pub mod analysis;
 pub mod cmd;
 pub mod compare;
+pub mod csv;
 pub mod input;
 pub mod numbers;
 pub mod outcome;

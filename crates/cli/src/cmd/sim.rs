@@ -48,6 +48,7 @@ Examples:
   hsched sim examples/home-computer.toml
   hsched sim examples/home-computer.toml --duration 30s --seed 7
   hsched sim examples/overview.toml --json > report.json
+  hsched sim examples/home-computer.toml --csv tables   # tables/threads.csv, tables/schedulers.csv
   hsched sim examples/walkthrough.toml --trace walkthrough.json   # open at ui.perfetto.dev
   hsched sim examples/hard-firm-soft.toml --gantt hfs.svg --window 1.9s..2.2s
   hsched sim examples/walkthrough.toml --duration 10min --trace w.json --window 300s..301s
@@ -84,6 +85,10 @@ pub struct Args {
     /// the first second for the chart, the whole run for the trace)
     #[arg(long, value_name = "A..B", value_parser = parse_window, allow_hyphen_values = true)]
     pub window: Option<(Duration, Duration)>,
+    /// Also write the per-thread and per-scheduler tables as CSV files,
+    /// DIR/threads.csv and DIR/schedulers.csv (DIR is created)
+    #[arg(long, value_name = "DIR", conflicts_with = "runs")]
+    pub csv: Option<PathBuf>,
     /// Check the HLS protocol after every event (slower); a violation stops
     /// the run with a replay command
     #[arg(long)]
@@ -212,6 +217,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     };
 
+    if let Some(dir) = &args.csv {
+        write_csv(dir, &report)?;
+    }
     let mut out = crate::output::report();
     if args.json {
         writeln!(out, "{}", report.to_json().trim_end())?;
@@ -343,6 +351,26 @@ fn run_batch(
         diag!("note: interrupted before any of the {asked} runs of {duration} completed");
     }
     Ok(Outcome::Status(EXIT_INTERRUPTED.into()))
+}
+
+/// `--csv DIR`: the report's tables (crate::csv), a bad directory being an
+/// input error.
+fn write_csv(dir: &Path, report: &hsched_sim::Report) -> anyhow::Result<()> {
+    let failed = |what: &Path, e: std::io::Error| {
+        input_error(format!(
+            "error: --csv: cannot write `{}`: {e}",
+            what.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
+    for (name, text) in [
+        ("threads.csv", crate::csv::threads(report)),
+        ("schedulers.csv", crate::csv::schedulers(report)),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
+    }
+    Ok(())
 }
 
 /// A flag raised by the first Ctrl-C (SIGINT) or SIGTERM: the run then
