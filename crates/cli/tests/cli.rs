@@ -2136,6 +2136,7 @@ fn run_and_ctl_help_list_their_options_and_their_own_exit_statuses() {
         "--scheduler <NAME>",
         "--param <KEY=VALUE>",
         "--no-workloads",
+        "--enforce <BACKEND>",
         "--fifo-priority <N>",
         "--stolen <SOURCE>",
         "--stolen-irq-overhead <D>",

@@ -93,6 +93,12 @@ pub struct Args {
     /// simulator workload
     #[arg(long)]
     pub no_workloads: bool,
+    /// Who enforces the hierarchy: user (this daemon, every policy, the
+    /// control socket), kernel (Linux's own SCHED_DEADLINE, SCHED_FIFO, fair
+    /// class and cpu cgroups; docs/kernel-backend.md), or auto (kernel where
+    /// it keeps every guarantee the file asks for, else user) [default: user]
+    #[arg(long, value_name = "BACKEND", value_parser = ["user", "kernel", "auto"])]
+    pub enforce: Option<String>,
     /// The SCHED_FIFO priority of granted threads, 1 to 79 (the daemon runs
     /// at 80); 0 leaves their own policy [default: 10]
     #[arg(long, value_name = "N", value_parser = fifo_priority, allow_negative_numbers = true)]
@@ -138,6 +144,7 @@ impl Args {
         opt("--socket", self.socket.clone());
         opt("--group", self.group.map(|g| g.to_string()));
         opt("--scheduler", self.scheduler.clone());
+        opt("--enforce", self.enforce.clone());
         opt("--fifo-priority", self.fifo_priority.clone());
         opt("--stolen", self.stolen.clone());
         opt("--stolen-irq-overhead", self.stolen_irq_overhead.clone());

@@ -182,7 +182,8 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
             "the kernel backend maps `ts`, `ps` and `limit` to cgroup-v1 cpu cgroups, and no cpu controller is mounted".into(),
         ));
     }
-    if let Some(p) = &opts.socket {
+    // Only a socket asked for (`--socket`): every run has the default one.
+    if let Some(p) = opts.socket.as_ref().filter(|_| opts.until_stopped) {
         crate::diag!(
             "hsched: --enforce kernel serves no control socket ({}): `ctl` operations change the hierarchy through the daemon's HSI, which only `--enforce user` runs",
             p.display()
@@ -614,7 +615,12 @@ impl Kernel<'_> {
                 continue;
             }
             let pid = self.programs[g].pid;
-            let prog = enforce::proc_comm(pid).unwrap_or_default();
+            // The program's name matters to rules only.
+            let prog = if self.h.rules.is_empty() {
+                String::new()
+            } else {
+                enforce::proc_comm(pid).unwrap_or_default()
+            };
             for tid in enforce::proc_threads(pid).unwrap_or_default() {
                 if let Some(m) = self.threads.get(&tid) {
                     if m.by_rule || self.h.rules.is_empty() || tid == pid {
