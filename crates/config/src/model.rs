@@ -92,6 +92,10 @@ pub struct ThreadRule {
     pub scheduler: String,
     /// Their parent-side parameters (none given: the scheduler's defaults).
     pub params: Params,
+    /// A guarantee the resource manager is asked for on the thread's
+    /// behalf, at `scheduler`, instead of placing it there (Regehr 2001,
+    /// §8.5.2); the thread stays where it would be until granted.
+    pub guarantee: Option<String>,
     /// Where it was declared.
     pub span: Span,
 }

@@ -55,7 +55,7 @@ const THREAD_KEYS: &[&str] = &[
 ];
 const WORKLOAD_SECTION_KEYS: &[&str] = &["rtapp", "map"];
 const RULE_KEYS: &[&str] = &["task", "scheduler", "params"];
-const THREAD_RULE_KEYS: &[&str] = &["thread", "program", "scheduler", "params"];
+const THREAD_RULE_KEYS: &[&str] = &["thread", "program", "scheduler", "params", "guarantee"];
 /// Linux keeps at most this many bytes of a thread's name (`TASK_COMM_LEN`
 /// less the terminating NUL).
 const COMM_LEN: usize = 15;
@@ -304,13 +304,9 @@ pub(crate) fn parse_partial(
             who: format!("rule #{}", i + 1),
             whose: format!("rule #{}", i + 1),
         };
-        target.check(
-            &mut d,
-            &scheds,
-            policies,
-            &rule.scheduler,
-            Some(&rule.params),
-        );
+        // A rule with a guarantee gets its parameters from the grant.
+        let params = rule.guarantee.is_none().then_some(&rule.params);
+        target.check(&mut d, &scheds, policies, &rule.scheduler, params);
     }
 
     let mut h = Hierarchy {
@@ -2280,6 +2276,8 @@ fn read_thread_rules(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<(ThreadRule, 
             ok = false;
         }
         let scheduler = rule_scheduler(r, &t, &path, "[[rule]]");
+        let guarantee = crate::rm::rule_guarantee(r, &t);
+        ok &= guarantee.is_some();
         let params = match t.get("params") {
             None => Some(Params::default()),
             Some(v) => r.params(v, "params", &format!("{path}.params")),
@@ -2290,6 +2288,7 @@ fn read_thread_rules(r: &mut Reader<'_>, v: Option<&V<'_>>) -> Vec<(ThreadRule, 
                 program,
                 scheduler,
                 params,
+                guarantee: guarantee.flatten(),
                 span: r.span(&t.span),
             };
             out.push((rule, i));

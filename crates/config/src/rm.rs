@@ -495,6 +495,36 @@ fn read_rule(r: &mut Reader<'_>, t: &Tab<'_, '_>, known: &Known<'_>) -> Option<R
     })
 }
 
+/// A `[[rule]]`'s `guarantee`: `Some(None)` without one, `None` when it
+/// is wrong (reported).
+pub(crate) fn rule_guarantee(r: &mut Reader<'_>, t: &Tab<'_, '_>) -> Option<Option<String>> {
+    let Some(v) = t.get("guarantee") else {
+        return Some(None);
+    };
+    let text = r.string(v, "guarantee")?;
+    if let Some(p) = t.get("params") {
+        let e = r
+            .err(
+                p.span(),
+                "a [[rule]] with a `guarantee` takes its parameters from the grant",
+            )
+            .expected("`guarantee` or `params`, not both");
+        r.push(e);
+        return None;
+    }
+    match crate::guarantee_syntax(&text) {
+        Ok(()) => Some(Some(text)),
+        Err(p) => {
+            let e = r
+                .err(v.span(), format!("guarantee \"{text}\": {}", p.problem))
+                .expected(p.expected)
+                .maybe_hint((!p.hint.is_empty()).then_some(p.hint));
+            r.push(e);
+            None
+        }
+    }
+}
+
 fn read_request(r: &mut Reader<'_>, t: &Tab<'_, '_>, known: &Known<'_>) -> Option<RmRequest> {
     let what = "[[rm.request]]";
     r.unknown_keys(
@@ -678,6 +708,24 @@ guarantee = "RESBS 1ms 5ms"
         // Requests in time order.
         assert_eq!(h.rm.requests[0].time, Duration::from_secs(1));
         assert_eq!(h.rm.requests[1].value, 2.0);
+    }
+
+    #[test]
+    fn a_rule_may_ask_for_a_guarantee_instead_of_placing() {
+        let h = parse(
+            "[[rule]]\nprogram = \"mpv\"\nscheduler = \"rez\"\nguarantee = \"RESBS 5ms 33ms\"\n",
+        )
+        .unwrap();
+        assert_eq!(h.rules[0].guarantee.as_deref(), Some("RESBS 5ms 33ms"));
+        let e = parse("[[rule]]\nprogram = \"mpv\"\nscheduler = \"rez\"\nguarantee = \"RESBS 5ms 33ms\"\nparams = { amount = \"1ms\", period = \"10ms\" }\n").unwrap_err();
+        assert!(e.contains("takes its parameters from the grant"), "{e}");
+        let e =
+            parse("[[rule]]\nprogram = \"mpv\"\nscheduler = \"rez\"\nguarantee = \"RESBS 5ms\"\n")
+                .unwrap_err();
+        assert!(e.contains("guarantee \"RESBS 5ms\""), "{e}");
+        // Without a guarantee a rule under rez still needs its parameters.
+        let e = parse("[[rule]]\nprogram = \"mpv\"\nscheduler = \"rez\"\n").unwrap_err();
+        assert!(e.contains("no `amount`"), "{e}");
     }
 
     #[test]

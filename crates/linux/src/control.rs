@@ -62,7 +62,15 @@ pub struct Server {
 pub(crate) struct RmLive {
     manager: hsched_rm::Manager,
     reqs: BTreeMap<hsched_rm::RequestId, (i32, Option<u64>)>,
+    /// Threads a `[[rule]]` has been matched against for good (it matched).
+    ruled: std::collections::BTreeSet<i32>,
+    /// When the threads no rule matched yet were last looked at.
+    ruled_at: u64,
 }
+
+/// How often threads that no `[[rule]]` matches yet (they may be renamed
+/// soon after they start) are looked at again.
+const RULE_SCAN_NS: u64 = 100_000_000;
 
 /// Who is on the other end of a connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1073,6 +1081,8 @@ impl Daemon {
             server.rm = Some(RmLive {
                 manager,
                 reqs: BTreeMap::new(),
+                ruled: std::collections::BTreeSet::new(),
+                ruled_at: 0,
             });
         }
         server
@@ -1381,10 +1391,110 @@ impl Daemon {
         }
     }
 
+    /// Requests on behalf of unmodified programs (Regehr 2001, §8.5.2): a
+    /// thread a managed program created that a `[[rule]]` with a
+    /// `guarantee` matches gets a request, as the principal of the uid
+    /// that runs it, at the rule's scheduler. Runs at timer wake-ups, at
+    /// most every [`RULE_SCAN_NS`] for threads no rule matched yet.
+    fn rm_rules(&mut self) {
+        if self.server.is_none() || !self.h.rules.iter().any(|r| r.guarantee.is_some()) {
+            return;
+        }
+        let now = sys::now_ns();
+        let Ok(rm) = self.rm_live() else { return };
+        if now.saturating_sub(rm.ruled_at) < RULE_SCAN_NS {
+            return;
+        }
+        rm.ruled_at = now;
+        let ruled = rm.ruled.clone();
+        let fresh: Vec<(i32, i32, String)> = self
+            .threads
+            .values()
+            .filter(|m| m.by_rules && !ruled.contains(&m.tid))
+            .map(|m| (m.tid, m.orig.tgid, m.name.clone()))
+            .collect();
+        for (tid, tgid, name) in fresh {
+            let (Some(thread), Some(program)) = (enforce::proc_comm(tid), enforce::proc_comm(tgid))
+            else {
+                continue;
+            };
+            let Some((i, rule)) = (self.h.rules.iter().enumerate())
+                .find(|(_, r)| r.matches(&thread, &program))
+                .map(|(i, r)| (i, r.clone()))
+            else {
+                continue;
+            };
+            if let Ok(rm) = self.rm_live() {
+                rm.ruled.insert(tid);
+            }
+            let Some(text) = rule.guarantee else { continue };
+            let Ok(g) = text.parse::<hsched_guarantee::Guarantee>() else {
+                continue;
+            };
+            let uid = enforce::proc_uid(tid).unwrap_or(0);
+            let principal = if uid == 0 {
+                hsched_rm::SYSTEM.to_string()
+            } else {
+                let peer = Peer {
+                    pid: tgid,
+                    uid,
+                    gid: uid,
+                    privileged: false,
+                    conn: u64::MAX,
+                };
+                match self.rm_principal(&json!({}), &peer) {
+                    Ok(p) => p,
+                    Err(_) => continue,
+                }
+            };
+            let new = hsched_rm::NewRequest::new(&principal, &name, g).at(&rule.scheduler);
+            let Ok(rm) = self.rm_live() else { return };
+            let decided = rm.manager.request(new);
+            let (id, outcome, notices) = match decided {
+                Ok(d) => d,
+                Err(e) => {
+                    self.warn(
+                        &format!("rule-request-{tid}"),
+                        format!("rule #{} could not ask for `{name}`: {e}", i + 1),
+                    );
+                    continue;
+                }
+            };
+            match outcome {
+                hsched_rm::Outcome::Granted(grant) => {
+                    if let Ok(rm) = self.rm_live() {
+                        rm.reqs.insert(id, (tid, None));
+                    }
+                    if let Err(why) = self.rm_put(&grant) {
+                        self.rm_drop(id);
+                        self.warn(
+                            &format!("rule-request-{tid}"),
+                            format!("rule #{} for `{name}`: {why}", i + 1),
+                        );
+                    }
+                }
+                hsched_rm::Outcome::Pending { .. } => {
+                    if let Ok(rm) = self.rm_live() {
+                        rm.reqs.insert(id, (tid, None));
+                    }
+                }
+                hsched_rm::Outcome::Refused { rule: by, reason } => self.warn(
+                    &format!("rule-request-{tid}"),
+                    format!(
+                        "rule #{}: the request for `{name}` was refused by rule `{by}`: {reason}",
+                        i + 1
+                    ),
+                ),
+            }
+            self.rm_notices(notices);
+        }
+    }
+
     /// Ends the requests of threads that are no longer managed (§8.2: a
     /// request lasts until it is cancelled or its thread exits), granting
     /// what that frees. Runs at every timer wake-up.
     fn rm_sync(&mut self) {
+        self.rm_rules();
         let Some(rm) = self.server.as_ref().and_then(|s| s.rm.as_ref()) else {
             return;
         };

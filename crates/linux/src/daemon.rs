@@ -1375,6 +1375,11 @@ impl Daemon {
         let program = enforce::proc_comm(tgid)?;
         let (i, rule) =
             (self.h.rules.iter().enumerate()).find(|(_, r)| r.matches(&thread, &program))?;
+        // A rule with a guarantee asks the resource manager instead
+        // (control.rs, `rm_rules`).
+        if rule.guarantee.is_some() {
+            return None;
+        }
         match hierarchy::instance(&self.hsi, &rule.scheduler) {
             Ok(to) => Some((to, rule.params.clone())),
             Err(_) => {

@@ -430,3 +430,81 @@ fn two_capped_users_get_reservations_in_turn_through_the_resource_manager() {
     }
     let _ = std::fs::remove_file(&sock);
 }
+
+/// §8.5.2: a `[[rule]]` with a guarantee asks on behalf of a program that
+/// knows nothing of hsched: the thread a managed shell starts for it is
+/// granted a reservation at the rule's scheduler.
+#[test]
+fn a_rule_asks_for_an_unmodified_program() {
+    let Some(_g) = live() else { return };
+    let dir = std::env::temp_dir().join(format!("hsched-rm-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A program named for the rule: a copy of sleep(1).
+    let prog = dir.join("hsched-rm-aud");
+    std::fs::copy("/bin/sleep", &prog).unwrap();
+    let f = write_file(
+        "rule.toml",
+        &format!(
+            r#"
+default = "ts"
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "rez"
+policy = "rez"
+parent = "fp"
+params = {{ priority = 2 }}
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "fp"
+params = {{ priority = 1 }}
+[[rule]]
+program = "hsched-rm-aud"
+scheduler = "rez"
+guarantee = "RESBS 1ms 10ms"
+[[thread]]
+name = "launcher"
+scheduler = "ts"
+exec = ["sh", "-c", "{} 30 & wait"]
+[rm]
+"#,
+            prog.display()
+        ),
+    );
+    let sock = std::env::temp_dir().join(format!("hsched-rm-rule-{}.sock", std::process::id()));
+    let mut daemon = start_daemon(&f, &sock);
+    let mut root = Client::connect(&sock).unwrap();
+    let t0 = Instant::now();
+    let granted = loop {
+        let r = root.request("requests", json!({})).unwrap();
+        if let Some(g) = r["granted"].as_array().and_then(|a| a.first()).cloned() {
+            break g;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "no request was made for the program: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(granted["principal"], "system", "{granted}");
+    assert_eq!(granted["scheduler"], "rez", "{granted}");
+    let thread = granted["thread"].as_str().unwrap().to_string();
+    assert_eq!(scheduler_of(&mut root, &thread), "rez");
+    // The launcher itself matches no rule and stays where it was.
+    assert_eq!(scheduler_of(&mut root, "launcher"), "ts");
+    root.request("shutdown", json!({})).unwrap();
+    let t0 = Instant::now();
+    while daemon.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = daemon.kill();
+            panic!("the daemon did not shut down");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-x", "hsched-rm-aud"])
+        .status();
+    let _ = std::fs::remove_file(&sock);
+}
