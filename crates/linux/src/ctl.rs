@@ -180,3 +180,72 @@ impl Client {
         Ok(resp)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn event_lines_before_a_response_are_kept_for_next_event() {
+        let path =
+            std::env::temp_dir().join(format!("hsched-ctl-events-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let l = UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut w = s;
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            writeln!(w, r#"{{"v":1,"event":"granted","id":2,"thread":"a2"}}"#).unwrap();
+            writeln!(
+                w,
+                r#"{{"v":1,"id":{},"ok":true,"result":{{"state":"pending"}}}}"#,
+                v["id"]
+            )
+            .unwrap();
+            // A later notice, and a line that is not one.
+            std::thread::sleep(Duration::from_millis(50));
+            writeln!(w, r#"{{"v":1,"event":"revoked","id":3}}"#).unwrap();
+            writeln!(w, r#"{{"v":1,"id":9,"ok":true,"result":{{}}}}"#).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+        });
+        let mut c = Client::connect(&path).unwrap();
+        let r = c
+            .request(
+                "request",
+                json!({"thread": "a3", "guarantee": "RESBS 1ms 5ms"}),
+            )
+            .unwrap();
+        assert_eq!(r["state"], "pending");
+        let e = c.next_event(Duration::from_millis(10)).unwrap().unwrap();
+        assert_eq!(e["event"], "granted");
+        let e = c.next_event(Duration::from_secs(2)).unwrap().unwrap();
+        assert_eq!(e["event"], "revoked");
+        assert!(matches!(
+            c.next_event(Duration::from_secs(2)),
+            Err(CtlError::Protocol(_))
+        ));
+        server.join().unwrap();
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn no_event_in_time_is_none() {
+        let path =
+            std::env::temp_dir().join(format!("hsched-ctl-quiet-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let l = UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            drop(s);
+        });
+        let mut c = Client::connect(&path).unwrap();
+        assert!(c.next_event(Duration::from_millis(50)).unwrap().is_none());
+        server.join().unwrap();
+        let _ = std::fs::remove_file(&path);
+    }
+}
