@@ -32,6 +32,7 @@ from ._core import (
     to_toml,
 )
 from ._gen import TaskSet, generate
+from ._players import players
 from ._sweep import sweep
 from ._trace import Trace, read_trace
 
@@ -53,6 +54,7 @@ __all__ = [
     "generate",
     "load",
     "loads",
+    "players",
     "read_trace",
     "sim",
     "sweep",

@@ -48,3 +48,4 @@ def test_bad_parameters():
         hsched.generate(3, 0.5, period_min="0ms")
     with pytest.raises(ValueError, match="deadlines"):
         hsched.generate(3, 0.5, deadlines="soon")
+

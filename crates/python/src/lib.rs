@@ -406,6 +406,59 @@ fn generate(
     Ok(NativeTaskSet { set })
 }
 
+/// One run of the adaptive-player experiment of Sinha 2007, Table 3.1
+/// (`hsched_sim::player`, what `cargo run -p hsched-coop --example
+/// table31` prints): `players` players under `sched` (`"coop"`,
+/// `"fair-share"`, `"ts"`, `"single"`; `period_ns` for the first two).
+#[pyfunction]
+#[pyo3(signature = (players, sched, period_ns=20_000_000, seed=1))]
+fn run_players<'py>(
+    py: Python<'py>,
+    players: usize,
+    sched: &str,
+    period_ns: u64,
+    seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    use hsched_sim::player::{PlayerExperiment, PlayerSched};
+    if players == 0 || players > 1000 {
+        return Err(PyValueError::new_err(format!(
+            "players: {players} is out of range: give 1 to 1000"
+        )));
+    }
+    if period_ns == 0 {
+        return Err(PyValueError::new_err(
+            "period_ns: the period must be longer than zero",
+        ));
+    }
+    let sched = match sched {
+        "coop" => PlayerSched::Coop { period: period_ns },
+        "fair-share" => PlayerSched::FairShare { period: period_ns },
+        "ts" => PlayerSched::Ts,
+        "single" => PlayerSched::Single,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "sched: `{other}` is not one of coop, fair-share, ts, single"
+            )))
+        }
+    };
+    let mut e = PlayerExperiment::new(players, sched);
+    e.seed = seed;
+    let r = py
+        .allow_threads(move || hsched_sim::player::run_players(&e))
+        .map_err(SimulationError::new_err)?;
+    let d = PyDict::new(py);
+    d.set_item("worst_tardiness_ms", r.worst_tardiness_ms)?;
+    d.set_item("mean_interval_worst_ms", r.mean_interval_worst_ms)?;
+    d.set_item("switches_per_s", r.switches_per_s)?;
+    d.set_item("fps_total", r.fps_total)?;
+    d.set_item("fps", r.fps)?;
+    d.set_item("jain", r.jain)?;
+    d.set_item("polls_per_s", r.polls_per_s)?;
+    d.set_item("dropped_per_s", r.dropped_per_s)?;
+    d.set_item("policed", r.policed)?;
+    Ok(d)
+}
+
 /// Parses a duration as hierarchy files write it (`"10ms"`), in ns.
 #[pyfunction]
 fn parse_duration(text: &str) -> PyResult<u64> {
@@ -421,6 +474,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
+    m.add_function(wrap_pyfunction!(run_players, m)?)?;
     m.add_class::<NativeHierarchy>()?;
     m.add_class::<NativeTaskSet>()?;
     m.add("HierarchyError", m.py().get_type::<HierarchyError>())?;
