@@ -79,6 +79,30 @@ uint64_t hsched_coop_live_policed(const HschedCoopLive *h);
 void hsched_coop_live_close(HschedCoopLive *h);
 uint64_t hsched_coop_mono_now(void);
 
+/* Requests to the daemon's resource manager (Regehr 2001, ch. 8) over its
+ * control socket; docs/live-mode.md, "Requests: the resource manager".
+ * hsched_rm_open(NULL) connects to /run/hsched.sock; NULL: no daemon.
+ * hsched_rm_request asks for a guarantee ("RESBS 1ms 5ms") for thread tid
+ * (0: the caller; attached first if the daemon does not manage it) and
+ * returns the request number (> 0) with *state HSCHED_RM_GRANTED (in force
+ * now) or HSCHED_RM_PENDING (an event follows); -1 bad argument, -2 refused
+ * (msg gets the reason, naming the rule), -3 I/O. hsched_rm_wait returns
+ * the request an event is about (*event GRANTED, REVOKED or REFUSED), 0
+ * when none came within timeout_ms, -3 on I/O. Requests outlive the
+ * connection; they end with hsched_rm_release or the thread's exit. */
+#include <stddef.h>
+#define HSCHED_RM_GRANTED 1
+#define HSCHED_RM_PENDING 2
+#define HSCHED_RM_REVOKED 3
+#define HSCHED_RM_REFUSED 4
+typedef struct Rm HschedRm;
+HschedRm *hsched_rm_open(const char *socket);
+void hsched_rm_close(HschedRm *rm);
+int64_t hsched_rm_request(HschedRm *rm, int32_t tid, const char *guarantee,
+                          int32_t *state, char *msg, size_t len);
+int32_t hsched_rm_release(HschedRm *rm, int64_t request);
+int64_t hsched_rm_wait(HschedRm *rm, int32_t timeout_ms, int32_t *event);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,7 +38,7 @@
 //! l.run();
 //! assert_eq!(l.clock().now_ns(), 5_000);
 //! ```
-// `unsafe` only in `ffi` and `live`, each block with its reason.
+// `unsafe` only in `ffi`, `live` and `request`, each block with its reason.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 // A library inside applications: it never prints with `eprintln!`, which
@@ -48,6 +48,7 @@
 mod event_loop;
 pub mod ffi;
 pub mod live;
+pub mod request;
 
 pub use event_loop::{
     BestEffortKey, Clock, CoopPoll, EventId, EventLoop, Handle, Handler, ManualClock, PollIn,

@@ -508,3 +508,95 @@ exec = ["sh", "-c", "{} 30 & wait"]
         .status();
     let _ = std::fs::remove_file(&sock);
 }
+
+fn coop_staticlib() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../coop");
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("staticlib");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let ok = Command::new(cargo)
+        .args(["build", "--offline", "--lib", "--manifest-path"])
+        .arg(root.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .is_ok_and(|s| s.success());
+    let lib = target.join("debug/libhsched_coop.a");
+    (ok && lib.is_file()).then_some(lib)
+}
+
+/// The C library's request API: an ordinary user's C program asks for a
+/// reservation for its own thread (attaching itself), gets it in force,
+/// and releases it.
+#[test]
+fn a_c_program_asks_for_its_own_reservation_without_root() {
+    let Some(_g) = live() else { return };
+    if Command::new("cc").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no C compiler (cc)");
+        return;
+    }
+    let Some(lib) = coop_staticlib() else {
+        panic!("building libhsched_coop.a failed");
+    };
+    let Some(user) = TestUser::create("rmc") else {
+        return;
+    };
+    let coop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../coop");
+    let dir = std::env::temp_dir().join(format!("hsched-rm-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("rm_request_c");
+    let status = Command::new("cc")
+        .args([
+            "-std=c99",
+            "-D_DEFAULT_SOURCE",
+            "-Wall",
+            "-Werror",
+            "-O1",
+            "-I",
+        ])
+        .arg(coop.join("include"))
+        .arg(coop.join("tests/c/request.c"))
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&exe)
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "compiling request.c failed");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let f = write_file("c.toml", &scenario_file(user.uid, user.uid + 1));
+    let sock = std::env::temp_dir().join(format!("hsched-rm-c-{}.sock", std::process::id()));
+    let mut daemon = start_daemon(&f, &sock);
+    let mut root = Client::connect(&sock).unwrap();
+    let mut prog = user
+        .command(exe.to_str().unwrap())
+        .arg(&sock)
+        .arg("RESBS 2ms 10ms")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = prog.stdout.take().unwrap();
+    let mut lines = BufReader::new(out).lines();
+    let first = lines.next().expect("a line").unwrap();
+    assert!(first.ends_with("state 1"), "{first}");
+    // In force: the program's thread is under rez, as the user's principal.
+    let all = root.request("requests", json!({})).unwrap();
+    let g = &all["granted"][0];
+    assert_eq!(g["principal"], "alice", "{all}");
+    let thread = g["thread"].as_str().unwrap().to_string();
+    assert_eq!(scheduler_of(&mut root, &thread), "rez");
+    let last = lines.next().expect("a line").unwrap();
+    assert_eq!(last, "released 0");
+    assert!(prog.wait().unwrap().success());
+    let all = root.request("requests", json!({})).unwrap();
+    assert_eq!(all["granted"].as_array().map(Vec::len), Some(0), "{all}");
+    root.request("shutdown", json!({})).unwrap();
+    let t0 = Instant::now();
+    while daemon.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = daemon.kill();
+            panic!("the daemon did not shut down");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_file(&sock);
+}
