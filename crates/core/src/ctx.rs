@@ -46,7 +46,8 @@ impl<'a> Ctx<'a> {
         &self.st.insts[self.me.index()].parents
     }
 
-    /// The VPs children registered with this instance, in registration order.
+    /// The VPs children registered with this instance, in no particular
+    /// order (a child's removal moves the last one into its place).
     #[inline]
     pub fn child_vps(&self) -> &[VpId] {
         &self.st.insts[self.me.index()].children

@@ -698,7 +698,7 @@ impl Hsi {
         &self.st.insts[id.index()].parents
     }
 
-    /// The VPs registered with an instance.
+    /// The VPs registered with an instance, in no particular order.
     pub fn instance_children(&self, id: InstanceId) -> &[VpId] {
         &self.st.insts[id.index()].children
     }
@@ -858,10 +858,10 @@ impl Hsi {
     /// Registers a fresh (waiting) child VP with instance `p`.
     fn register_with(&mut self, p: InstanceId, vp: VpId) -> Result<(), PolicyError> {
         let params = self.st.vps[vp.index()].params.clone();
-        self.st.insts[p.index()].children.push(vp);
+        self.st.add_child(p.index(), vp);
         let r = self.deliver(p, |pol, ctx| pol.register_vp(ctx, vp, &params));
         if r.is_err() {
-            self.st.insts[p.index()].children.retain(|&v| v != vp);
+            self.st.remove_child(p.index(), vp);
         }
         r
     }
@@ -886,7 +886,7 @@ impl Hsi {
             }
             Node::Instance(p) => {
                 self.deliver(p, |pol, ctx| pol.unregister_vp(ctx, vp));
-                self.st.insts[p.index()].children.retain(|&v| v != vp);
+                self.st.remove_child(p.index(), vp);
             }
             Node::Thread(_) => unreachable!("threads are leaves"),
         }

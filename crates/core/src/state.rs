@@ -136,6 +136,9 @@ pub(crate) struct VpSlot {
     /// Parent-side parameters given at registration (or last set).
     pub params: Params,
     pub live: bool,
+    /// Its index in its parent instance's `children`, so that removing it
+    /// takes constant time (a move of many threads removes many).
+    pub child_pos: u32,
 }
 
 /// Parent VPs above which an instance counts the processors it holds per
@@ -281,6 +284,7 @@ impl State {
             child_tag: u32::MAX,
             params,
             live: true,
+            child_pos: u32::MAX,
         };
         match self.free_vps.pop() {
             Some(i) => {
@@ -291,6 +295,25 @@ impl State {
                 self.vps.push(slot);
                 VpId(self.vps.len() as u32 - 1)
             }
+        }
+    }
+
+    /// Adds `vp` to the children of instance `p`.
+    pub fn add_child(&mut self, p: usize, vp: VpId) {
+        let list = &mut self.insts[p].children;
+        self.vps[vp.index()].child_pos = list.len() as u32;
+        list.push(vp);
+    }
+
+    /// Removes `vp` from the children of instance `p`, moving the last child
+    /// into its place.
+    pub fn remove_child(&mut self, p: usize, vp: VpId) {
+        let i = self.vps[vp.index()].child_pos as usize;
+        let list = &mut self.insts[p].children;
+        debug_assert_eq!(list.get(i), Some(&vp), "child index out of step");
+        list.swap_remove(i);
+        if let Some(&moved) = list.get(i) {
+            self.vps[moved.index()].child_pos = i as u32;
         }
     }
 

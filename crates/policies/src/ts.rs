@@ -149,6 +149,13 @@ pub struct Ts {
     /// The earliest boost due among the ready children, as `arm` last
     /// found it by a pass over them (indexed sets only).
     boost: BoostMemo,
+    /// The (since, child) of every ready child that could be boosted when
+    /// it was built, earliest first; entries go stale as children leave or
+    /// change, and are dropped when they come to the top (see
+    /// `Ts::next_boost`).
+    boostable: BinaryHeap<Reverse<(Instant, VpId)>>,
+    /// Whether `boostable` was built since the last pass of `find_boost`.
+    boostable_fresh: bool,
     /// Quantum ends of the running children, earliest first, as lower
     /// bounds (see `Ts::earliest_quantum_end`); only while the set is
     /// wide.
@@ -230,6 +237,8 @@ impl Ts {
                 valid: false,
                 at: Instant::NEVER,
             },
+            boostable: BinaryHeap::new(),
+            boostable_fresh: false,
             ends: BinaryHeap::new(),
             started: Vec::new(),
         })
@@ -372,6 +381,8 @@ impl Ts {
     /// `arm` find the memo good.
     #[inline(never)]
     fn find_boost(&mut self, s: Duration) -> Instant {
+        #[cfg(test)]
+        tests::PASSES.with(|p| p.set(p.get() + 1));
         // `+ s` saturates, so it keeps order: add it once to the minimum.
         let mut floor = Instant::NEVER;
         let mut oldest = Instant::NEVER;
@@ -381,6 +392,8 @@ impl Ts {
                 oldest = oldest.min(e.since);
             }
         });
+        // `next_boost` rebuilds it when it needs it.
+        self.boostable_fresh = false;
         let boost = oldest + s;
         self.set.set_since_floor(floor);
         self.set.forget_left();
@@ -389,6 +402,47 @@ impl Ts {
             at: boost,
         };
         boost
+    }
+
+    /// The earliest boost due after children left the ready queue, one of
+    /// which may have been the earliest: the first entry of `boostable`
+    /// that is still as it was built. Children not in it joined the queue
+    /// since, with `since` no earlier than that, so none comes before it;
+    /// changes that break this (a boost, a new base, a child back with an
+    /// older `since`) forget the memo, and only a pass follows them. Each
+    /// entry is dropped once, and a build is paid for by the entries it
+    /// makes, so a move of `n` children costs `O(n log n)` rather than a
+    /// pass per child.
+    fn next_boost(&mut self, ctx: &Ctx<'_>, s: Duration) -> Instant {
+        if !self.boostable_fresh {
+            let mut heap = std::mem::take(&mut self.boostable).into_vec();
+            heap.clear();
+            for i in self.set.ready_kids() {
+                let (vp, e) = self.set.kids.at(i);
+                if !e.extra.boosted && e.extra.base < BOOST_PRIORITY {
+                    heap.push(Reverse((e.since, vp)));
+                }
+            }
+            self.boostable = BinaryHeap::from(heap);
+            self.boostable_fresh = true;
+        }
+        while let Some(&Reverse((since, vp))) = self.boostable.peek() {
+            let current = self.set.kids.index_of(ctx, vp).is_some_and(|i| {
+                let e = self.set.kids.at(i).1;
+                e.run == Run::Ready
+                    && e.since == since
+                    && !e.extra.boosted
+                    && e.extra.base < BOOST_PRIORITY
+            });
+            if current {
+                let boost = since + s;
+                self.set.forget_left();
+                self.boost.at = boost;
+                return boost;
+            }
+            self.boostable.pop();
+        }
+        self.find_boost(s)
     }
 
     /// The quantum end of running child `i` (of VP `vp`) as seen now.
@@ -507,6 +561,11 @@ impl Ts {
                             assert_eq!(exact, Some(memo.at), "boost memo out of step");
                         }
                         next = next.min(memo.at);
+                    } else if memo.valid
+                        && memo.at != Instant::NEVER
+                        && self.set.left_since() != Instant::ZERO
+                    {
+                        next = next.min(self.next_boost(ctx, s));
                     } else {
                         next = next.min(self.find_boost(s));
                     }
@@ -708,6 +767,63 @@ mod tests {
 
     fn us(x: u64) -> Instant {
         Instant(x * 1_000)
+    }
+
+    thread_local! {
+        /// Passes of `find_boost` over the ready children, on this test's
+        /// thread.
+        pub(super) static PASSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Moving the ready children of a large instance away, oldest first,
+    /// removes the earliest boost each time: the next one comes from
+    /// `boostable`, not from a pass over every ready child per move (which
+    /// made `set-default` with `move_threads` quadratic).
+    #[test]
+    fn moving_ready_children_away_takes_no_pass_per_child() {
+        let mut hsi = Hsi::new(1);
+        let top = vec![ParentLink {
+            parent: ParentRef::Top {
+                cpus: vec![CpuId(0)],
+            },
+            params: Params::new(),
+        }];
+        let t0 = Instant(0);
+        let root = hsi.create_instance(t0, "root", policy("fp"), top).unwrap();
+        let s = |v: &str| ParamValue::Str(v.into());
+        let ts = |q: &str| {
+            let p = Params::new()
+                .with("quantum", s(q))
+                .with("starvation", s("5ms"));
+            crate::build("ts", &p).expect("builds")
+        };
+        let at = |p: i64| {
+            vec![ParentLink {
+                parent: ParentRef::Instance(root),
+                params: Params::new().with("priority", ParamValue::Int(p)),
+            }]
+        };
+        let a = hsi.create_instance(t0, "a", ts("100ms"), at(2)).unwrap();
+        let b = hsi.create_instance(t0, "b", ts("100ms"), at(1)).unwrap();
+        let n = 2_000u64;
+        let threads: Vec<ThreadId> = (0..n)
+            .map(|k| {
+                let t = hsi
+                    .create_thread(t0, &format!("t{k}"), a, Params::new())
+                    .unwrap();
+                // Ready since `k` us: the oldest first in creation order.
+                hsi.wake(us(k), t).unwrap();
+                t
+            })
+            .collect();
+        let before = PASSES.with(|p| p.get());
+        for &t in &threads {
+            hsi.move_thread(us(n + 1000), t, b, Params::new()).unwrap();
+        }
+        let passes = PASSES.with(|p| p.get()) - before;
+        assert!(passes < 10, "{passes} passes for {n} moves");
+        assert!(hsi.instance_children(a).is_empty());
+        assert_eq!(hsi.instance_children(b).len(), n as usize);
     }
 
     fn policy(kind: &str) -> Box<dyn hsched_core::Policy> {
