@@ -115,3 +115,46 @@ fn a_priority_tie_is_a_note_unless_a_guarantee_depends_on_it() {
         assert!(!out.contains("cannot give thread 'a'"), "{out}");
     }
 }
+
+/// The unit of a printed duration (`-2.400ms` → `ms`), `None` for `-`.
+fn unit_of(cell: &str) -> Option<&'static str> {
+    ["ns", "ms", "s"]
+        .into_iter()
+        .find(|u| cell.ends_with(u) && cell != "-")
+}
+
+/// In each table `sim` prints, a column of durations uses one unit
+/// (`-2.400ms` beside `-24.200ms`, not beside `-0.024s`).
+#[test]
+fn each_table_column_reads_in_one_unit() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .current_dir(&root)
+        .args(["sim", "examples/home-computer.toml", "--duration", "5s"])
+        .output()
+        .expect("hsched runs");
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    // (heading, columns holding durations)
+    for (heading, columns) in [
+        ("thread ", &[1usize, 5, 6, 7][..]),
+        ("scheduler ", &[2][..]),
+    ] {
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .skip_while(|l| !l.starts_with(heading))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert!(rows.len() > 2, "{out}");
+        for &c in columns {
+            let mut units: Vec<&str> = rows.iter().filter_map(|r| unit_of(r[c])).collect();
+            units.dedup();
+            assert!(
+                units.len() <= 1,
+                "column {c} of the {heading}table mixes {units:?}:\n{out}"
+            );
+        }
+    }
+}

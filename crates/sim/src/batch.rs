@@ -14,7 +14,7 @@
 //! (Welford's method for the standard deviations), and only the reports
 //! kept for the JSON wait in a temporary file.
 
-use crate::report::{clip, fmt_ns, fmt_signed, name_width, pretty_json};
+use crate::report::{clip, fmt_ns, name_width, pretty_json, Unit};
 use crate::{Report, SimError, SimOptions, ThreadReport};
 use hsched_config::Hierarchy;
 use serde::Serialize;
@@ -667,6 +667,18 @@ impl Batch {
             "max gap",
             "fps"
         );
+        // One unit per column.
+        let late = Unit::of(
+            self.threads
+                .iter()
+                .filter_map(|t| t.max_lateness_ns.map(i64::unsigned_abs)),
+        );
+        let p99 = Unit::of(
+            self.threads
+                .iter()
+                .filter_map(|t| t.dispatch_latency_p99_ns.map(|p| p.max(0) as u64)),
+        );
+        let gap = Unit::of(self.threads.iter().map(|t| t.max_runnable_gap_ns));
         for t in &self.threads {
             let _ = writeln!(
                 s,
@@ -675,10 +687,11 @@ impl Batch {
                 percents(&t.share),
                 t.deadline_misses.total,
                 t.deadline_misses.runs,
-                t.max_lateness_ns.map_or("-".to_string(), fmt_signed),
+                t.max_lateness_ns
+                    .map_or("-".to_string(), |n| late.fmt_signed(n)),
                 t.dispatch_latency_p99_ns
-                    .map_or("-".to_string(), |p| fmt_ns(p.max(0) as u64)),
-                fmt_ns(t.max_runnable_gap_ns),
+                    .map_or("-".to_string(), |p| p99.fmt(p.max(0) as u64)),
+                gap.fmt(t.max_runnable_gap_ns),
                 t.fps
                     .as_ref()
                     .map_or("-".to_string(), |f| format!("{:.1}", f.min)),

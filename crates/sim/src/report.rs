@@ -268,6 +268,19 @@ impl Report {
         );
         let _ = writeln!(s);
         let w = name_width(self.threads.iter().map(|x| x.name.as_str()), 6);
+        // One unit per column.
+        let cpu = Unit::of(self.threads.iter().map(|t| t.cpu_ns));
+        let late = Unit::of(
+            self.threads
+                .iter()
+                .filter_map(|t| t.max_lateness_ns.map(i64::unsigned_abs)),
+        );
+        let p99 = Unit::of(
+            self.threads
+                .iter()
+                .filter_map(|t| t.dispatch_latency_ns.as_ref().map(|d| d.p99.max(0) as u64)),
+        );
+        let gap = Unit::of(self.threads.iter().map(|t| t.max_runnable_gap_ns));
         let _ = writeln!(
             s,
             "{:<w$} {:>10} {:>7} {:>8} {:>7} {:>10} {:>10} {:>10} {:>8} {:>7}",
@@ -287,15 +300,16 @@ impl Report {
                 s,
                 "{:<w$} {:>10} {:>7.2} {:>8} {:>7} {:>10} {:>10} {:>10} {:>8} {:>7}",
                 clip(&t.name, w),
-                fmt_ns(t.cpu_ns),
+                cpu.fmt(t.cpu_ns),
                 t.share * 100.0,
                 t.jobs,
                 t.deadline_misses,
-                t.max_lateness_ns.map_or("-".to_string(), fmt_signed),
+                t.max_lateness_ns
+                    .map_or("-".to_string(), |n| late.fmt_signed(n)),
                 t.dispatch_latency_ns
                     .as_ref()
-                    .map_or("-".to_string(), |d| fmt_ns(d.p99.max(0) as u64)),
-                fmt_ns(t.max_runnable_gap_ns),
+                    .map_or("-".to_string(), |d| p99.fmt(d.p99.max(0) as u64)),
+                gap.fmt(t.max_runnable_gap_ns),
                 t.context_switches,
                 t.fps.map_or("-".to_string(), |f| format!("{f:.1}")),
             );
@@ -307,13 +321,14 @@ impl Report {
             "{:<w$} {:<10} {:>10} {:>7}",
             "scheduler", "policy", "supply", "share%"
         );
+        let supply = Unit::of(self.schedulers.iter().map(|x| x.supply_ns));
         for x in &self.schedulers {
             let _ = writeln!(
                 s,
                 "{:<w$} {:<10} {:>10} {:>7.2}{}",
                 clip(&x.name, w),
                 clip(&x.policy, 10),
-                fmt_ns(x.supply_ns),
+                supply.fmt(x.supply_ns),
                 x.share * 100.0,
                 if x.live { "" } else { "  (destroyed)" }
             );
@@ -326,13 +341,14 @@ impl Report {
                 "{:<w$} {:>7} {:>10} {:>7}",
                 "principal", "threads", "cpu", "share%"
             );
+            let cpu = Unit::of(self.principals.iter().map(|p| p.cpu_ns));
             for p in &self.principals {
                 let _ = writeln!(
                     s,
                     "{:<w$} {:>7} {:>10} {:>7.2}",
                     clip(&p.name, w),
                     p.threads,
-                    fmt_ns(p.cpu_ns),
+                    cpu.fmt(p.cpu_ns),
                     p.share * 100.0
                 );
             }
@@ -408,10 +424,47 @@ pub(crate) fn fmt_ns(ns: u64) -> String {
     }
 }
 
-pub(crate) fn fmt_signed(ns: i64) -> String {
-    if ns < 0 {
-        format!("-{}", fmt_ns(ns.unsigned_abs()))
-    } else {
-        fmt_ns(ns as u64)
+/// The unit a table column prints its durations in, chosen from its
+/// largest magnitude, so that the column reads in one unit (`-2.400ms`
+/// and `-24.000ms`, not `-2.400ms` and `-0.024s`): nanoseconds below
+/// 10 µs, milliseconds below a second (at most ten characters, signed),
+/// seconds above.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Ns,
+    Ms,
+    S,
+    /// Seconds with one decimal, from 100 s up.
+    LongS,
+}
+
+impl Unit {
+    /// The unit for a column whose values (magnitudes) are `ns`.
+    pub(crate) fn of(ns: impl IntoIterator<Item = u64>) -> Unit {
+        match ns.into_iter().max().unwrap_or(0) {
+            0..=9_999 => Unit::Ns,
+            10_000..=999_999_999 => Unit::Ms,
+            m if m < 100_000_000_000 => Unit::S,
+            _ => Unit::LongS,
+        }
+    }
+
+    /// `ns` in this unit, with [`fmt_ns`]'s decimals.
+    pub(crate) fn fmt(self, ns: u64) -> String {
+        match self {
+            Unit::Ns => format!("{ns}ns"),
+            Unit::Ms => format!("{:.3}ms", ns as f64 / 1e6),
+            Unit::S => format!("{:.3}s", ns as f64 / 1e9),
+            Unit::LongS => format!("{:.1}s", ns as f64 / 1e9),
+        }
+    }
+
+    /// A signed `ns` in this unit.
+    pub(crate) fn fmt_signed(self, ns: i64) -> String {
+        if ns < 0 {
+            format!("-{}", self.fmt(ns.unsigned_abs()))
+        } else {
+            self.fmt(ns as u64)
+        }
     }
 }
