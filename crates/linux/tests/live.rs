@@ -4,6 +4,7 @@
 //! (they share the CPUs) and every run is bounded by `--duration` and a
 //! `timeout`-like watchdog in the test.
 
+mod support;
 use hsched_linux::ctl::Client;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -11,12 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use support::{bin, coop_staticlib, TestUser};
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_hsched-live")
-}
 
 /// How long a test waits for the CPUs when another test binary or a
 /// developer's daemon holds them.
@@ -1800,24 +1798,6 @@ workload = {{ kind = "cpu-bound" }}
     assert!(program(&r, "hog")["share"].as_f64().unwrap() > 0.1);
 }
 
-/// `libhsched_coop.a`, built (or brought up to date) in a target directory
-/// of its own, so no lock is shared with the running cargo; `None` when
-/// the build fails.
-fn coop_staticlib() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../coop");
-    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("staticlib");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let ok = Command::new(cargo)
-        .args(["build", "--offline", "--lib", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .status()
-        .is_ok_and(|s| s.success());
-    let lib = target.join("debug/libhsched_coop.a");
-    (ok && lib.is_file()).then_some(lib)
-}
-
 /// A C program (`crates/coop/tests/c/live.c`) calling the live functions
 /// of `hsched_coop.h` under the daemon. The hierarchy starts without a
 /// `coop` instance: one is created at 100 ms by a timeline operation and
@@ -2785,65 +2765,6 @@ fn a_stopped_daemon_is_treated_as_dead_by_its_watchdog() {
         let _ = hsched_linux::sys::kill(t, libc::SIGKILL);
     }
     let _ = std::fs::remove_file(&sock);
-}
-
-/// A system user made for one test and removed after it.
-struct TestUser {
-    name: String,
-    uid: u32,
-}
-
-impl TestUser {
-    fn create(tag: &str) -> Option<TestUser> {
-        let name = format!("hsched-{tag}-{}", std::process::id() % 100_000);
-        let ok = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                &name,
-            ])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("SKIPPED: useradd {name} failed");
-            return None;
-        }
-        let out = Command::new("id").args(["-u", &name]).output().ok()?;
-        let uid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-        Some(TestUser { name, uid })
-    }
-
-    /// `hsched-live ctl` as this user: exit code and standard error.
-    fn ctl(&self, sock: &Path, op: &str, fields: &[String]) -> (i32, String) {
-        use std::os::unix::process::CommandExt;
-        let out = Command::new(bin())
-            .uid(self.uid)
-            .gid(self.uid)
-            .arg("ctl")
-            .arg("--socket")
-            .arg(sock)
-            .arg(op)
-            .args(fields)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-}
-
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        // userdel refuses a user with processes (a failed test's hogs).
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-u", &self.name])
-            .status();
-        std::thread::sleep(Duration::from_millis(100));
-        let _ = Command::new("userdel").arg(&self.name).status();
-    }
 }
 
 #[test]

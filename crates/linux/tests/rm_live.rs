@@ -5,6 +5,7 @@
 //! the asking connection) as others exit or release. Needs root; skips
 //! without. Run under `flock /tmp/hsched-live.lock`.
 
+mod support;
 use hsched_linux::ctl::Client;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -13,12 +14,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use support::{bin, coop_staticlib, TestUser};
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_hsched-live")
-}
 
 struct LiveGuard {
     _cpus: hsched_linux::cpulock::CpuLocks,
@@ -50,60 +48,6 @@ fn live() -> Option<LiveGuard> {
 
 fn test_cpu() -> usize {
     *hsched_linux::sys::online_cpus().last().unwrap()
-}
-
-/// A system user made for one test and removed after it.
-struct TestUser {
-    name: String,
-    uid: u32,
-}
-
-impl TestUser {
-    fn create(tag: &str) -> Option<TestUser> {
-        let name = format!("hsched-{tag}-{}", std::process::id() % 100_000);
-        let ok = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                &name,
-            ])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("SKIPPED: useradd {name} failed");
-            return None;
-        }
-        let out = Command::new("id").args(["-u", &name]).output().ok()?;
-        let uid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-        Some(TestUser { name, uid })
-    }
-
-    fn command(&self, program: &str) -> Command {
-        use std::os::unix::process::CommandExt;
-        let mut c = Command::new(program);
-        c.uid(self.uid).gid(self.uid);
-        c
-    }
-
-    /// A CPU hog of this user's (a program that asks for nothing itself).
-    fn hog(&self) -> Child {
-        self.command(bin())
-            .args(["probe", "hog", "--duration", "40s"])
-            .spawn()
-            .unwrap()
-    }
-}
-
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-u", &self.name])
-            .status();
-        std::thread::sleep(Duration::from_millis(100));
-        let _ = Command::new("userdel").arg(&self.name).status();
-    }
 }
 
 /// One connection to the socket held by a process of the user's: lines
@@ -507,21 +451,6 @@ exec = ["sh", "-c", "{} 30 & wait"]
         .args(["-KILL", "-x", "hsched-rm-aud"])
         .status();
     let _ = std::fs::remove_file(&sock);
-}
-
-fn coop_staticlib() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../coop");
-    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("staticlib");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let ok = Command::new(cargo)
-        .args(["build", "--offline", "--lib", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .status()
-        .is_ok_and(|s| s.success());
-    let lib = target.join("debug/libhsched_coop.a");
-    (ok && lib.is_file()).then_some(lib)
 }
 
 /// The C library's request API: an ordinary user's C program asks for a
