@@ -300,21 +300,7 @@ impl Daemon {
     pub fn start(h: &Hierarchy, opts: RunOptions) -> Result<Daemon, LiveError> {
         crate::check_support()?;
         let online = sys::online_cpus();
-        let cpus = match &opts.cpus {
-            Some(c) => {
-                if let Some(bad) = c.iter().find(|c| !online.contains(c)) {
-                    return Err(LiveError::Usage(format!(
-                        "--cpus: CPU {bad} is not online (online: {online:?})"
-                    )));
-                }
-                c.clone()
-            }
-            None if h.machine.cpus >= online.len() || h.machine.cpus == 0 => online.clone(),
-            None => online[online.len() - h.machine.cpus..].to_vec(),
-        };
-        if cpus.is_empty() {
-            return Err(LiveError::Setup("no CPU to manage".into()));
-        }
+        let cpus = crate::managed_cpus(h, &opts)?;
         // One daemon per CPU (cpulock.rs), before anything changes.
         let cpu_lock =
             crate::cpulock::CpuLocks::try_acquire(&cpus, crate::cpulock::Sharing::Exclusive)?;
@@ -2054,30 +2040,8 @@ impl Daemon {
             (Some(argv), _) => {
                 let ex = sys::Exec::new(argv)
                     .map_err(|e| LiveError::Usage(format!("`{}`: {e}", argv.join(" "))))?;
-                // Made before the fork: the child may not allocate.
-                let failed = format!("hsched: could not execute `{}`\n", argv[0]);
-                let pid = sys::fork().map_err(io_err("fork"))?;
-                if pid == 0 {
-                    // Child: only async-signal-safe calls until execve.
-                    sys::setpgid_self();
-                    sys::unblock_all_signals();
-                    for s in [
-                        libc::SIGINT,
-                        libc::SIGTERM,
-                        libc::SIGCHLD,
-                        libc::SIGHUP,
-                        libc::SIGPIPE,
-                    ] {
-                        sys::default_signal(s);
-                    }
-                    sys::close_cloexec(last_fd, r.as_raw_fd());
-                    let mut b = [0u8; 1];
-                    let _ = sys::read(r.as_raw_fd(), &mut b);
-                    let err = ex.exec();
-                    let _ = sys::write_all(2, failed.as_bytes());
-                    sys::exit_now(if err == libc::ENOENT { 127 } else { 126 });
-                }
-                pid
+                ex.spawn_gated(r.as_raw_fd(), last_fd)
+                    .map_err(io_err("fork"))?
             }
             (None, Some(wl)) => {
                 let wl = wl.clone();

@@ -297,3 +297,28 @@ pub fn workload_name(w: &WorkloadSpec) -> &'static str {
         WorkloadSpec::Player(_) => "player",
     }
 }
+
+/// The Linux CPUs a run manages, under either backend: `--cpus`, else the
+/// file's count of the highest online CPUs, else all of them.
+///
+/// # Errors
+/// A listed CPU that is not online, or none to manage.
+pub fn managed_cpus(h: &Hierarchy, opts: &RunOptions) -> Result<Vec<usize>, LiveError> {
+    let online = crate::sys::online_cpus();
+    let cpus = match &opts.cpus {
+        Some(c) => {
+            if let Some(bad) = c.iter().find(|c| !online.contains(c)) {
+                return Err(LiveError::Usage(format!(
+                    "--cpus: CPU {bad} is not online (online: {online:?})"
+                )));
+            }
+            c.clone()
+        }
+        None if h.machine.cpus >= online.len() || h.machine.cpus == 0 => online.clone(),
+        None => online[online.len() - h.machine.cpus..].to_vec(),
+    };
+    if cpus.is_empty() {
+        return Err(LiveError::Setup("no CPU to manage".into()));
+    }
+    Ok(cpus)
+}

@@ -908,6 +908,47 @@ impl Exec {
         })
     }
 
+    /// Forks a child that becomes this program once a byte arrives on (or
+    /// the write end closes of) the pipe `gate`, so that the daemon can
+    /// adopt it first. The child starts its own process group with default
+    /// signal handling, and closes every descriptor above `last_fd` but
+    /// `gate`; an exec that fails says so on standard error and exits 127
+    /// (no such program) or 126, as a shell would. Returns the child's pid.
+    ///
+    /// # Errors
+    /// `fork` fails.
+    pub fn spawn_gated(&self, gate: RawFd, last_fd: RawFd) -> io::Result<i32> {
+        // Made before the fork: the child may not allocate.
+        let failed = format!(
+            "hsched: could not execute `{}`\n",
+            self.argv
+                .first()
+                .map_or(std::borrow::Cow::Borrowed(""), |a| a.to_string_lossy())
+        );
+        let pid = fork()?;
+        if pid == 0 {
+            // Child: only async-signal-safe calls until execve.
+            setpgid_self();
+            unblock_all_signals();
+            for s in [
+                libc::SIGINT,
+                libc::SIGTERM,
+                libc::SIGCHLD,
+                libc::SIGHUP,
+                libc::SIGPIPE,
+            ] {
+                default_signal(s);
+            }
+            close_cloexec(last_fd, gate);
+            let mut b = [0u8; 1];
+            let _ = read(gate, &mut b);
+            let err = self.exec();
+            let _ = write_all(2, failed.as_bytes());
+            exit_now(if err == libc::ENOENT { 127 } else { 126 });
+        }
+        Ok(pid)
+    }
+
     /// Replaces the calling process (in a forked child). Returns only on
     /// failure, with the errno.
     pub fn exec(&self) -> i32 {

@@ -337,3 +337,36 @@ exec = ["touch", "{m}"]
     assert!(!marker.exists(), "a program ran");
     assert!(hsched_cgroups().is_empty());
 }
+
+/// A program that cannot be launched fails the run (exit 1, as under the
+/// user backend), naming it, and leaves no thread or cgroup changed.
+#[test]
+fn a_program_the_kernel_backend_cannot_launch_fails_the_run() {
+    let Some(_g) = kernel_live() else { return };
+    let file = write_file(
+        "unlaunchable.toml",
+        &reservation_file(2, "exec = [\"/nonexistent/hsched-ghost\"]"),
+    );
+    let t0 = Instant::now();
+    let out = Command::new(bin())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--enforce",
+            "kernel",
+            "--duration",
+            "5s",
+            "--no-socket",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`rt` could not be launched")
+            && stderr.contains("/nonexistent/hsched-ghost"),
+        "{stderr}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(hsched_cgroups().is_empty());
+}

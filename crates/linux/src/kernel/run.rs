@@ -76,27 +76,6 @@ pub fn others_bandwidth() -> f64 {
     sum
 }
 
-/// The Linux CPUs a run manages (as the user backend picks them).
-pub fn managed_cpus(h: &Hierarchy, opts: &RunOptions) -> Result<Vec<usize>, LiveError> {
-    let online = sys::online_cpus();
-    let cpus = match &opts.cpus {
-        Some(c) => {
-            if let Some(bad) = c.iter().find(|c| !online.contains(c)) {
-                return Err(LiveError::Usage(format!(
-                    "--cpus: CPU {bad} is not online (online: {online:?})"
-                )));
-            }
-            c.clone()
-        }
-        None if h.machine.cpus >= online.len() || h.machine.cpus == 0 => online.clone(),
-        None => online[online.len() - h.machine.cpus..].to_vec(),
-    };
-    if cpus.is_empty() {
-        return Err(LiveError::Setup("no CPU to manage".into()));
-    }
-    Ok(cpus)
-}
-
 /// The hierarchy with `-- COMMAND` as one more thread (under
 /// `--scheduler` or the default scheduler), so it is compiled like the
 /// file's threads.
@@ -137,7 +116,7 @@ pub fn with_command(h: &Hierarchy, opts: &RunOptions) -> Result<Hierarchy, LiveE
 /// [`LiveError::Usage`] naming every refused node, or the thread, load
 /// and limit of a refused admission.
 pub fn plan_for(h: &Hierarchy, opts: &RunOptions) -> Result<(Plan, Vec<usize>), LiveError> {
-    let cpus = managed_cpus(h, opts)?;
+    let cpus = crate::managed_cpus(h, opts)?;
     let plan = compile::compile(h, &super::machine_model(), &cpus, others_bandwidth());
     if !plan.is_enforceable() {
         return Err(LiveError::Usage(format!(
@@ -375,30 +354,17 @@ impl Kernel<'_> {
         let slot = spec.exec.is_none().then_some(i);
         let pid = match (&spec.exec, &spec.workload) {
             (Some(argv), _) => {
-                let ex = sys::Exec::new(argv)
-                    .map_err(|e| LiveError::Usage(format!("`{}`: {e}", argv.join(" "))))?;
-                let failed = format!("hsched: could not execute `{}`\n", argv[0]);
-                let pid = sys::fork().map_err(io_err("fork"))?;
-                if pid == 0 {
-                    sys::setpgid_self();
-                    sys::unblock_all_signals();
-                    for s in [
-                        libc::SIGINT,
-                        libc::SIGTERM,
-                        libc::SIGCHLD,
-                        libc::SIGHUP,
-                        libc::SIGPIPE,
-                    ] {
-                        sys::default_signal(s);
-                    }
-                    sys::close_cloexec(last_fd, r.as_raw_fd());
-                    let mut b = [0u8; 1];
-                    let _ = sys::read(r.as_raw_fd(), &mut b);
-                    let err = ex.exec();
-                    let _ = sys::write_all(2, failed.as_bytes());
-                    sys::exit_now(if err == libc::ENOENT { 127 } else { 126 });
-                }
-                pid
+                // A run whose program cannot be launched failed (exit 1), as
+                // under the user backend; this one ends at the first.
+                let ex = sys::Exec::new(argv).map_err(|e| {
+                    LiveError::Setup(format!(
+                        "`{}` could not be launched: `{}`: {e}",
+                        spec.name,
+                        argv.join(" ")
+                    ))
+                })?;
+                ex.spawn_gated(r.as_raw_fd(), last_fd)
+                    .map_err(io_err("fork"))?
             }
             (None, Some(wl)) => {
                 let wl = wl.clone();

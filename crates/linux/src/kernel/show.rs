@@ -70,7 +70,7 @@ pub fn check_text(h: &Hierarchy, plan: &Plan) -> String {
 /// --enforce kernel` would compile it (no system call changes anything).
 pub fn plan_here(h: &Hierarchy) -> Plan {
     let opts = crate::RunOptions::default();
-    let cpus = super::run::managed_cpus(h, &opts).unwrap_or_else(|_| crate::sys::online_cpus());
+    let cpus = crate::managed_cpus(h, &opts).unwrap_or_else(|_| crate::sys::online_cpus());
     super::compile(
         h,
         &super::machine_model(),
