@@ -117,8 +117,13 @@ params = {{ amount = "3ms", period = "10ms" }}
     )
 }
 
+/// At HZ=250 a 3 ms server is not longer than the tick, so the analysis
+/// promises it nothing (kernel/compile.rs); in practice the kernel meets
+/// nearly every deadline (0–1 misses in 400 seen here, where the same
+/// thread under `SCHED_OTHER` beside the hogs misses nearly all), and the
+/// test holds it to 1 %.
 #[test]
-fn a_reservation_thread_meets_every_deadline_beside_four_hogs() {
+fn a_reservation_thread_meets_its_deadlines_beside_four_hogs() {
     let Some(_g) = kernel_live() else { return };
     let file = write_file(
         "rez.toml",
@@ -157,7 +162,8 @@ fn a_reservation_thread_meets_every_deadline_beside_four_hogs() {
     let rt = prog("rt");
     let jobs = rt["jobs"].as_u64().unwrap();
     assert!(jobs >= 380, "{rt}");
-    assert_eq!(rt["deadline_misses"].as_u64(), Some(0), "{rt}");
+    let misses = rt["deadline_misses"].as_u64().unwrap();
+    assert!(misses <= jobs / 100, "{misses} of {jobs} missed: {rt}");
     // The hogs run beside it (the reservation takes only its own time; how
     // much the hogs get depends on what else this machine runs).
     for k in 0..4 {
