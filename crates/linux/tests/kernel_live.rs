@@ -62,6 +62,18 @@ fn write_file(name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// `hsched-live run FILE --enforce kernel --duration D --no-socket`, and
+/// `extra`, to its end.
+fn run_kernel(file: &std::path::Path, duration: &str, extra: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .arg("run")
+        .arg(file)
+        .args(["--enforce", "kernel", "--duration", duration, "--no-socket"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 fn policy(tid: i32) -> Option<u32> {
     hsched_linux::sys::sched_getattr(tid).ok().map(|a| a.policy)
 }
@@ -134,19 +146,7 @@ fn a_reservation_thread_meets_its_deadlines_beside_four_hogs() {
             r#"workload = { kind = "periodic", period = "10ms", exec = "2ms" }"#,
         ),
     );
-    let out = Command::new(bin())
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--enforce",
-            "kernel",
-            "--duration",
-            "4s",
-            "--json",
-            "--no-socket",
-        ])
-        .output()
-        .unwrap();
+    let out = run_kernel(&file, "4s", &["--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -317,18 +317,7 @@ exec = ["touch", "{m}"]
             m = marker.display()
         ),
     );
-    let out = Command::new(bin())
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--enforce",
-            "kernel",
-            "--duration",
-            "2s",
-            "--no-socket",
-        ])
-        .output()
-        .unwrap();
+    let out = run_kernel(&file, "2s", &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("nothing was changed"), "{stderr}");
@@ -354,18 +343,7 @@ fn a_program_the_kernel_backend_cannot_launch_fails_the_run() {
         &reservation_file(2, "exec = [\"/nonexistent/hsched-ghost\"]"),
     );
     let t0 = Instant::now();
-    let out = Command::new(bin())
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--enforce",
-            "kernel",
-            "--duration",
-            "5s",
-            "--no-socket",
-        ])
-        .output()
-        .unwrap();
+    let out = run_kernel(&file, "5s", &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
