@@ -14,6 +14,7 @@
  * its passed deadline and runs first (the domino effect), which is what
  * makes plain EDF a reference rather than a reservation scheduler.
  */
+#define UNI_PREEMPTIVE 1
 #define MAX_KIDS 1024
 #define KID_EXTRA                                                          \
   hs_duration rel;     /* relative deadline */                             \

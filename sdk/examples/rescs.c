@@ -18,6 +18,7 @@
  * whole processor (ALL): a parent that takes the processor away during a
  * slot takes the child's time with it.
  */
+#define UNI_PREEMPTIVE 1
 #define MAX_KIDS 256
 #define KID_EXTRA                                                          \
   hs_duration offset; /* slot start within the frame */                    \

@@ -24,6 +24,8 @@
  *   void pol_charge(struct kid *k, hs_duration used)  the child ran `used` more
  *   struct kid *pol_pick(void)              the ready child to run next, or 0
  *   int pol_preempts(struct kid *c, struct kid *cur)  ready c should take cur's processor now
+ *                                           (asked only when UNI_PREEMPTIVE is 1; the
+ *                                           quantum-based policies leave it 0)
  *   hs_duration pol_slice(struct kid *k)    how long k runs before it is preempted
  *                                           in favour of the next pick (HS_NEVER: no quantum)
  *   hs_time pol_next_event(void)            the next time the policy wants to decide
@@ -40,6 +42,9 @@
 
 #ifndef UNI_HOOK
 #define UNI_HOOK() ((void)0)
+#endif
+#ifndef UNI_PREEMPTIVE
+#define UNI_PREEMPTIVE 0
 #endif
 
 enum { K_FREE, K_WAITING, K_READY, K_RUNNING };
@@ -128,34 +133,54 @@ static void uni_plan(struct kid *k, hs_cpu cpu) {
 }
 
 /* Decides who runs: ends an expired quantum, lets a more urgent ready child
- * preempt, fills an empty processor, asks for or gives back the parent VP,
- * and arms the timer for the next decision. */
+ * preempt, fills an empty processor or gives it back, asks for the parent
+ * VP while children want it, and arms the timer for the next decision. */
 static void uni_resched(void) {
   hs_time now = hsched_now();
   hs_cpu cpu = uni_held_cpu();
+  struct kid *next = 0; /* chosen already (a lottery draw is not repeated) */
   uni_charge();
   if (cur && cpu == cur_cpu) {
     if (slice_end != HS_NEVER && now >= slice_end) {
-      if (nready > 0) {
+      /* The quantum is over: the next pick may be the same child, which
+       * then just starts a new quantum. */
+      struct kid *k = cur;
+      k->state = K_READY;
+      nready++;
+      struct kid *c = pol_pick();
+      k->state = K_RUNNING;
+      nready--;
+      if (c && c != k) {
         uni_unplan(HS_PREEMPTED);
+        next = c;
       } else {
-        hs_duration s = pol_slice(cur); /* alone: a fresh quantum */
+        hs_duration s = pol_slice(k);
         slice_end = s == HS_NEVER ? HS_NEVER : now + s;
       }
-    } else {
+    } else if (UNI_PREEMPTIVE) {
       struct kid *c = pol_pick();
-      if (c && pol_preempts(c, cur))
+      if (c && pol_preempts(c, cur)) {
         uni_unplan(HS_PREEMPTED);
+        next = c;
+      }
     }
   }
+  int released = 0;
   if (!cur && cpu != HS_NONE) {
-    struct kid *c = pol_pick();
-    if (c)
+    struct kid *c = next ? next : pol_pick();
+    if (c) {
       uni_plan(c, cpu);
+    } else {
+      /* Nothing to run on a processor we hold: give it back at once
+       * (set_parent_demand never releases a running parent VP). */
+      hsched_release(hsched_parent_vp(0));
+      released = 1;
+    }
   }
   /* While a child is planned the parent VP is kept: a revocation the
    * parent sent is still on its way and hs_revoke settles it. */
-  hsched_set_parent_demand(cur || nready > 0 ? 1 : 0);
+  if (!released)
+    hsched_set_parent_demand(cur || nready > 0 ? 1 : 0);
   hs_time at = pol_next_event();
   if (cur && slice_end < at)
     at = slice_end;
