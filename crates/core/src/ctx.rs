@@ -361,6 +361,23 @@ impl<'a> Ctx<'a> {
         self.st.trace.is_some()
     }
 
+    /// Reports that this policy failed (a sandboxed plug-in trapped or ran
+    /// out of its work bound): the actions this hook queued are dropped,
+    /// and the fault waits for the HSI's caller ([`crate::Hsi::take_faults`]),
+    /// which unloads the instance ([`crate::Hsi::unload`]). The policy
+    /// must do nothing more in this hook and stay inert in later ones.
+    #[cold]
+    pub fn fault(&mut self, what: impl Into<String>) {
+        self.st.work.truncate(self.base);
+        let name = self.name().to_string();
+        self.st.faults.push(crate::fault::Fault {
+            instance: self.me,
+            name,
+            at: self.st.now,
+            what: what.into(),
+        });
+    }
+
     /// Records a policy event in the trace, when tracing is on.
     pub fn event(&mut self, event: PolicyEvent) {
         let (at, me) = (self.st.now, self.me);

@@ -42,6 +42,8 @@ use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
 use crate::violation::{HsiError, OpError, Rule, Violation};
 use std::collections::BTreeMap;
 
+mod unload;
+
 /// Where a new instance attaches.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParentRef {
@@ -1471,6 +1473,9 @@ impl Hsi {
         if self.checking {
             crate::checker::check(&mut self.st, &mut self.policies);
         }
+        if !self.st.violations.is_empty() {
+            self.contain_violations();
+        }
         if self.st.violations.is_empty() {
             Ok(())
         } else {
@@ -1484,6 +1489,9 @@ impl Hsi {
     /// Every violation found.
     pub fn check_protocol(&mut self) -> Result<(), HsiError> {
         crate::checker::check(&mut self.st, &mut self.policies);
+        if !self.st.violations.is_empty() {
+            self.contain_violations();
+        }
         if self.st.violations.is_empty() {
             Ok(())
         } else {

@@ -31,6 +31,7 @@
 mod checker;
 mod children;
 mod ctx;
+mod fault;
 mod hsi;
 mod ids;
 mod params;
@@ -44,6 +45,7 @@ mod violation;
 
 pub use children::{Side, VpTable};
 pub use ctx::Ctx;
+pub use fault::{Fault, UnloadError, Unloaded};
 pub use hsi::{Hsi, ParentLink, ParentRef, VpInfo};
 pub use ids::{CpuId, InstanceId, Node, ThreadId, VpId};
 pub use params::{ParamError, ParamSpec, ParamValue, Params};

@@ -212,6 +212,14 @@ pub trait Policy: Send + 'static {
         &[]
     }
 
+    /// Whether this instance's protocol violations are faults that unload
+    /// it ([`crate::Fault`], [`crate::Hsi::unload`]) rather than errors of
+    /// the input: true for sandboxed plug-ins, whose mistakes must not stop
+    /// the run. Built-in policies keep the default, false.
+    fn unload_on_fault(&self) -> bool {
+        false
+    }
+
     /// The instance's parameters in one line, for `hsched tree`.
     fn describe(&self) -> String {
         String::new()

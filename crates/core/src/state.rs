@@ -238,6 +238,8 @@ pub(crate) struct State {
     /// Notifications delivered during the current input.
     pub notes: u64,
     pub violations: Vec<Violation>,
+    /// Faults of contained policies, for `Hsi::take_faults`.
+    pub faults: Vec<crate::fault::Fault>,
     pub trace: Option<Vec<TraceEvent>>,
     /// The instances' timers.
     pub timers: Timers,
@@ -263,6 +265,7 @@ impl State {
             deferred: VecDeque::new(),
             notes: 0,
             violations: Vec::new(),
+            faults: Vec::new(),
             trace: None,
             timers: Timers::default(),
             check_leaf: Vec::new(),

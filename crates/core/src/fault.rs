@@ -1,0 +1,88 @@
+//! Faults of contained policies and what unloading them did.
+//!
+//! A policy that runs foreign code (a WebAssembly plug-in) can fail in
+//! ways a built-in cannot: it traps, runs out of its work bound, or breaks
+//! the protocol. Such a policy reports the failure with [`crate::Ctx::fault`],
+//! or declares with [`crate::Policy::unload_on_fault`] that its protocol
+//! violations count as faults; the HSI keeps the faults for its caller,
+//! which unloads the instance ([`crate::Hsi::unload`]) and goes on, as
+//! Vassal and sched_ext fall back to the native scheduler.
+
+use crate::ids::{InstanceId, ThreadId};
+use crate::time::Instant;
+use std::fmt;
+
+/// A contained policy failed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    /// The instance.
+    pub instance: InstanceId,
+    /// Its name.
+    pub name: String,
+    /// When.
+    pub at: Instant,
+    /// What happened, in words.
+    pub what: String,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "scheduler '{}' failed at {}: {}",
+            self.name, self.at, self.what
+        )
+    }
+}
+
+/// What [`crate::Hsi::unload`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Unloaded {
+    /// The instances destroyed, the failed one last (its descendants go
+    /// first: an instance is destroyed once it has no children).
+    pub destroyed: Vec<String>,
+    /// Threads moved to the fallback scheduler.
+    pub moved: Vec<ThreadId>,
+    /// Threads the fallback refused with their parameters and took without
+    /// them (its defaults), with the refusal.
+    pub reset: Vec<(ThreadId, String)>,
+    /// The fallback scheduler.
+    pub fallback: String,
+}
+
+/// Why [`crate::Hsi::unload`] could not unload an instance.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UnloadError {
+    /// The instance is not live.
+    Dead(InstanceId),
+    /// There is no default scheduler outside the instances to unload, so
+    /// their threads would have nowhere to go.
+    NoFallback {
+        /// The failed instance.
+        name: String,
+    },
+    /// The fallback refused a thread even without parameters; the threads
+    /// stay where they were and nothing is destroyed beyond that point.
+    Refused {
+        /// The thread's name.
+        thread: String,
+        /// The fallback's refusal.
+        error: String,
+    },
+}
+
+impl fmt::Display for UnloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnloadError::Dead(i) => write!(f, "instance {i:?} is not live"),
+            UnloadError::NoFallback { name } => write!(
+                f,
+                "no default scheduler outside '{name}' and the schedulers below it to take their threads"
+            ),
+            UnloadError::Refused { thread, error } => {
+                write!(f, "the default scheduler refused thread '{thread}': {error}")
+            }
+        }
+    }
+}
+impl std::error::Error for UnloadError {}
