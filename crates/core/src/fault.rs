@@ -41,12 +41,13 @@ pub struct Unloaded {
     /// The instances destroyed, the failed one last (its descendants go
     /// first: an instance is destroyed once it has no children).
     pub destroyed: Vec<String>,
-    /// Threads moved to the fallback scheduler.
+    /// Threads moved to the fallback scheduler, in the order moved.
     pub moved: Vec<ThreadId>,
     /// Threads the fallback refused with their parameters and took without
     /// them (its defaults), with the refusal.
     pub reset: Vec<(ThreadId, String)>,
-    /// The fallback scheduler.
+    /// The fallback scheduler: the default, or the failed instance's
+    /// parent when no default lies outside what was unloaded.
     pub fallback: String,
 }
 
@@ -55,14 +56,14 @@ pub struct Unloaded {
 pub enum UnloadError {
     /// The instance is not live.
     Dead(InstanceId),
-    /// There is no default scheduler outside the instances to unload, so
-    /// their threads would have nowhere to go.
+    /// Neither a default scheduler nor a parent instance lies outside the
+    /// instances to unload, so their threads would have nowhere to go.
     NoFallback {
         /// The failed instance.
         name: String,
     },
-    /// The fallback refused a thread even without parameters; the threads
-    /// stay where they were and nothing is destroyed beyond that point.
+    /// The fallback refused a thread even without parameters; it and the
+    /// threads not yet moved stay, and nothing is destroyed.
     Refused {
         /// The thread's name.
         thread: String,
@@ -77,7 +78,7 @@ impl fmt::Display for UnloadError {
             UnloadError::Dead(i) => write!(f, "instance {i:?} is not live"),
             UnloadError::NoFallback { name } => write!(
                 f,
-                "no default scheduler outside '{name}' and the schedulers below it to take their threads"
+                "neither a default scheduler nor a parent scheduler outside '{name}' and the schedulers below it can take their threads"
             ),
             UnloadError::Refused { thread, error } => {
                 write!(f, "the default scheduler refused thread '{thread}': {error}")

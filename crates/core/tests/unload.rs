@@ -224,6 +224,30 @@ fn instances_below_go_too_and_threads_keep_their_parameters() {
 }
 
 #[test]
+fn without_a_default_the_parent_takes_the_threads() {
+    let mut hsi = Hsi::new(1);
+    hsi.set_checking(true);
+    let root = hsi
+        .create_instance(ms(0), "root", Box::new(Fifo::default()), top(&[0]))
+        .unwrap();
+    let plug = hsi
+        .create_instance(
+            ms(0),
+            "plug",
+            Box::new(Faulty::new(Fifo::default(), 0)),
+            under(root),
+        )
+        .unwrap();
+    let a = hsi.create_thread(ms(0), "a", plug, Params::new()).unwrap();
+    hsi.wake(ms(1), a).unwrap();
+    assert_eq!(hsi.take_faults().len(), 1);
+    let done = hsi.unload(ms(1), plug).unwrap();
+    assert_eq!(done.fallback, "root");
+    assert_eq!(hsi.thread_parent(a), root);
+    assert_eq!(hsi.running(CpuId(0)), Some(a));
+}
+
+#[test]
 fn without_a_default_outside_nothing_is_unloaded() {
     let mut hsi = Hsi::new(1);
     let plug = hsi
@@ -241,7 +265,7 @@ fn without_a_default_outside_nothing_is_unloaded() {
     let e = hsi.unload(ms(1), plug).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "no default scheduler outside 'plug' and the schedulers below it to take their threads"
+        "neither a default scheduler nor a parent scheduler outside 'plug' and the schedulers below it can take their threads"
     );
     assert!(hsi.instance("plug").is_some());
 }

@@ -34,22 +34,31 @@ impl Hsi {
     }
 
     /// Unloads instance `id`: moves every thread of `id` and of the
-    /// instances below it to the default scheduler, keeping each thread's
+    /// instances below it to the default scheduler (or, when there is none
+    /// outside them, to `id`'s first parent instance), keeping each thread's
     /// parameters where the default takes them (its defaults otherwise),
     /// then destroys those instances, children first. Faults of the
     /// destroyed instances are forgotten.
     ///
     /// # Errors
-    /// `id` is not live, the default scheduler is `id` or below it, or the
-    /// default refused a thread even without parameters.
+    /// `id` is not live, neither a default scheduler nor a parent instance
+    /// lies outside `id` and the instances below it (a root with no other
+    /// default), or the fallback refused a thread even without parameters.
     pub fn unload(&mut self, now: Instant, id: InstanceId) -> Result<Unloaded, UnloadError> {
         self.advance(now);
         self.live_instance(id).map_err(|_| UnloadError::Dead(id))?;
         let below = self.instances_below(id);
         let name = self.st.insts[id.index()].name.clone();
+        let parent = self.st.insts[id.index()].parents.iter().find_map(|vp| {
+            match self.st.vps[vp.index()].parent {
+                Node::Instance(p) if !below.contains(&p) => Some(p),
+                _ => None,
+            }
+        });
         let fallback = self
             .default
             .filter(|d| !below.contains(d))
+            .or(parent)
             .ok_or(UnloadError::NoFallback { name })?;
         let mut done = Unloaded {
             fallback: self.st.insts[fallback.index()].name.clone(),
