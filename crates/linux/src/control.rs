@@ -142,6 +142,17 @@ impl Server {
     pub fn remove(self) {
         let _ = std::fs::remove_file(&self.path);
     }
+    /// The next waiting connection, if one waits (for a backend that
+    /// carries the protocol itself: [`crate::kernel::serve`]).
+    pub(crate) fn accept(&self) -> Option<UnixStream> {
+        self.listener.accept().ok().map(|(s, _)| s)
+    }
+}
+
+/// Whether process `pid`, whose primary group is `gid`, is a member of
+/// group `group` (primary or supplementary).
+pub(crate) fn in_group(pid: i32, gid: u32, group: u32) -> bool {
+    gid == group || supplementary_groups(pid).contains(&group)
 }
 
 fn supplementary_groups(pid: i32) -> Vec<u32> {

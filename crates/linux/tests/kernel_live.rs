@@ -354,3 +354,132 @@ fn a_program_the_kernel_backend_cannot_launch_fails_the_run() {
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     assert!(hsched_cgroups().is_empty());
 }
+
+/// `hsched-live ctl --socket SOCK OP FIELDS...`: exit code, stdout, stderr.
+fn ctl(sock: &std::path::Path, op: &str, fields: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(sock)
+        .args(["--json", op])
+        .args(fields)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The control socket under the kernel backend: `set-params` changes a
+/// deadline server's runtime and period, and one hsched's admission
+/// refuses changes nothing and names the thread, the load and the limit;
+/// `begin-reservation` makes a fair thread a deadline server and
+/// `end-reservation` puts it back; `show` gives each thread's mechanism.
+#[test]
+fn ctl_operations_change_kernel_mechanisms_under_admission() {
+    let Some(_g) = kernel_live() else { return };
+    let file = write_file(
+        "ctl.toml",
+        &reservation_file(2, r#"exec = ["sh", "-c", "while :; do :; done"]"#).replace(
+            HOGS,
+            r#"
+[[thread]]
+name = "fair"
+scheduler = "TS"
+exec = ["sh", "-c", "while :; do :; done"]
+"#,
+        ),
+    );
+    let sock = std::env::temp_dir().join(format!("hsched-kernel-ctl-{}.sock", std::process::id()));
+    let mut daemon = Command::new(bin())
+        .arg("run")
+        .arg(&file)
+        .args(["--enforce", "kernel", "--duration", "20s", "--socket"])
+        .arg(&sock)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let tid_of = |show: &str, name: &str| -> Option<i32> {
+        let v: Value = serde_json::from_str(show).ok()?;
+        v["threads"]
+            .as_array()?
+            .iter()
+            .find(|t| t["name"] == name)
+            .and_then(|t| t["tid"].as_i64())
+            .map(|t| t as i32)
+    };
+    let (rt, fair) = loop {
+        assert!(Instant::now() < deadline, "the daemon never answered");
+        let (code, out, _) = ctl(&sock, "show", &[]);
+        if code == 0 {
+            if let (Some(r), Some(f)) = (tid_of(&out, "rt"), tid_of(&out, "fair")) {
+                assert!(out.contains("SCHED_DEADLINE runtime 3ms"), "{out}");
+                break (r, f);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let dl = |t: i32| {
+        let a = hsched_linux::sys::sched_getattr(t).unwrap();
+        (a.policy, a.runtime, a.period)
+    };
+    assert_eq!(dl(rt), (6, 3_000_000, 10_000_000));
+    let (code, _, err) = ctl(
+        &sock,
+        "set-params",
+        &["thread=rt", "params.amount=4ms", "params.period=20ms"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(dl(rt), (6, 4_000_000, 20_000_000));
+    // 95 % is above the reservation scheduler's default cap of 85 %.
+    let (code, _, err) = ctl(&sock, "set-params", &["thread=rt", "params.amount=19ms"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("thread `rt`") && err.contains("95.0%") && err.contains("cap of 85.0%"),
+        "{err}"
+    );
+    assert_eq!(
+        dl(rt),
+        (6, 4_000_000, 20_000_000),
+        "a refused change changed the server"
+    );
+    let (code, _, err) = ctl(
+        &sock,
+        "begin-reservation",
+        &[
+            "thread=fair",
+            "scheduler=RES",
+            "params.amount=2ms",
+            "params.period=10ms",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(dl(fair), (6, 2_000_000, 10_000_000));
+    let (code, _, err) = ctl(&sock, "end-reservation", &["thread=fair"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(dl(fair).0, 0);
+    let cg = std::fs::read_to_string(format!("/proc/{fair}/cgroup")).unwrap();
+    assert!(cg.contains("/hsched-"), "back in its TS cgroup: {cg}");
+    let (code, _, err) = ctl(&sock, "create", &["name=X", "policy=ts", "parent=FP"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--enforce user"), "{err}");
+    let (code, _, err) = ctl(&sock, "shutdown", &[]);
+    assert_eq!(code, 0, "{err}");
+    let t0 = Instant::now();
+    while daemon.try_wait().unwrap().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "shutdown did not end the run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!sock.exists(), "the socket was left");
+    assert!(hsched_cgroups().is_empty(), "left {:?}", hsched_cgroups());
+    for t in [rt, fair] {
+        assert_ne!(policy(t), Some(6));
+    }
+}

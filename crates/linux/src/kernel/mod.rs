@@ -78,7 +78,9 @@
 
 pub mod apply;
 pub mod compile;
+pub mod ops;
 pub mod run;
+pub mod serve;
 pub mod show;
 
 pub use compile::{

@@ -3,7 +3,8 @@
 //! not map or the deadline admission fails, then launches the programs,
 //! sets each thread's mechanism ([`super::apply`]) and only watches:
 //! it places the threads programs create, samples CPU time for the report,
-//! and tells the watchdog it is alive. Scheduling decisions are the
+//! answers the control socket ([`super::serve`], [`super::ops`]) and tells
+//! the watchdog it is alive. Scheduling decisions are the
 //! kernel's, so nothing depends on the daemon running in time, and a
 //! stopped or killed daemon leaves every reservation enforced until the
 //! watchdog restores the threads.
@@ -16,6 +17,7 @@ use crate::sys::{self, SchedAttr};
 use crate::watchdog::Watchdog;
 use crate::{LiveError, RunOptions};
 use hsched_config::{Hierarchy, ThreadSpec, WorkloadSpec};
+use hsched_core::Params;
 use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -27,29 +29,39 @@ const SWEEP_NS: u64 = 200_000_000;
 /// How often it samples the threads' CPU time (and at the end).
 const SAMPLE_NS: u64 = 1_000_000_000;
 
-struct Managed {
-    name: String,
+pub(super) struct Managed {
+    pub(super) name: String,
     /// Its name (`comm`) when last looked at.
-    comm: String,
+    pub(super) comm: String,
     /// Placed by a `[[rule]]`.
     by_rule: bool,
-    scheduler: String,
-    group: usize,
-    orig: Original,
-    cpu_ns: u64,
+    /// Where it is in the hierarchy, with its parent-side parameters, and
+    /// the mechanism that place maps to.
+    pub(super) scheduler: String,
+    pub(super) params: Params,
+    pub(super) node: NodeMap,
+    /// Where `begin-reservation` took it from, for `end-reservation`.
+    pub(super) saved: Option<(NodeMap, String, Params)>,
+    pub(super) group: usize,
+    pub(super) orig: Original,
+    pub(super) cpu_ns: u64,
     switches: (u64, u64),
     created_ns: u64,
-    exited_ns: Option<u64>,
+    pub(super) exited_ns: Option<u64>,
 }
 
-struct Program {
+pub(super) struct Program {
     name: String,
     pid: i32,
-    spec: Option<usize>,
+    /// The file's thread it was launched for (`None`: attached).
+    pub(super) spec: Option<usize>,
     /// The mechanism of the thread it was launched as: its other threads
     /// get it too.
     node: NodeMap,
-    scheduler: String,
+    pub(super) scheduler: String,
+    /// Its new threads are looked for (a launched program, or one attached
+    /// by pid; not a thread attached by tid).
+    pub(super) whole: bool,
     exit_status: Option<i32>,
     cpu_ns: Option<u64>,
 }
@@ -161,12 +173,16 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
             "the kernel backend maps `ts`, `ps` and `limit` to cgroup-v1 cpu cgroups, and no cpu controller is mounted".into(),
         ));
     }
-    // Only a socket asked for (`--socket`): every run has the default one.
-    if let Some(p) = opts.socket.as_ref().filter(|_| opts.until_stopped) {
-        crate::diag!(
-            "hsched: --enforce kernel serves no control socket ({}): `ctl` operations change the hierarchy through the daemon's HSI, which only `--enforce user` runs",
-            p.display()
-        );
+    // A daemon may answer on the same socket: refuse it before anything
+    // changes (Server::bind checks again).
+    if let Some(path) = &opts.socket {
+        if let Ok(s) = std::os::unix::net::UnixStream::connect(path) {
+            let holder = sys::peer_cred(s.as_raw_fd()).ok().map(|(pid, _, _)| pid);
+            return Err(LiveError::SocketBusy {
+                path: path.clone(),
+                holder: holder.filter(|&p| p > 0),
+            });
+        }
     }
     for n in &plan.notes {
         if n.contains("surplus") || n.contains("root domain (") {
@@ -176,7 +192,23 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
     let lock = crate::cpulock::CpuLocks::try_acquire(&cpus, crate::cpulock::Sharing::Exclusive)?;
     let self_attr = sys::sched_getattr(0).map_err(io_err("sched_getattr"))?;
     let self_mask = sys::get_affinity(0).map_err(io_err("sched_getaffinity"))?;
-    let cg = Cgroups::create(&plan).map_err(io_err("cpu cgroup"))?;
+    let mut clients = match &opts.socket {
+        Some(p) => Some(super::serve::Clients::new(
+            crate::control::Server::bind(p, opts.control_group)
+                .map_err(io_err("control socket"))?,
+            opts.control_group,
+        )),
+        None => None,
+    };
+    let cg = match Cgroups::create(&plan) {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(c) = clients.take() {
+                c.close();
+            }
+            return Err(io_err("cpu cgroup")(e));
+        }
+    };
     let wd = match Watchdog::start(
         cg.as_ref().map(|c| (c.base.clone(), c.root.clone())),
         opts.daemon_priority.saturating_add(5).min(99),
@@ -187,11 +219,15 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
             if let Some(c) = &cg {
                 c.cleanup();
             }
+            if let Some(c) = clients.take() {
+                c.close();
+            }
             return Err(io_err("watchdog")(e));
         }
     };
     let sigfd = sys::signalfd(&[libc::SIGINT, libc::SIGTERM, libc::SIGCHLD, libc::SIGHUP])
         .map_err(io_err("signalfd"))?;
+
     // Above every managed real-time thread, so the heartbeat is never
     // starved; children start in the fair class.
     let mut d_attr = SchedAttr::fifo(opts.daemon_priority);
@@ -214,34 +250,42 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
         warned: Default::default(),
         cpus,
         stats: LiveStats::default(),
-        extra_servers: Vec::new(),
+        clients,
+        shutdown: false,
+        limits: opts.control_limits,
     };
     k.end_at = opts.duration.map(|d| k.epoch + d.as_nanos());
     let result = k.main_loop(&opts, &sigfd);
     let report = k.finish();
+    if let Some(c) = k.clients.take() {
+        c.close();
+    }
     let _ = sys::sched_setattr(0, &self_attr);
     drop(lock);
     result.map(|()| report)
 }
 
-struct Kernel<'a> {
-    h: &'a Hierarchy,
-    plan: &'a Plan,
-    cg: Option<Cgroups>,
-    wd: Option<Watchdog>,
-    epoch: u64,
+pub(super) struct Kernel<'a> {
+    pub(super) h: &'a Hierarchy,
+    pub(super) plan: &'a Plan,
+    pub(super) cg: Option<Cgroups>,
+    pub(super) wd: Option<Watchdog>,
+    pub(super) epoch: u64,
     end_at: Option<u64>,
-    threads: BTreeMap<i32, Managed>,
-    programs: Vec<Program>,
-    slots: sys::Slots,
+    pub(super) threads: BTreeMap<i32, Managed>,
+    pub(super) programs: Vec<Program>,
+    pub(super) slots: sys::Slots,
     self_attr: SchedAttr,
     self_mask: sys::CpuMask,
     cpu_base: u64,
     warned: std::collections::BTreeSet<String>,
-    cpus: Vec<usize>,
-    stats: LiveStats,
-    /// Deadline servers `[[rule]]`s added during the run.
-    extra_servers: Vec<(hsched_core::Duration, hsched_core::Duration)>,
+    pub(super) cpus: Vec<usize>,
+    pub(super) stats: LiveStats,
+    /// The control socket ([`super::ops`]), when the run serves one.
+    pub(super) clients: Option<super::serve::Clients>,
+    /// A `shutdown` request ended the run.
+    pub(super) shutdown: bool,
+    pub(super) limits: crate::authz::ControlLimits,
 }
 
 impl Kernel<'_> {
@@ -309,7 +353,11 @@ impl Kernel<'_> {
                 self.stats.ended_by = "duration".into();
                 return Ok(());
             }
+            if self.shutdown {
+                return Ok(());
+            }
             if self.end_at.is_none()
+                && !opts.until_stopped
                 && launches.is_empty()
                 && !self.programs.is_empty()
                 && self.programs.iter().all(|p| p.exit_status.is_some())
@@ -329,7 +377,15 @@ impl Kernel<'_> {
             .min()
             .unwrap_or(u64::MAX);
             let ms = (wake.saturating_sub(sys::now_ns()) / 1_000_000 + 1).min(1000) as i32;
-            if sys::poll_in(sigfd.as_raw_fd(), ms).unwrap_or(false) {
+            let mut fds = vec![sigfd.as_raw_fd()];
+            if let Some(c) = &self.clients {
+                fds.extend(c.fds());
+            }
+            let ready = sys::poll_many(&fds, ms);
+            if ready.iter().any(|&i| i > 0) {
+                self.serve();
+            }
+            if ready.contains(&0) {
                 while let Some(sig) = sys::read_signal(sigfd) {
                     if sig != libc::SIGCHLD {
                         self.stats.ended_by = "signal".into();
@@ -395,17 +451,14 @@ impl Kernel<'_> {
         // What it would have had without hsched: the daemon's own.
         let _ = sys::sched_setattr(pid, &self.self_attr);
         let _ = sys::set_affinity(pid, &self.self_mask);
-        self.programs.push(Program {
-            name: spec.name.clone(),
-            pid,
-            spec: Some(i),
-            node: node.clone(),
-            scheduler: spec.scheduler.clone(),
-            exit_status: None,
-            cpu_ns: None,
-        });
-        let g = self.programs.len() - 1;
-        if let Err(e) = self.adopt(pid, spec.name.clone(), spec.scheduler.clone(), g, &node) {
+        let g = self.add_program(spec.name.clone(), pid, node.clone(), &spec.scheduler);
+        self.programs[g].spec = Some(i);
+        let (name, sched, params) = (
+            spec.name.clone(),
+            spec.scheduler.clone(),
+            spec.params.clone(),
+        );
+        if let Err(e) = self.adopt(pid, name, sched, params, g, &node) {
             let _ = sys::kill(pid, libc::SIGKILL);
             return Err(e);
         }
@@ -413,28 +466,48 @@ impl Kernel<'_> {
         Ok(pid)
     }
 
-    /// Records thread `tid` with the watchdog, then sets `node` on it.
-    fn adopt(
+    /// A program (launched, or attached at `pid`) whose threads get
+    /// `node`'s mechanism under `scheduler`; its index.
+    pub(super) fn add_program(
         &mut self,
-        tid: i32,
         name: String,
-        scheduler: String,
-        group: usize,
-        node: &NodeMap,
-    ) -> Result<(), LiveError> {
+        pid: i32,
+        node: NodeMap,
+        scheduler: &str,
+    ) -> usize {
+        self.programs.push(Program {
+            name,
+            pid,
+            spec: None,
+            node,
+            scheduler: scheduler.to_string(),
+            whole: true,
+            exit_status: None,
+            cpu_ns: None,
+        });
+        self.programs.len() - 1
+    }
+
+    /// Records thread `tid` of program `group` with the watchdog before
+    /// anything of it changes; it is in the fair class until placed.
+    pub(super) fn record(&mut self, tid: i32, name: String, group: usize) -> Result<(), LiveError> {
         let orig = Original::capture(tid).map_err(io_err("inspect"))?;
         let wd = self
             .wd
             .as_ref()
             .ok_or_else(|| LiveError::Io("the watchdog ended".into()))?;
         wd.manage(&orig).map_err(io_err("watchdog"))?;
+        let node = self.fair_fallback();
         self.threads.insert(
             tid,
             Managed {
                 name,
                 comm: String::new(),
                 by_rule: false,
-                scheduler,
+                scheduler: self.programs[group].scheduler.clone(),
+                params: Params::new(),
+                node,
+                saved: None,
                 group,
                 orig,
                 cpu_ns: 0,
@@ -444,8 +517,60 @@ impl Kernel<'_> {
             },
         );
         self.stats.creates += 1;
+        Ok(())
+    }
+
+    /// The fair class at nice 0 in the daemon's own cgroup: what a thread
+    /// has before it is placed, and what a deadline server's other threads
+    /// get.
+    pub(super) fn fair_fallback(&self) -> NodeMap {
+        NodeMap {
+            node: Node::Thread(String::new()),
+            mechanism: Mechanism::Fair {
+                nice: 0,
+                cgroup: String::new(),
+            },
+            cpus: self.cpus.clone(),
+            guarantee: hsched_guarantee::Guarantee::Null,
+            note: None,
+        }
+    }
+
+    /// Gives thread `tid` back as it was (`detach`, or an attach that
+    /// failed half way) and forgets it.
+    pub(super) fn release(&mut self, tid: i32) {
+        if let Some(m) = self.threads.remove(&tid) {
+            let base = self
+                .cg
+                .as_ref()
+                .map(|c| (c.base.as_path(), c.root.as_path()));
+            let _ = enforce::restore(&m.orig, base.map(|b| b.0), base.map(|b| b.1));
+            if let Some(w) = &self.wd {
+                w.forget(&m.orig);
+            }
+        }
+    }
+
+    /// Records thread `tid` with the watchdog, then sets `node` on it.
+    fn adopt(
+        &mut self,
+        tid: i32,
+        name: String,
+        scheduler: String,
+        params: Params,
+        group: usize,
+        node: &NodeMap,
+    ) -> Result<(), LiveError> {
+        self.record(tid, name, group)?;
         match apply::apply(tid, node, self.cg.as_ref()) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if let Some(m) = self.threads.get_mut(&tid) {
+                    m.node = node.clone();
+                    m.scheduler = scheduler;
+                    m.params = params;
+                }
+                Ok(())
+            }
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(LiveError::Refused(format!(
                 "the kernel's deadline admission refused thread `{}` ({}): another task took deadline bandwidth since hsched checked ({:.1}% of the {:.1}% limit were in use then)",
                 node.node.name(),
@@ -455,23 +580,6 @@ impl Kernel<'_> {
             ))),
             Err(e) => Err(LiveError::Io(format!("thread `{}`: {}: {e}", node.node.name(), node.mechanism))),
         }
-    }
-
-    /// Every deadline server of the run: the plan's and the rules'.
-    fn servers(&self) -> Vec<(hsched_core::Duration, hsched_core::Duration)> {
-        let mut v: Vec<_> = self
-            .plan
-            .nodes
-            .iter()
-            .filter_map(|n| match n.mechanism {
-                Mechanism::Deadline {
-                    runtime, period, ..
-                } => Some((runtime, period)),
-                _ => None,
-            })
-            .collect();
-        v.extend(self.extra_servers.iter().copied());
-        v
     }
 
     fn reap(&mut self, now: u64) {
@@ -493,91 +601,61 @@ impl Kernel<'_> {
     }
 
     /// Where a `[[rule]]` puts thread `tid` named `comm` of program `prog`:
-    /// under a fair-class scheduler, or as a deadline server of its own
-    /// under a `rez` (admitted like the file's), with the scheduler's name.
-    /// `None` when no rule matches or the rule cannot be kept (said once).
-    fn rule_node(
-        &mut self,
-        tid: i32,
-        comm: &str,
-        prog: &str,
-        base: &NodeMap,
-    ) -> Option<(NodeMap, String)> {
+    /// the mechanism its scheduler and parameters map to
+    /// ([`Kernel::target`]), the scheduler and the parameters. `None` when
+    /// no rule matches or the rule's place does not map (said once).
+    fn rule_node(&mut self, tid: i32, comm: &str, prog: &str) -> Option<(NodeMap, String, Params)> {
         let rule = self.h.rules.iter().find(|r| r.matches(comm, prog))?;
-        let target = self
-            .plan
-            .node(&Node::Scheduler(rule.scheduler.clone()))
-            .map(|n| n.mechanism.clone());
-        let mut node = base.clone();
-        match target {
-            Some(Mechanism::FairGroup { cgroup, .. }) => {
-                let p = rule.params.i64("priority").ok().flatten().unwrap_or(8);
-                node.mechanism = Mechanism::Fair {
-                    nice: (8 - p).clamp(-20, 19) as i32,
-                    cgroup,
-                };
-                node.cpus = self.cpus.clone();
+        match self.target(tid, &rule.scheduler, &rule.params) {
+            Ok(mut node) => {
+                node.node = Node::Thread(comm.to_string());
+                self.stats.rule_placed += 1;
+                Some((node, rule.scheduler.clone(), rule.params.clone()))
             }
-            Some(Mechanism::DeadlineClass) => {
-                let a = rule.params.duration("amount").ok().flatten();
-                let p = rule.params.duration("period").ok().flatten();
-                let (Some(a), Some(p)) = (
-                    a.filter(|a| a.as_nanos() > 0),
-                    p.filter(|&p| a.is_some_and(|a| a <= p)),
-                ) else {
-                    let msg = format!(
-                        "--enforce kernel: a [[rule]] placing threads under `{}` needs `amount` and `period`",
-                        rule.scheduler
-                    );
-                    self.warn(&format!("rule-{}", rule.scheduler), msg);
-                    return None;
-                };
-                let mut servers = self.servers();
-                servers.push((a, p));
-                if let Err(why) = compile::admit_servers(
-                    &super::machine_model(),
-                    &servers,
-                    self.plan.admission.others,
-                ) {
-                    self.warn(
-                        &format!("rule-admit-{tid}"),
-                        format!("--enforce kernel: [[rule]] for `{comm}` ({a} every {p}): {why}; it runs in the fair class"),
-                    );
-                    return None;
-                }
-                node.mechanism = Mechanism::Deadline {
-                    runtime: a,
-                    deadline: p,
-                    period: p,
-                    reclaim: false,
-                };
-                node.cpus = Vec::new();
-                self.extra_servers.push((a, p));
-            }
-            _ => {
+            Err(why) => {
                 let msg = format!(
-                    "--enforce kernel: a [[rule]] places threads only under `rez` or fair-class schedulers (`ts`, `ps`, `limit`); `{comm}` stays where its program is instead of under `{}`",
+                    "--enforce kernel: a [[rule]] cannot place `{comm}` under `{}`: {why}; it stays where its program is",
                     rule.scheduler
                 );
-                self.warn(&format!("rule-{}", rule.scheduler), msg);
-                return None;
+                self.warn(&format!("rule-{}-{comm}", rule.scheduler), msg);
+                None
             }
         }
-        node.node = Node::Thread(comm.to_string());
-        self.stats.rule_placed += 1;
-        Some((node, rule.scheduler.clone()))
+    }
+
+    /// Puts thread `tid` where a matching `[[rule]]` says, admitted like
+    /// any deadline server; whether it did (a refusal is said once).
+    fn place_by_rule(&mut self, tid: i32, comm: &str, prog: &str) -> bool {
+        let Some((node, sched, params)) = self.rule_node(tid, comm, prog) else {
+            return false;
+        };
+        match self.place(tid, node, &sched, params) {
+            Ok(()) => {
+                if let Some(m) = self.threads.get_mut(&tid) {
+                    m.by_rule = true;
+                }
+                self.stats.rule_moves += 1;
+                true
+            }
+            Err(f) => {
+                self.warn(
+                    &format!("rule-place-{tid}"),
+                    format!("--enforce kernel: [[rule]] for `{comm}` under `{sched}`: {}; it stays where its program is", f.message),
+                );
+                false
+            }
+        }
     }
 
     /// Places the threads the programs created since the last sweep: a
-    /// `[[rule]]` that matches its name puts it under `rez` or a fair-class
-    /// scheduler; else it gets its program's mechanism (a deadline
-    /// server's threads stay in the fair class: each would need a
-    /// reservation and an admission of its own). A thread not placed by a
-    /// rule is looked at again when it is renamed (rt-app names its
-    /// threads after creating them).
+    /// `[[rule]]` that matches its name puts it where the rule says; else it
+    /// gets its program's mechanism (a deadline server's threads stay in
+    /// the fair class: each would need a reservation and an admission of
+    /// its own). A thread not placed by a rule is looked at again when it
+    /// is renamed (rt-app names its threads after creating them).
     fn sweep(&mut self, now: u64) {
         for g in 0..self.programs.len() {
-            if self.programs[g].exit_status.is_some() {
+            if self.programs[g].exit_status.is_some() || !self.programs[g].whole {
                 continue;
             }
             let pid = self.programs[g].pid;
@@ -589,44 +667,39 @@ impl Kernel<'_> {
             };
             for tid in enforce::proc_threads(pid).unwrap_or_default() {
                 if let Some(m) = self.threads.get(&tid) {
-                    if m.by_rule || self.h.rules.is_empty() || tid == pid {
+                    if m.by_rule || m.exited_ns.is_some() || self.h.rules.is_empty() || tid == pid {
                         continue;
                     }
                     let comm = enforce::proc_comm(tid).unwrap_or_default();
                     if comm == m.comm {
                         continue;
                     }
-                    let base = self.programs[g].node.clone();
                     if let Some(m) = self.threads.get_mut(&tid) {
                         m.comm = comm.clone();
                     }
-                    if let Some((node, sched)) = self.rule_node(tid, &comm, &prog, &base) {
-                        match apply::apply(tid, &node, self.cg.as_ref()) {
-                            Ok(()) => {
-                                if let Some(m) = self.threads.get_mut(&tid) {
-                                    m.by_rule = true;
-                                    m.scheduler = sched;
-                                }
-                                self.stats.rule_moves += 1;
-                            }
-                            Err(e) => self.warn(
-                                &format!("rule-apply-{tid}"),
-                                format!(
-                                    "--enforce kernel: [[rule]] for `{comm}`: {}: {e}",
-                                    node.mechanism
-                                ),
-                            ),
-                        }
-                    }
+                    self.place_by_rule(tid, &comm, &prog);
                     continue;
                 }
                 let comm = enforce::proc_comm(tid).unwrap_or_default();
-                let base = self.programs[g].node.clone();
-                let (mut node, sched, by_rule) = match self.rule_node(tid, &comm, &prog, &base) {
-                    Some((n, s)) => (n, s, true),
-                    None => (base, self.programs[g].scheduler.clone(), false),
-                };
-                if !by_rule && matches!(node.mechanism, Mechanism::Deadline { .. }) {
+                let name = format!("{}/{comm}-{tid}", self.programs[g].name);
+                if self.record(tid, name, g).is_err() {
+                    // Gone already, most likely.
+                    continue;
+                }
+                if let Some(m) = self.threads.get_mut(&tid) {
+                    m.comm = comm.clone();
+                }
+                if self.place_by_rule(tid, &comm, &prog) {
+                    continue;
+                }
+                let mut node = self.programs[g].node.clone();
+                let sched = self.programs[g].scheduler.clone();
+                let params = self
+                    .threads
+                    .get(&pid)
+                    .map(|m| m.params.clone())
+                    .unwrap_or_default();
+                if matches!(node.mechanism, Mechanism::Deadline { .. }) {
                     self.warn(
                         &format!("dl-child-{pid}"),
                         format!(
@@ -634,22 +707,13 @@ impl Kernel<'_> {
                             self.programs[g].name
                         ),
                     );
-                    node.mechanism = Mechanism::Fair {
-                        nice: 0,
-                        cgroup: String::new(),
-                    };
-                    node.cpus = self.cpus.clone();
+                    node = self.fair_fallback();
                 }
-                let name = format!("{}/{comm}-{tid}", self.programs[g].name);
-                if self.adopt(tid, name, sched, g, &node).is_err() {
-                    // Gone already, most likely; the watchdog holds its record.
+                node.node = Node::Thread(comm);
+                if self.place(tid, node, &sched, params).is_err() {
                     if let Some(m) = self.threads.get_mut(&tid) {
                         m.exited_ns = Some(now.saturating_sub(self.epoch));
                     }
-                }
-                if let Some(m) = self.threads.get_mut(&tid) {
-                    m.comm = comm;
-                    m.by_rule = by_rule;
                 }
             }
         }
@@ -834,7 +898,7 @@ impl Kernel<'_> {
 }
 
 /// Whether scheduler `at` is `s` or below it (through first parents).
-fn below(h: &Hierarchy, s: &str, at: &str) -> bool {
+pub(super) fn below(h: &Hierarchy, s: &str, at: &str) -> bool {
     let mut at = at;
     for _ in 0..=h.schedulers.len() {
         if at == s {
