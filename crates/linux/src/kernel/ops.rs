@@ -494,9 +494,11 @@ impl Kernel<'_> {
                 }
             }
         }
-        // A deadline server's affinity must be the root domain: leave the
-        // class before the affinity narrows.
-        if was_dl && !now_dl {
+        // A deadline server's affinity must be the root domain, and a
+        // real-time thread cannot enter a cgroup without real-time
+        // runtime: leave the class first.
+        let was_rt = was_dl || matches!(m.node.mechanism, Mechanism::Fifo { .. });
+        if (was_dl && !now_dl) || (was_rt && !rt) {
             sys::sched_setattr(tid, &sys::SchedAttr::other())
                 .map_err(|e| fail("internal", format!("thread `{name}`: sched_setattr: {e}")))?;
         }
