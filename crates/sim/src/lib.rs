@@ -74,6 +74,7 @@ mod gantt;
 mod machine;
 mod metrics;
 pub mod player;
+pub mod reference;
 mod report;
 mod rng;
 mod trace;

@@ -22,14 +22,13 @@
 //! Each experiment runs with seeds 1, 2 and 3 (frame types and times
 //! differ); the checks use the mean. A fifth column, "EDF", is a reference
 //! that is not in the report: earliest deadline first told every task's
-//! true period (a small policy defined here), i.e. what BEST would do if
+//! true period (`hsched_sim::reference`), i.e. what BEST would do if
 //! its period detection were perfect and it had no budgets. Print the table with
 //! `cargo test -p hsched-sim --release --test best_report -- --nocapture`.
 
-use hsched_core::{
-    CpuId, Ctx, Duration, Instant, ParamSpec, Params, Policy, PolicyError, RevokeReason, VpId,
-};
+use hsched_core::Duration;
 use hsched_policies::PolicyInfo;
+use hsched_sim::reference::{self, EDF_TRUE_PERIODS};
 use hsched_sim::{run_with_policies, Report, SimOptions};
 
 /// The schedulers compared.
@@ -58,7 +57,7 @@ impl Sched {
             Sched::Best => "best",
             Sched::BestRate => "best-rate",
             Sched::Rm => "fp",
-            Sched::Edf => "edf-true-periods",
+            Sched::Edf => EDF_TRUE_PERIODS,
         }
     }
 
@@ -71,128 +70,6 @@ impl Sched {
             Sched::Edf => "EDF",
         }
     }
-}
-
-// ----- the reference: EDF with true periods --------------------------------
-
-/// Uniprocessor EDF at the root: a child waking at `t` gets deadline
-/// `t + period` (its `period` parameter; CPU hogs have none and get an
-/// hour). Preemptive, no budgets. Only for this comparison.
-#[derive(Default)]
-struct TruePeriodEdf {
-    /// (child, period, deadline, ready)
-    kids: Vec<(VpId, Duration, Instant, bool)>,
-    running: Option<VpId>,
-    cpu: Option<CpuId>,
-}
-
-impl TruePeriodEdf {
-    fn deadline(&self, vp: VpId) -> Instant {
-        self.kids
-            .iter()
-            .find(|k| k.0 == vp)
-            .map_or(Instant::NEVER, |k| k.2)
-    }
-
-    fn earliest_waiting(&self) -> Option<VpId> {
-        let ready = self
-            .kids
-            .iter()
-            .filter(|k| k.3 && Some(k.0) != self.running);
-        ready.min_by_key(|k| k.2).map(|k| k.0)
-    }
-
-    fn settle(&mut self, ctx: &mut Ctx<'_>) {
-        let Some(cpu) = self.cpu else {
-            if self.kids.iter().any(|k| k.3) {
-                ctx.set_parent_demand(1);
-            }
-            return;
-        };
-        match (self.running, self.earliest_waiting()) {
-            (None, Some(b)) => {
-                ctx.grant(b, cpu);
-                self.running = Some(b);
-            }
-            (Some(r), Some(b)) if self.deadline(b) < self.deadline(r) => {
-                ctx.revoke(r, RevokeReason::Preempted);
-                ctx.grant(b, cpu);
-                self.running = Some(b);
-            }
-            (None, None) => {
-                ctx.release(ctx.parent_vps()[0]);
-                self.cpu = None;
-            }
-            _ => {}
-        }
-    }
-}
-
-impl Policy for TruePeriodEdf {
-    fn policy_name(&self) -> &'static str {
-        "edf-true-periods"
-    }
-    fn parent_vps(&self, _: usize) -> usize {
-        1
-    }
-    fn register_vp(&mut self, _: &mut Ctx<'_>, vp: VpId, p: &Params) -> Result<(), PolicyError> {
-        let period = p.duration("period")?.unwrap_or(Duration::from_secs(3600));
-        self.kids.push((vp, period, Instant::ZERO, false));
-        Ok(())
-    }
-    fn unregister_vp(&mut self, _: &mut Ctx<'_>, vp: VpId) {
-        self.kids.retain(|k| k.0 != vp);
-    }
-    fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        let now = ctx.now();
-        if let Some(k) = self.kids.iter_mut().find(|k| k.0 == vp) {
-            k.3 = true;
-            k.2 = now + k.1;
-        }
-        self.settle(ctx);
-    }
-    fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        if let Some(k) = self.kids.iter_mut().find(|k| k.0 == vp) {
-            k.3 = false;
-        }
-        if self.running == Some(vp) {
-            self.running = None;
-        }
-        self.settle(ctx);
-    }
-    fn grant(&mut self, ctx: &mut Ctx<'_>, _: VpId, cpu: CpuId) {
-        self.cpu = Some(cpu);
-        self.settle(ctx);
-    }
-    fn revoke(&mut self, ctx: &mut Ctx<'_>, _: VpId, reason: RevokeReason) {
-        if let Some(r) = self.running.take() {
-            ctx.revoke(r, reason);
-        }
-        self.cpu = None;
-        self.settle(ctx);
-    }
-}
-
-const PERIOD: &[ParamSpec] = &[ParamSpec {
-    key: "period",
-    kind: "duration",
-    default: "1h",
-    doc: "the true period",
-}];
-
-fn build_edf(_: &Params) -> Result<Box<dyn Policy>, PolicyError> {
-    Ok(Box::new(TruePeriodEdf::default()))
-}
-
-/// The registry plus the reference policy.
-fn policies() -> Vec<PolicyInfo> {
-    let mut all = hsched_policies::registry().to_vec();
-    all.push(PolicyInfo {
-        summary: "reference EDF told the true periods",
-        child_params: PERIOD,
-        ..PolicyInfo::new("edf-true-periods", build_edf)
-    });
-    all
 }
 
 /// How `srtsim` chooses the CPU time of a frame.
@@ -508,7 +385,7 @@ fn simulate(e: &Exp, sched: Sched, policies: &[PolicyInfo]) -> Outcome {
 }
 
 fn all_outcomes() -> Vec<Vec<Outcome>> {
-    let policies = policies();
+    let policies = reference::policies();
     EXPS.iter()
         .map(|e| {
             Sched::ALL
