@@ -278,6 +278,8 @@ pub(crate) struct Engine<'h> {
     /// When the stop was first seen in the middle of an instant.
     stop_seen: Option<std::time::Instant>,
     scheds: Vec<SchedRec>,
+    /// Schedulers unloaded after their policy failed.
+    unloads: crate::unload::Unloads,
     timer_rounds: u32,
     timer_round_at: u64,
     /// Pipeline queues, pokes and workload messages.
@@ -448,6 +450,7 @@ impl<'h> Engine<'h> {
             interrupted: false,
             stop_seen: None,
             scheds: Vec::new(),
+            unloads: crate::unload::Unloads::default(),
             timer_rounds: 0,
             timer_round_at: 0,
             shared: Shared::new(&h.queues, specs_len),
@@ -831,11 +834,28 @@ impl<'h> Engine<'h> {
         if let Err(e) = r {
             return Err(self.hsi_error(e, input()));
         }
+        if self.hsi.faults_pending() {
+            self.unload_failed();
+        }
         if self.trace.is_some() {
             self.write_hsi_trace();
         }
         self.sync();
         Ok(())
+    }
+
+    /// Unloads the schedulers whose policies failed in the last input
+    /// and marks the destroyed ones in the scheduler table.
+    #[cold]
+    #[inline(never)]
+    fn unload_failed(&mut self) {
+        let now = Instant(self.now);
+        for (_, name, supply) in self.unloads.unload(&mut self.hsi, now) {
+            if let Some(r) = self.scheds.iter_mut().find(|r| r.live && r.name == name) {
+                r.supply = supply;
+                r.live = false;
+            }
+        }
     }
 
     fn describe(&self, input: Input) -> String {
@@ -1630,6 +1650,7 @@ impl<'h> Engine<'h> {
             machine,
             queues,
             requests: Vec::new(),
+            unloaded: self.unloads.reports.clone(),
             interrupted: self.interrupted,
         }
     }

@@ -78,6 +78,7 @@ pub mod reference;
 mod report;
 mod rng;
 mod trace;
+mod unload;
 mod workload;
 
 pub use batch::{
@@ -89,7 +90,7 @@ pub use gantt::GanttRequest;
 pub use metrics::Dist;
 pub use report::{
     CpuReport, EventCounts, MachineReport, PrincipalReport, QueueReport, Report, SchedulerReport,
-    ThreadReport, SCHEMA_VERSION,
+    ThreadReport, UnloadReport, SCHEMA_VERSION,
 };
 
 use hsched_config::{BuildError, Hierarchy};

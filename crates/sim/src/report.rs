@@ -39,6 +39,11 @@ pub struct Report {
     /// (RESBH 2 10)`). Written to the JSON only when there are some.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<String>,
+    /// Schedulers unloaded because their policy failed (a plug-in that
+    /// trapped, ran out of its work bound or broke the protocol), in the
+    /// order it happened. Written to the JSON only when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unloaded: Vec<UnloadReport>,
     /// The run was stopped early ([`SimOptions::stop`], Ctrl-C in `hsched
     /// sim`): `duration_ns` is the time simulated, shorter than asked.
     /// Written to the JSON only when true.
@@ -46,6 +51,64 @@ pub struct Report {
     /// [`SimOptions::stop`]: crate::SimOptions::stop
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+}
+
+/// A scheduler whose policy failed, and what became of it and its threads.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnloadReport {
+    /// The scheduler instance.
+    pub scheduler: String,
+    /// Its policy as the report's scheduler table names it.
+    pub policy: String,
+    /// When its policy failed.
+    pub at_ns: u64,
+    /// What happened.
+    pub what: String,
+    /// Where its threads went, or `null` when they could not be moved.
+    pub fallback: Option<String>,
+    /// The threads moved there.
+    pub moved: Vec<String>,
+    /// Moved threads the fallback refused with their parameters and took
+    /// with its defaults: `thread: refusal`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reset: Vec<String>,
+    /// The schedulers destroyed, the failed one last.
+    pub destroyed: Vec<String>,
+    /// Why it could not be unloaded, when it could not; the scheduler then
+    /// stays, doing nothing, and its threads receive no processor time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl UnloadReport {
+    /// The report in one line, as the text report prints it.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{} scheduler '{}' ({}) failed: {}",
+            fmt_ns(self.at_ns),
+            self.scheduler,
+            self.policy,
+            self.what
+        );
+        match (&self.fallback, &self.error) {
+            (_, Some(e)) => {
+                let _ = write!(s, "; not unloaded: {e}");
+            }
+            (Some(f), None) => {
+                let _ = write!(
+                    s,
+                    "; unloaded ({}), {} thread(s) moved to '{f}'",
+                    self.destroyed.join(", "),
+                    self.moved.len()
+                );
+                for r in &self.reset {
+                    let _ = write!(s, "; {r}");
+                }
+            }
+            (None, None) => {}
+        }
+        s
+    }
 }
 
 /// One pipeline queue over the run.
@@ -373,6 +436,12 @@ impl Report {
                     q.pushed,
                     q.popped
                 );
+            }
+        }
+        if !self.unloaded.is_empty() {
+            let _ = writeln!(s);
+            for u in &self.unloaded {
+                let _ = writeln!(s, "unloaded: {}", u.line());
             }
         }
         let m = &self.machine;
