@@ -1,5 +1,6 @@
 //! An SVG Gantt chart of a time window: one row per thread, a bar for each
-//! stretch it ran, colored by processor; deadline misses are red marks;
+//! stretch it ran, colored by processor (or, asked, by thread, each bar
+//! then naming its processor in a tooltip); deadline misses are red marks;
 //! stolen time gets a row per processor at the bottom. Only what falls in
 //! the window is kept, so memory is bounded by the window, not the run;
 //! a window holding more than [`MAX_MARKS`] bars and marks (an SVG no
@@ -19,6 +20,19 @@ pub struct GanttRequest {
     pub to: Duration,
     /// Where the SVG goes.
     pub out: Box<dyn Write>,
+    /// What a bar's color tells.
+    pub color: GanttColor,
+}
+
+/// What the colors of a Gantt chart's bars tell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GanttColor {
+    /// The processor a stretch ran on (a legend of processors on top).
+    #[default]
+    Cpu,
+    /// The thread: one color per row, so a thread's runs stand out in
+    /// a busy chart; each bar's tooltip names its processor.
+    Thread,
 }
 
 impl std::fmt::Debug for GanttRequest {
@@ -26,6 +40,7 @@ impl std::fmt::Debug for GanttRequest {
         f.debug_struct("GanttRequest")
             .field("from", &self.from)
             .field("to", &self.to)
+            .field("color", &self.color)
             .finish_non_exhaustive()
     }
 }
@@ -45,6 +60,7 @@ pub(crate) struct Gantt {
     from: u64,
     to: u64,
     out: Box<dyn Write>,
+    color: GanttColor,
     /// (thread, cpu, start, end), clipped to the window.
     runs: Vec<(u32, u32, u64, u64)>,
     /// (thread, time).
@@ -62,6 +78,7 @@ impl Gantt {
             from,
             to,
             out: req.out,
+            color: req.color,
             runs: Vec::new(),
             misses: Vec::new(),
             stolen: Vec::new(),
@@ -139,8 +156,13 @@ impl Gantt {
             Duration(self.from),
             Duration(self.to)
         );
-        // Legend.
-        for c in 0..cpus.min(16) {
+        // Legend: the processors' colors (a thread's color is its row's).
+        let legend = if self.color == GanttColor::Cpu {
+            cpus
+        } else {
+            0
+        };
+        for c in 0..legend.min(16) {
             let lx = LEFT + c as f64 * 60.0;
             let _ = writeln!(
                 s,
@@ -181,14 +203,25 @@ impl Gantt {
         self.runs.sort_unstable();
         for &(th, cpu, a, b) in &self.runs {
             let y = TOP + th as f64 * ROW + 2.0;
-            let _ = writeln!(
-                s,
-                "<rect x=\"{:.2}\" y=\"{y:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{}\"/>",
-                x(a),
-                (x(b) - x(a)).max(0.3),
-                ROW - 4.0,
-                PALETTE[cpu as usize % PALETTE.len()]
-            );
+            let (w, h) = ((x(b) - x(a)).max(0.3), ROW - 4.0);
+            match self.color {
+                GanttColor::Cpu => {
+                    let _ = writeln!(
+                        s,
+                        "<rect x=\"{:.2}\" y=\"{y:.1}\" width=\"{w:.2}\" height=\"{h:.1}\" fill=\"{}\"/>",
+                        x(a),
+                        PALETTE[cpu as usize % PALETTE.len()]
+                    );
+                }
+                GanttColor::Thread => {
+                    let _ = writeln!(
+                        s,
+                        "<rect x=\"{:.2}\" y=\"{y:.1}\" width=\"{w:.2}\" height=\"{h:.1}\" fill=\"{}\"><title>cpu{cpu}</title></rect>",
+                        x(a),
+                        PALETTE[th as usize % PALETTE.len()]
+                    );
+                }
+            }
         }
         for &(cpu, a, b) in &self.stolen {
             let y = TOP + (threads.len() + cpu as usize) as f64 * ROW + 2.0;
@@ -257,5 +290,50 @@ mod tests {
         assert_eq!(nice_step(3), 5);
         assert_eq!(nice_step(3_300_000), 5_000_000);
         assert_eq!(nice_step(10_000_000), 10_000_000);
+    }
+
+    /// The chart of two threads that each ran on both processors.
+    fn chart(color: GanttColor) -> String {
+        #[derive(Clone, Default)]
+        struct Buf(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+        impl Write for Buf {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.borrow_mut().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let mut g = Gantt::new(GanttRequest {
+            from: Duration(0),
+            to: Duration(100),
+            out: Box::new(buf.clone()),
+            color,
+        });
+        g.run(0, 0, 0, 10);
+        g.run(0, 1, 20, 30);
+        g.run(1, 1, 10, 20);
+        g.run(1, 0, 30, 40);
+        g.write(&["a".into(), "b".into()], 2).unwrap();
+        let out = buf.0.borrow().clone();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn bars_take_the_color_of_their_processor_or_of_their_thread() {
+        let fill = |svg: &str, c: &str| svg.matches(&format!("fill=\"{c}\"")).count();
+        let (cpu0, cpu1) = (PALETTE[0], PALETTE[1]);
+        // By processor: two bars each plus one legend box each.
+        let by_cpu = chart(GanttColor::Cpu);
+        assert_eq!((fill(&by_cpu, cpu0), fill(&by_cpu, cpu1)), (3, 3));
+        assert!(!by_cpu.contains("<title>cpu"));
+        // By thread: thread 0's two bars in the first color, thread 1's in
+        // the second, no processor legend, each bar naming its processor.
+        let by_thread = chart(GanttColor::Thread);
+        assert_eq!((fill(&by_thread, cpu0), fill(&by_thread, cpu1)), (2, 2));
+        assert!(!by_thread.contains(">cpu0</text>"));
+        assert_eq!(by_thread.matches("<title>cpu1</title>").count(), 2);
     }
 }

@@ -86,7 +86,7 @@ pub use batch::{
     ThreadSummary, BATCH_SCHEMA_VERSION,
 };
 pub use error::SimError;
-pub use gantt::GanttRequest;
+pub use gantt::{GanttColor, GanttRequest};
 pub use metrics::Dist;
 pub use report::{
     CpuReport, EventCounts, MachineReport, PrincipalReport, QueueReport, Report, SchedulerReport,

@@ -142,6 +142,7 @@ fn run_once(seed: u64) -> Outputs {
             from: hsched_core::Duration(900 * MS),
             to: hsched_core::Duration(1100 * MS),
             out: Box::new(svg.clone()),
+            color: Default::default(),
         }),
         ..opts(4.0)
     };

@@ -590,6 +590,7 @@ workload = {{ kind = \"periodic\", period = \"10ms\", exec = \"15ms\" }}
             from: hsched_core::Duration(100 * MS),
             to: hsched_core::Duration(200 * MS),
             out: Box::new(buf.clone()),
+            color: Default::default(),
         }),
         ..opts(1.0)
     };
@@ -622,6 +623,7 @@ workload = {{ kind = \"periodic\", period = \"2us\", exec = \"1us\" }}
             from: hsched_core::Duration(0),
             to: hsched_core::Duration(10_000 * MS),
             out: Box::new(buf.clone()),
+            color: Default::default(),
         }),
         check_protocol: false,
         ..opts(10.0)

@@ -8,7 +8,7 @@ use crate::progress::Progress;
 use hsched_core::time::{parse_duration, parse_run_length};
 use hsched_core::Duration;
 use hsched_linux::diag;
-use hsched_sim::{BatchBuilder, BatchError, GanttRequest, SimError, SimOptions};
+use hsched_sim::{BatchBuilder, BatchError, GanttColor, GanttRequest, SimError, SimOptions};
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -51,9 +51,19 @@ Examples:
   hsched sim examples/home-computer.toml --csv tables   # tables/threads.csv, tables/schedulers.csv
   hsched sim examples/walkthrough.toml --trace walkthrough.json   # open at ui.perfetto.dev
   hsched sim examples/hard-firm-soft.toml --gantt hfs.svg --window 1.9s..2.2s
+  hsched sim examples/hard-firm-soft.toml --gantt hfs.svg --gantt-color thread
   hsched sim examples/walkthrough.toml --duration 10min --trace w.json --window 300s..301s
   hsched sim examples/rtapp-tasks.toml --workload examples/rtapp-tasks.json
   hsched sim examples/home-computer.toml --runs 20 --json > seeds.json";
+
+/// `--gantt-color`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GanttColorArg {
+    /// By processor.
+    Cpu,
+    /// By thread.
+    Thread,
+}
 
 /// Arguments of `hsched sim`.
 #[derive(clap::Args, Debug)]
@@ -81,6 +91,10 @@ pub struct Args {
     /// Write a Gantt chart of a window of the run as SVG
     #[arg(long, value_name = "OUT.svg", value_parser = crate::output::file_path)]
     pub gantt: Option<PathBuf>,
+    /// What the Gantt chart's colors tell: `cpu` (the processor a stretch
+    /// ran on, the default) or `thread` (one color per thread)
+    #[arg(long, value_name = "BY", value_enum, default_value_t = GanttColorArg::Cpu, requires = "gantt")]
+    pub gantt_color: GanttColorArg,
     /// The window of the Gantt chart and of the trace, START..END (default:
     /// the first second for the chart, the whole run for the trace)
     #[arg(long, value_name = "A..B", value_parser = parse_window, allow_hyphen_values = true)]
@@ -201,6 +215,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             from,
             to,
             out: Box::new(create(path)?),
+            color: match args.gantt_color {
+                GanttColorArg::Cpu => GanttColor::Cpu,
+                GanttColorArg::Thread => GanttColor::Thread,
+            },
         });
     }
     let progress = Rc::new(RefCell::new(Progress::for_stderr()));
