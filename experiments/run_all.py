@@ -15,7 +15,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Most important first.
-EXPERIMENTS = ["table_10_5.py", "table_10_4.py", "fig_6_2.py", "coop_table_3_1.py"]
+EXPERIMENTS = ["table_10_5.py", "table_10_4.py", "fig_6_2.py", "worked_examples_5_3_3.py",
+               "stolen_time_11_3_11_4.py", "best_tables.py", "coop_table_3_1.py"]
 
 
 def main() -> int:

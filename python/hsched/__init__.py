@@ -31,6 +31,7 @@ from ._core import (
     sim,
     to_toml,
 )
+from . import guarantee
 from ._gen import TaskSet, generate
 from ._players import players
 from ._sweep import sweep
@@ -52,6 +53,7 @@ __all__ = [
     "check",
     "from_dict",
     "generate",
+    "guarantee",
     "load",
     "loads",
     "players",

@@ -312,13 +312,15 @@ class Hierarchy:
         trace: Optional[PathLike] = None,
         gantt: Optional[PathLike] = None,
         window: Optional[Tuple[DurationLike, DurationLike]] = None,
+        gantt_color: str = "cpu",
     ) -> SimResult:
         """Runs the hierarchy on the simulator, as ``hsched sim``.
 
         ``duration`` and ``seed`` default to the file's ``[sim]`` section
         (else 10 s and 0). ``trace`` writes a Perfetto trace (read it back
         with :func:`hsched.read_trace`), ``gantt`` an SVG Gantt chart of
-        ``window`` (default: the first second), which also limits the trace.
+        ``window`` (default: the first second), which also limits the trace;
+        ``gantt_color="thread"`` colors its bars by thread, not processor.
         Raises :class:`SimulationError` when the run cannot finish."""
         d = _args.opt_duration_ns(duration, "duration")
         s = _args.seed(seed)
@@ -336,7 +338,10 @@ class Hierarchy:
             if tr is None and ga is None:
                 raise ValueError("window: chooses what gantt and trace show, and neither was given")
             win = (a, b)
-        report = json.loads(self._h.sim(d, s, cp, tr, ga, win))
+        gc = _args.text(gantt_color, "gantt_color")
+        if gc not in ("cpu", "thread"):
+            raise ValueError(f"gantt_color: `{gc}` is not one of cpu, thread")
+        report = json.loads(self._h.sim(d, s, cp, tr, ga, win, gc))
         return SimResult(report, trace=tr, gantt=ga)
 
     def default_duration_ns(self) -> int:
@@ -344,21 +349,31 @@ class Hierarchy:
         return self._h.default_duration_ns()
 
 
-def load(path: PathLike, *, workload: Optional[PathLike] = None) -> Hierarchy:
+def load(path: PathLike, *, workload: Optional[PathLike] = None,
+         reference_policies: bool = False) -> Hierarchy:
     """Reads and validates a hierarchy file, with the rt-app file it names
     (or ``workload`` in its place, as ``hsched sim --workload``). Raises
-    :class:`HierarchyError` with the file, line and hint."""
+    :class:`HierarchyError` with the file, line and hint.
+
+    ``reference_policies=True`` also accepts the yardstick policies that
+    are not schedulers to deploy (``edf-true-periods``: EDF told each
+    child's true period, ``hsched_sim::reference``), and simulates with
+    them; the ``hsched`` command does not know them."""
     p = _path(path, "path")
     w = None if workload is None else _path(workload, "workload")
-    return Hierarchy(_native.load(p, w))
+    ref = _args.boolean(reference_policies, "reference_policies")
+    return Hierarchy(_native.load(p, w, ref))
 
 
-def loads(text: str, *, name: str = "<string>", workload: Optional[PathLike] = None) -> Hierarchy:
-    """Parses hierarchy text; errors name ``name`` as the file."""
+def loads(text: str, *, name: str = "<string>", workload: Optional[PathLike] = None,
+          reference_policies: bool = False) -> Hierarchy:
+    """Parses hierarchy text; errors name ``name`` as the file.
+    ``reference_policies``: as for :func:`load`."""
     t = _args.text(text, "text")
     n = _args.text(name, "name")
     w = None if workload is None else _path(workload, "workload")
-    return Hierarchy(_native.parse(t, n, w))
+    ref = _args.boolean(reference_policies, "reference_policies")
+    return Hierarchy(_native.parse(t, n, w, ref))
 
 
 def to_toml(doc: Mapping[str, Any]) -> str:
@@ -366,7 +381,7 @@ def to_toml(doc: Mapping[str, Any]) -> str:
     return _toml.dumps(doc)
 
 
-def from_dict(doc: Mapping[str, Any], *, name: str = "<dict>") -> Hierarchy:
+def from_dict(doc: Mapping[str, Any], *, name: str = "<dict>", reference_policies: bool = False) -> Hierarchy:
     """Builds a hierarchy from a dict shaped like the file::
 
         hsched.from_dict({
@@ -376,8 +391,9 @@ def from_dict(doc: Mapping[str, Any], *, name: str = "<dict>") -> Hierarchy:
         })
 
     It is written as TOML (:func:`to_toml`) and validated like a file:
-    errors carry the line of that text."""
-    return loads(_toml.dumps(doc), name=name)
+    errors carry the line of that text. ``reference_policies``: as for
+    :func:`load`."""
+    return loads(_toml.dumps(doc), name=name, reference_policies=reference_policies)
 
 
 def _hierarchy(h: Union[Hierarchy, PathLike], name: str = "hierarchy") -> Hierarchy:

@@ -16,7 +16,11 @@
 use hsched_cli::{analysis, cmd};
 use hsched_config::{ConfigErrors, Hierarchy};
 use hsched_core::Duration;
-use hsched_sim::{GanttRequest, SimError, SimOptions};
+use hsched_guarantee::convert::ConvertParams;
+use hsched_guarantee::mapping::{ChildRequest, MappingContext};
+use hsched_guarantee::{EdgeParams, Guarantee, GuaranteeKind, InstanceParams, Registry};
+use hsched_policies::PolicyInfo;
+use hsched_sim::{GanttColor, GanttRequest, SimError, SimOptions};
 use hsched_taskgen::{Config, Deadlines, Method, TaskSet};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -95,17 +99,42 @@ struct NativeHierarchy {
     file: String,
     /// Its text, to quote lines in guarantee problems.
     text: Option<String>,
+    /// Parsed against, and run with, the reference policies too.
+    reference: bool,
+}
+
+/// The policies a hierarchy is parsed and run against: the registry, or
+/// with `reference` also `hsched_sim::reference`'s yardsticks.
+fn policy_table(reference: bool) -> Vec<PolicyInfo> {
+    if reference {
+        hsched_sim::reference::policies()
+    } else {
+        hsched_policies::registry().to_vec()
+    }
 }
 
 /// Reads and validates a hierarchy file (and the rt-app file it names,
-/// or `workload` in its place).
+/// or `workload` in its place); `reference_policies` also accepts the
+/// reference policies of `hsched_sim::reference`.
 #[pyfunction]
-#[pyo3(signature = (path, workload=None))]
-fn load(py: Python<'_>, path: &str, workload: Option<&str>) -> PyResult<NativeHierarchy> {
+#[pyo3(signature = (path, workload=None, reference_policies=false))]
+fn load(
+    py: Python<'_>,
+    path: &str,
+    workload: Option<&str>,
+    reference_policies: bool,
+) -> PyResult<NativeHierarchy> {
     let p = Path::new(path);
-    let h = match workload {
-        None => hsched_config::load(p).map_err(|e| config_error(py, &e))?,
-        Some(w) => {
+    let h = match (workload, reference_policies) {
+        (None, false) => hsched_config::load(p).map_err(|e| config_error(py, &e))?,
+        (None, true) => hsched_config::load_with_policies(p, &policy_table(true))
+            .map_err(|e| config_error(py, &e))?,
+        (Some(_), true) => {
+            return Err(PyValueError::new_err(
+                "reference_policies: not available with workload=; load the file without it",
+            ))
+        }
+        (Some(w), false) => {
             let mut h = hsched_config::load_without_rtapp(p).map_err(|e| config_error(py, &e))?;
             attach(py, &mut h, w)?;
             h
@@ -115,6 +144,7 @@ fn load(py: Python<'_>, path: &str, workload: Option<&str>) -> PyResult<NativeHi
         h: Arc::new(h),
         file: path.to_string(),
         text: std::fs::read_to_string(p).ok(),
+        reference: reference_policies,
     })
 }
 
@@ -135,14 +165,17 @@ fn attach(py: Python<'_>, h: &mut Hierarchy, path: &str) -> PyResult<()> {
 /// Parses and validates hierarchy text; `name` is the file name errors
 /// give.
 #[pyfunction]
-#[pyo3(signature = (text, name="<string>", workload=None))]
+#[pyo3(signature = (text, name="<string>", workload=None, reference_policies=false))]
 fn parse(
     py: Python<'_>,
     text: &str,
     name: &str,
     workload: Option<&str>,
+    reference_policies: bool,
 ) -> PyResult<NativeHierarchy> {
-    let mut h = hsched_config::parse_str(text, name).map_err(|e| config_error(py, &e))?;
+    let mut h =
+        hsched_config::parse_str_with_policies(text, name, &policy_table(reference_policies))
+            .map_err(|e| config_error(py, &e))?;
     if let Some(w) = workload {
         attach(py, &mut h, w)?;
     }
@@ -150,6 +183,7 @@ fn parse(
         h: Arc::new(h),
         file: name.to_string(),
         text: Some(text.to_string()),
+        reference: reference_policies,
     })
 }
 
@@ -241,7 +275,7 @@ impl NativeHierarchy {
 
     /// Simulates the hierarchy; returns the report as JSON text
     /// (docs/metrics.md). The GIL is released while it runs.
-    #[pyo3(signature = (duration_ns=None, seed=None, check_protocol=false, trace=None, gantt=None, window_ns=None))]
+    #[pyo3(signature = (duration_ns=None, seed=None, check_protocol=false, trace=None, gantt=None, window_ns=None, gantt_color="cpu"))]
     // The keyword arguments of Python's `Hierarchy.sim`, one for one.
     #[allow(clippy::too_many_arguments)]
     fn sim(
@@ -253,12 +287,23 @@ impl NativeHierarchy {
         trace: Option<String>,
         gantt: Option<String>,
         window_ns: Option<(u64, u64)>,
+        gantt_color: &str,
     ) -> PyResult<String> {
+        let color = match gantt_color {
+            "cpu" => GanttColor::Cpu,
+            "thread" => GanttColor::Thread,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "gantt_color: `{other}` is not one of cpu, thread"
+                )))
+            }
+        };
         self.h
             .check_simulatable()
             .map_err(|e| config_error(py, &e))?;
         let h = Arc::clone(&self.h);
         let source = self.file.clone();
+        let reference = self.reference;
         let result = py.allow_threads(move || -> Result<String, (bool, String)> {
             let create = |p: &str| {
                 File::create(p)
@@ -283,9 +328,15 @@ impl NativeHierarchy {
                     from,
                     to,
                     out: Box::new(create(p)?),
+                    color,
                 });
             }
-            match hsched_sim::run(&h, opts) {
+            let run = if reference {
+                hsched_sim::run_with_policies(&h, opts, &policy_table(true))
+            } else {
+                hsched_sim::run(&h, opts)
+            };
+            match run {
                 Ok(r) => Ok(r.to_json()),
                 Err(SimError::Build { message }) => Err((true, message)),
                 Err(e) => Err((false, e.to_string())),
@@ -459,6 +510,152 @@ fn run_players<'py>(
     Ok(d)
 }
 
+// ----- guarantees (Regehr 2001, ch. 5): the analysis chain as functions ---
+
+/// `text` as a guarantee (`"RESCS 10 20"`, `"PSBE 0.5 5"`), or a
+/// `ValueError` naming `arg`.
+fn guarantee_arg(arg: &str, text: &str) -> PyResult<Guarantee> {
+    text.parse()
+        .map_err(|e| PyValueError::new_err(format!("{arg}: `{text}` is not a guarantee: {e}")))
+}
+
+/// Converts a guarantee into another kind by the rules of Table 5.2
+/// (`period_ns`: the target reservation's period); returns the guarantee
+/// and the rule used (`"PSBE → RESCS (Theorem 5.7: ...)"`).
+#[pyfunction]
+#[pyo3(signature = (guarantee, to, period_ns=None))]
+fn guarantee_convert(
+    guarantee: &str,
+    to: &str,
+    period_ns: Option<u64>,
+) -> PyResult<(String, String)> {
+    let from = guarantee_arg("guarantee", guarantee)?;
+    let kind: GuaranteeKind = to
+        .parse()
+        .map_err(|e| PyValueError::new_err(format!("to: `{to}` is not a guarantee kind: {e}")))?;
+    let params = period_ns.map_or_else(ConvertParams::default, |p| {
+        ConvertParams::period(Duration(p))
+    });
+    let rule = hsched_guarantee::convert::rule(from.kind(), kind)
+        .map_err(|e| PyValueError::new_err(format!("to: {e}")))?;
+    let g = hsched_guarantee::convert(&from, kind, &params)
+        .map_err(|e| PyValueError::new_err(format!("guarantee: {e}")))?;
+    Ok((g.to_string(), rule.to_string()))
+}
+
+/// Whether `received` promises at least `required` (Table 5.2's rules):
+/// `(True, the received guarantee as the required kind)` or `(False,
+/// why not)`.
+#[pyfunction]
+fn guarantee_satisfies(received: &str, required: &str) -> PyResult<(bool, String)> {
+    let r = guarantee_arg("received", received)?;
+    let q = guarantee_arg("required", required)?;
+    Ok(match hsched_guarantee::satisfies(&r, &q) {
+        Ok(s) => (true, s.via.to_string()),
+        Err(u) => (false, u.reason),
+    })
+}
+
+/// What scheduler `policy` (with instance parameter `quantum_ns` for
+/// `ps`, `cap` for `rez`) makes of the guarantee it `received` (the
+/// guarantee it uses it as), and what it gives each child: `children`
+/// is a list of dicts with the edge parameters `share`, `priority`,
+/// `amount_ns`, `period_ns`. Returns (accepted, [(guarantee, rule)]).
+#[pyfunction]
+#[pyo3(signature = (policy, received, children, quantum_ns=None, cap=None))]
+fn guarantee_provide(
+    policy: &str,
+    received: &str,
+    children: Vec<std::collections::HashMap<String, f64>>,
+    quantum_ns: Option<u64>,
+    cap: Option<f64>,
+) -> PyResult<(String, Vec<(String, String)>)> {
+    let g = guarantee_arg("received", received)?;
+    let params = InstanceParams {
+        quantum: quantum_ns.map(Duration),
+        cap,
+        ..InstanceParams::default()
+    };
+    let m = Registry::builtin()
+        .build(policy, &params, &MappingContext { cpus: 1 })
+        .map_err(|e| PyValueError::new_err(format!("policy: {e}")))?;
+    let accepted = m
+        .accepts(&g)
+        .map_err(|e| PyValueError::new_err(format!("received: {policy} cannot use {g}: {e}")))?;
+    let mut edges = Vec::with_capacity(children.len());
+    for (i, c) in children.iter().enumerate() {
+        let mut e = EdgeParams::default();
+        for (k, v) in c {
+            match k.as_str() {
+                "share" => e.share = Some(*v),
+                "priority" => e.priority = Some(*v as i64),
+                "amount_ns" => e.amount = Some(Duration(*v as u64)),
+                "period_ns" => e.period = Some(Duration(*v as u64)),
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                    "children[{i}]: `{other}` is not one of share, priority, amount_ns, period_ns"
+                )))
+                }
+            }
+        }
+        edges.push(e);
+    }
+    let names: Vec<String> = (0..edges.len()).map(|i| format!("child{i}")).collect();
+    let requests: Vec<ChildRequest<'_>> = edges
+        .iter()
+        .zip(&names)
+        .map(|(params, name)| ChildRequest {
+            name,
+            is_thread: true,
+            params,
+            request: None,
+            multiprocessor: false,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(requests.len());
+    for (i, p) in m
+        .child_guarantees(&[accepted], &requests)
+        .into_iter()
+        .enumerate()
+    {
+        let p = p.map_err(|e| PyValueError::new_err(format!("children[{i}]: {e}")))?;
+        let g = p
+            .options
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        out.push((g, p.rule.to_string()));
+    }
+    Ok((accepted.to_string(), out))
+}
+
+/// The PSBE share that yields `amount_ns` every `period_ns` with error
+/// `error_ns` (Theorem 5.7 solved for s: (amount + error) / period).
+#[pyfunction]
+fn psbe_share_for(amount_ns: u64, period_ns: u64, error_ns: u64) -> f64 {
+    hsched_guarantee::convert::psbe_share_for(
+        Duration(amount_ns),
+        Duration(period_ns),
+        Duration(error_ns),
+    )
+}
+
+/// The largest PSBE error (a quantum, for EEVDF) with which share `share`
+/// still yields `amount_ns` every `period_ns`; None if none does.
+#[pyfunction]
+fn psbe_error_for(amount_ns: u64, period_ns: u64, share: f64) -> Option<u64> {
+    hsched_guarantee::convert::psbe_error_for(Duration(amount_ns), Duration(period_ns), share)
+        .map(Duration::as_nanos)
+}
+
+/// The shortest reservation period at which PSBE `share` `error_ns` is
+/// pessimistic by at most `pessimism` (a fraction of the share).
+#[pyfunction]
+fn period_for_pessimism(share: f64, error_ns: u64, pessimism: f64) -> Option<u64> {
+    hsched_guarantee::convert::period_for_pessimism(share, Duration(error_ns), pessimism)
+        .map(Duration::as_nanos)
+}
+
 /// Parses a duration as hierarchy files write it (`"10ms"`), in ns.
 #[pyfunction]
 fn parse_duration(text: &str) -> PyResult<u64> {
@@ -475,6 +672,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(run_players, m)?)?;
+    m.add_function(wrap_pyfunction!(guarantee_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(guarantee_satisfies, m)?)?;
+    m.add_function(wrap_pyfunction!(guarantee_provide, m)?)?;
+    m.add_function(wrap_pyfunction!(psbe_share_for, m)?)?;
+    m.add_function(wrap_pyfunction!(psbe_error_for, m)?)?;
+    m.add_function(wrap_pyfunction!(period_for_pessimism, m)?)?;
     m.add_class::<NativeHierarchy>()?;
     m.add_class::<NativeTaskSet>()?;
     m.add("HierarchyError", m.py().get_type::<HierarchyError>())?;
