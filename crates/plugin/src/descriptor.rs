@@ -38,7 +38,7 @@ pub struct Descriptor {
 pub struct Param {
     /// The key.
     pub key: String,
-    /// One of [`KINDS`].
+    /// One of `KINDS` (integer, number, duration, bool, string).
     pub kind: String,
     /// The default as text, or `"required"`.
     pub default: String,

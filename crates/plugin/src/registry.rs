@@ -126,7 +126,7 @@ fn specs(v: &[Param]) -> &'static [ParamSpec] {
 /// file writes it).
 ///
 /// # Errors
-/// A [`LoadError`], or more distinct plug-ins than [`SLOTS`].
+/// A [`LoadError`], or more distinct plug-ins than 32 (the slots of the registry).
 pub fn register(name: &str, path: &Path) -> Result<PolicyInfo, LoadError> {
     let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let mut by_path = BY_PATH.lock().unwrap_or_else(|e| e.into_inner());
