@@ -100,6 +100,8 @@
 
 use crate::fp::{param_err, Parents, Run};
 use crate::registry::{check_child_params, PolicyInfo};
+use std::collections::BTreeSet;
+
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, ParamSpec, ParamValue, Params, Policy, PolicyError, PolicyEvent,
     RevokeReason, Side, VpId, VpState, VpTable,
@@ -543,7 +545,8 @@ pub(crate) trait Rule: Send + 'static {
     /// Budget left under which a running child is not preempted.
     fn window(&self) -> Duration;
     /// Child `i` entered the run queue at `at`: set its deadline and
-    /// budget. `cpus` is how many processors the instance can hold. Returns
+    /// budget. `cpus` is how many processors the instance can hold, `load`
+    /// the children's nice weights with `i` counted as not waiting. Returns
     /// a trace note when `trace` is set.
     fn wake(
         &self,
@@ -551,22 +554,61 @@ pub(crate) trait Rule: Send + 'static {
         i: usize,
         at: Instant,
         cpus: usize,
+        load: Load,
         trace: bool,
     ) -> Option<String>;
     /// Runnable child `i` used its whole budget at `now`: set its next
     /// deadline and budget.
-    fn expire(&self, kids: &mut VpTable<Kid<Self::X>>, i: usize, now: Instant, cpus: usize);
+    fn expire(
+        &self,
+        kids: &mut VpTable<Kid<Self::X>>,
+        i: usize,
+        now: Instant,
+        cpus: usize,
+        load: Load,
+    );
     /// The parameters in one line.
     fn describe(&self) -> String;
 }
 
+/// The sums of the children's nice weights (`nice_pri`) that BEST-RATE's
+/// deadline rule reads, kept by [`Edf`] so no wake-up sums over every child.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Load {
+    /// Over every child.
+    pub all: u64,
+    /// Over the children that ask for or hold a processor.
+    pub active: u64,
+}
+
+/// A child's place in [`Edf`]'s ordered sets: its EDF key and its VP.
+type Entry = (Instant, u64, VpId);
+
 /// Earliest-deadline-first dispatch over any number of processors, with
 /// CPU-time budgets and a no-preemption window; the deadlines come from a
 /// [`Rule`]. The core of `best` and `best-rate`.
+///
+/// Every decision is O(log n) in the children: the ready children sit in an
+/// ordered set by EDF key (deadline, then the order deadlines were
+/// assigned; keys are distinct), so the earliest usable one is its first
+/// usable entry, and the running ones in another, walked from the latest
+/// deadline to find a victim; the child on each processor is a table
+/// lookup and BEST-RATE's load a kept sum. Passes over the running
+/// children (the budget timer, expiry) are bounded by the processors held.
+/// Each change of a child's state, key or nice value goes through
+/// `unlink`, the change, then `link`, which keep these in step with `kids`.
 #[derive(Debug)]
 pub(crate) struct Edf<R: Rule> {
     pub rule: R,
     pub kids: VpTable<Kid<R::X>>,
+    /// Children ready in the view, by key.
+    ready: BTreeSet<Entry>,
+    /// Children running in the view, by key.
+    running: BTreeSet<Entry>,
+    /// The child running in the view on each processor, by index.
+    on: Vec<Option<VpId>>,
+    /// Nice weights, see [`Load`].
+    load: Load,
     /// The eager view of the parent VPs; `Parents::queue_plan` queues each
     /// hook's actions in `crate::fp`'s fixed order.
     parents: Parents,
@@ -594,6 +636,10 @@ impl<R: Rule> Edf<R> {
         Edf {
             rule,
             kids: VpTable::new(Side::Child),
+            ready: BTreeSet::new(),
+            running: BTreeSet::new(),
+            on: Vec::new(),
+            load: Load::default(),
             parents: Parents::default(),
             revokes: Vec::new(),
             grants: Vec::new(),
@@ -611,10 +657,79 @@ impl<R: Rule> Edf<R> {
     /// believes running but that is still ready.
     fn enter(&mut self, ctx: &Ctx<'_>) {
         self.hook += 1;
-        for (vp, k) in self.kids.iter_mut() {
-            if let (Run::Running(_), VpState::Ready) = (k.run, ctx.vp_state(vp)) {
-                k.run = Run::Ready;
+        // Only children running in the view can be stale this way.
+        let stale: Vec<VpId> = self
+            .running
+            .iter()
+            .map(|e| e.2)
+            .filter(|&vp| ctx.vp_state(vp) == VpState::Ready)
+            .collect();
+        for vp in stale {
+            if let Some(i) = self.kids.index_of(ctx, vp) {
+                self.unlink(i);
+                self.kids.at_mut(i).1.run = Run::Ready;
+                self.link(i);
             }
+        }
+    }
+
+    /// Takes child `i` out of the ordered sets, the processor table and the
+    /// load, before its state, key or nice value changes.
+    fn unlink(&mut self, i: usize) {
+        let (vp, k) = self.kids.at(i);
+        let e = (k.deadline, k.seq, vp);
+        match k.run {
+            Run::Waiting => {}
+            Run::Ready => {
+                self.ready.remove(&e);
+            }
+            Run::Running(c) => {
+                self.running.remove(&e);
+                if let Some(slot) = self.on.get_mut(c.index()) {
+                    if *slot == Some(vp) {
+                        *slot = None;
+                    }
+                }
+            }
+        }
+        if k.run != Run::Waiting {
+            self.load.active -= nice_pri(k.nice);
+        }
+    }
+
+    /// Puts child `i` back after a change (see `unlink`).
+    fn link(&mut self, i: usize) {
+        let (vp, k) = self.kids.at(i);
+        let e = (k.deadline, k.seq, vp);
+        match k.run {
+            Run::Waiting => {}
+            Run::Ready => {
+                self.ready.insert(e);
+            }
+            Run::Running(c) => {
+                self.running.insert(e);
+                if self.on.len() <= c.index() {
+                    self.on.resize(c.index() + 1, None);
+                }
+                self.on[c.index()] = Some(vp);
+            }
+        }
+        if k.run != Run::Waiting {
+            self.load.active += nice_pri(k.nice);
+        }
+    }
+
+    /// The load with child `i` counted as not waiting.
+    fn load_with(&self, i: usize) -> Load {
+        let k = self.kids.at(i).1;
+        let extra = if k.run == Run::Waiting {
+            nice_pri(k.nice)
+        } else {
+            0
+        };
+        Load {
+            all: self.load.all,
+            active: self.load.active + extra,
         }
     }
 
@@ -639,8 +754,12 @@ impl<R: Rule> Edf<R> {
         self.kids.at(i).1.touched == self.hook || self.settled(ctx, i)
     }
 
-    fn on_cpu(&self, cpu: CpuId) -> Option<usize> {
-        (0..self.kids.len()).find(|&i| self.kids.at(i).1.run == Run::Running(cpu))
+    fn on_cpu(&self, ctx: &Ctx<'_>, cpu: CpuId) -> Option<usize> {
+        self.kids.index_of(ctx, self.on_vp(cpu)?)
+    }
+
+    fn on_vp(&self, cpu: CpuId) -> Option<VpId> {
+        self.on.get(cpu.index()).copied().flatten()
     }
 
     /// Budget left of running child `i`, counting the segment in progress.
@@ -664,45 +783,50 @@ impl<R: Rule> Edf<R> {
     /// The ready child with the earliest deadline among those this hook
     /// may grant a processor to.
     fn best_ready(&self, ctx: &Ctx<'_>) -> Option<usize> {
-        (0..self.kids.len())
-            .filter(|&i| self.kids.at(i).1.run == Run::Ready && self.usable(ctx, i))
-            .min_by_key(|&i| self.key(i))
+        self.ready
+            .iter()
+            .filter_map(|e| self.kids.index_of(ctx, e.2))
+            .find(|&i| self.usable(ctx, i))
     }
 
     /// The settled running child to preempt for a child with key `than`:
     /// the latest deadline after `than` among those outside the window.
     fn victim(&self, ctx: &Ctx<'_>, than: (Instant, u64)) -> Option<usize> {
         let window = self.rule.window();
-        (0..self.kids.len())
-            .filter(|&i| {
+        self.running
+            .iter()
+            .rev()
+            .take_while(|e| (e.0, e.1) > than)
+            .filter_map(|e| self.kids.index_of(ctx, e.2))
+            .find(|&i| {
                 let k = self.kids.at(i).1;
-                matches!(k.run, Run::Running(_))
-                    && self.usable(ctx, i)
-                    && self.key(i) > than
-                    && (k.expired || self.remaining(ctx, i) >= window)
+                self.usable(ctx, i) && (k.expired || self.remaining(ctx, i) >= window)
             })
-            .max_by_key(|&i| self.key(i))
     }
 
     fn grant(&mut self, ctx: &Ctx<'_>, i: usize, cpu: CpuId) {
         let (vp, _) = self.kids.at(i);
         let received = ctx.vp_received(vp);
         let hook = self.hook;
+        self.unlink(i);
         let k = self.kids.at_mut(i).1;
         k.run = Run::Running(cpu);
         k.start = received;
         k.expired = false;
         k.touched = hook;
+        self.link(i);
         self.grants.push((vp, cpu));
     }
 
     fn preempt(&mut self, ctx: &Ctx<'_>, i: usize, reason: RevokeReason) {
         self.account(ctx, i);
         let hook = self.hook;
+        self.unlink(i);
         let (vp, k) = self.kids.at_mut(i);
         k.run = Run::Ready;
         k.expired = false;
         k.touched = hook;
+        self.link(i);
         self.revokes.push((vp, reason));
     }
 
@@ -711,12 +835,15 @@ impl<R: Rule> Edf<R> {
     /// preemptible running one; finally matches parent demand and arms the
     /// budget timer.
     fn settle(&mut self, ctx: &mut Ctx<'_>) {
-        let held: Vec<CpuId> = self.parents.held().map(|(_, c)| c).collect();
-        for cpu in held {
-            if self.on_cpu(cpu).is_none() {
-                match self.best_ready(ctx) {
-                    Some(i) => self.grant(ctx, i, cpu),
-                    None => break,
+        // With no child ready the pass would grant nothing.
+        if !self.ready.is_empty() {
+            let held: Vec<CpuId> = self.parents.held().map(|(_, c)| c).collect();
+            for cpu in held {
+                if self.on_vp(cpu).is_none() {
+                    match self.best_ready(ctx) {
+                        Some(i) => self.grant(ctx, i, cpu),
+                        None => break,
+                    }
                 }
             }
         }
@@ -735,16 +862,17 @@ impl<R: Rule> Edf<R> {
             self.preempt(ctx, v, reason);
             self.grant(ctx, b, cpu);
         }
-        let kids = &self.kids;
-        let unserved = kids.iter().filter(|(_, k)| k.run == Run::Ready).count();
+        let unserved = self.ready.len();
+        let on = &self.on;
         self.parents
             .queue_plan(ctx, &mut self.revokes, &mut self.grants, unserved, |c| {
-                kids.iter().any(|(_, k)| k.run == Run::Running(c))
+                on.get(c.index()).copied().flatten().is_some()
             });
         // Budget timer.
         let mut next = Instant::NEVER;
-        for i in 0..self.kids.len() {
-            if let Run::Running(_) = self.kids.at(i).1.run {
+        let running: Vec<VpId> = self.running.iter().map(|e| e.2).collect();
+        for vp in running {
+            if let Some(i) = self.kids.index_of(ctx, vp) {
                 self.kids.at_mut(i).1.expired = false;
                 next = next.min(ctx.now() + self.remaining(ctx, i));
             }
@@ -756,6 +884,7 @@ impl<R: Rule> Edf<R> {
         }
     }
 
+    /// Gives child `i` (unlinked) the next sequence number.
     fn set_deadline_seq(&mut self, i: usize) {
         let seq = self.take_seq();
         let k = self.kids.at_mut(i).1;
@@ -781,10 +910,16 @@ impl<R: Rule> Edf<R> {
             touched: 0,
             x: self.rule.new_x(),
         };
-        self.kids.insert(ctx, vp, kid);
+        self.load.all += nice_pri(nice);
+        let i = self.kids.insert(ctx, vp, kid);
+        self.link(i);
     }
 
     pub(crate) fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        if let Some(i) = self.kids.index_of(ctx, vp) {
+            self.unlink(i);
+            self.load.all -= nice_pri(self.kids.at(i).1.nice);
+        }
         self.kids.remove(ctx, vp);
     }
 
@@ -807,12 +942,20 @@ impl<R: Rule> Edf<R> {
             .and_then(|t| ctx.thread_last_wake(t))
             .unwrap_or(ctx.now())
             .min(ctx.now());
+        let load = self.load_with(i);
+        self.unlink(i);
         self.kids.at_mut(i).1.run = Run::Ready;
         let trace = ctx.tracing();
-        let note = self
-            .rule
-            .wake(&mut self.kids, i, at, self.parents.len().max(1), trace);
+        let note = self.rule.wake(
+            &mut self.kids,
+            i,
+            at,
+            self.parents.len().max(1),
+            load,
+            trace,
+        );
         self.set_deadline_seq(i);
+        self.link(i);
         if let Some(n) = note {
             ctx.event(PolicyEvent::Note(n));
         }
@@ -827,7 +970,9 @@ impl<R: Rule> Edf<R> {
         };
         if ctx.vp_state(vp) == VpState::Waiting {
             self.account(ctx, i);
+            self.unlink(i);
             self.kids.at_mut(i).1.run = Run::Waiting;
+            self.link(i);
         }
         // Otherwise stale: the child asked again since, and the request
         // (already handled, or still to come) decides.
@@ -849,7 +994,7 @@ impl<R: Rule> Edf<R> {
     ) {
         self.enter(ctx);
         if let Some((_, cpu)) = self.parents.on_revoke(ctx, parent_vp) {
-            if let Some(i) = self.on_cpu(cpu).filter(|&i| self.usable(ctx, i)) {
+            if let Some(i) = self.on_cpu(ctx, cpu).filter(|&i| self.usable(ctx, i)) {
                 self.preempt(ctx, i, reason);
             }
         }
@@ -861,17 +1006,28 @@ impl<R: Rule> Edf<R> {
         self.parents.ensure(ctx);
         let now = ctx.now();
         let cpus = self.parents.len().max(1);
-        for i in 0..self.kids.len() {
-            if !matches!(self.kids.at(i).1.run, Run::Running(_)) || !self.usable(ctx, i) {
+        // The running children in index order, as a pass over every child
+        // would meet them (the order gives out sequence numbers).
+        let mut running: Vec<usize> = self
+            .running
+            .iter()
+            .filter_map(|e| self.kids.index_of(ctx, e.2))
+            .collect();
+        running.sort_unstable();
+        for i in running {
+            if !self.usable(ctx, i) {
                 continue;
             }
             if self.remaining(ctx, i) > Duration::ZERO {
                 continue;
             }
             self.account(ctx, i);
-            self.rule.expire(&mut self.kids, i, now, cpus);
+            let load = self.load_with(i);
+            self.unlink(i);
+            self.rule.expire(&mut self.kids, i, now, cpus, load);
             self.set_deadline_seq(i);
             self.kids.at_mut(i).1.expired = true;
+            self.link(i);
             let vp = self.kids.at(i).0;
             ctx.event(PolicyEvent::BudgetExhausted { vp });
         }
@@ -891,7 +1047,11 @@ impl<R: Rule> Edf<R> {
                 R::NAME
             )));
         };
-        self.kids.at_mut(i).1.nice = nice;
+        self.unlink(i);
+        let k = self.kids.at_mut(i).1;
+        self.load.all = self.load.all - nice_pri(k.nice) + nice_pri(nice);
+        k.nice = nice;
+        self.link(i);
         Ok(())
     }
 
@@ -901,7 +1061,7 @@ impl<R: Rule> Edf<R> {
             self.parents.check_child(ctx, vp, k.run)?;
         }
         if let Some(b) = self.best_ready(ctx) {
-            if self.parents.held().any(|(_, c)| self.on_cpu(c).is_none()) {
+            if self.parents.held().any(|(_, c)| self.on_vp(c).is_none()) {
                 return Err(format!(
                     "child {} is ready while a held processor idles",
                     self.kids.at(b).0
@@ -1120,6 +1280,7 @@ impl Rule for BestRule {
         i: usize,
         at: Instant,
         _: usize,
+        _: Load,
         trace: bool,
     ) -> Option<String> {
         let cfg = &self.0;
@@ -1151,7 +1312,14 @@ impl Rule for BestRule {
         })
     }
 
-    fn expire(&self, kids: &mut VpTable<Kid<PeriodEstimator>>, i: usize, now: Instant, _: usize) {
+    fn expire(
+        &self,
+        kids: &mut VpTable<Kid<PeriodEstimator>>,
+        i: usize,
+        now: Instant,
+        _: usize,
+        _: Load,
+    ) {
         let cfg = &self.0;
         let k = kids.at_mut(i).1;
         k.deadline = now + cfg.estimator.max_period + cfg.cpu_bound_offset;

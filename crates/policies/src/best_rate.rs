@@ -66,9 +66,8 @@
 
 use crate::best::{
     choice_or, duration_or, edf_policy, nice_pri, positive_duration_or, smooth, weight_num,
-    weight_or, Edf, Kid, Rule, NICE_SPEC,
+    weight_or, Edf, Kid, Load, Rule, NICE_SPEC,
 };
-use crate::fp::Run;
 use crate::registry::PolicyInfo;
 use hsched_core::{Duration, Instant, ParamSpec, Params, Policy, PolicyError, VpTable};
 
@@ -179,13 +178,17 @@ pub(crate) struct RateRule(BestRateConfig);
 
 impl RateRule {
     /// Folds the burst into `U` and sets deadline `at + U/R` and a quantum.
-    fn reset(&self, kids: &mut VpTable<Kid<Duration>>, i: usize, at: Instant, cpus: usize) {
+    fn reset(
+        &self,
+        kids: &mut VpTable<Kid<Duration>>,
+        i: usize,
+        at: Instant,
+        cpus: usize,
+        load: Load,
+    ) {
         let cfg = &self.0;
-        let load: u64 = kids
-            .iter()
-            .filter(|(_, k)| cfg.load_all || k.run != Run::Waiting)
-            .map(|(_, k)| nice_pri(k.nice))
-            .sum();
+        // Kept by the dispatcher, not summed here: O(1) per wake-up.
+        let load = if cfg.load_all { load.all } else { load.active };
         let k = kids.at_mut(i).1;
         k.x = smooth(k.consumed, k.x, weight_num(cfg.usage_weight));
         let pri = nice_pri(k.nice);
@@ -223,17 +226,25 @@ impl Rule for RateRule {
         i: usize,
         at: Instant,
         cpus: usize,
+        load: Load,
         trace: bool,
     ) -> Option<String> {
-        self.reset(kids, i, at, cpus);
+        self.reset(kids, i, at, cpus, load);
         trace.then(|| {
             let (vp, k) = kids.at(i);
             format!("{vp} woke: U {} deadline {}", k.x, k.deadline)
         })
     }
 
-    fn expire(&self, kids: &mut VpTable<Kid<Duration>>, i: usize, now: Instant, cpus: usize) {
-        self.reset(kids, i, now, cpus);
+    fn expire(
+        &self,
+        kids: &mut VpTable<Kid<Duration>>,
+        i: usize,
+        now: Instant,
+        cpus: usize,
+        load: Load,
+    ) {
+        self.reset(kids, i, now, cpus, load);
     }
 
     fn describe(&self) -> String {
