@@ -38,7 +38,7 @@ HS_PLUGIN("{\"abi\":1,\"name\":\"eevdf\","
           "\"child_params\":[{\"key\":\"share\",\"kind\":\"number\","
           "\"default\":\"required\",\"doc\":\"fraction of the processor, the "
           "children's adding up to at most 1\"}],"
-          "\"guarantee\":{\"needs\":\"ALL\",\"gives\":\"PS {share}\"}}")
+          "\"guarantee\":{\"needs\":\"ALL\",\"gives\":\"PSBE {share} {quantum}\"}}")
 
 static hs_duration quantum = 10000000; /* 10 ms */
 static double vtime;      /* V */

@@ -136,16 +136,29 @@ static struct kid *owner(hs_time now) {
   return 0;
 }
 
+/* The ready child registered first (slots are reused, so the table's
+ * order is not the registration order). */
+static struct kid *oldest_ready(void) {
+  struct kid *best = 0;
+  UNI_FOR_EACH(k) if (k->state == K_READY && (!best || k->order < best->order)) best = k;
+  return best;
+}
+
 static struct kid *pol_pick(void) {
   struct kid *o = owner(hsched_now());
   if (o && o->state == K_READY)
     return o;
-  UNI_FOR_EACH(k) if (k->state == K_READY) return k;
-  return 0;
+  return oldest_ready();
 }
 
+/* The owner of the current slot takes the processor at once; outside a
+ * slot the child registered first does, so that a child whose slot just
+ * ended does not keep the unreserved time that belongs to it. */
 static int pol_preempts(struct kid *c, struct kid *running) {
-  return c != running && c == owner(hsched_now());
+  struct kid *o = owner(hsched_now());
+  if (c == running || running == o)
+    return 0;
+  return c == o || c->order < running->order;
 }
 
 static hs_duration pol_slice(struct kid *k) {
