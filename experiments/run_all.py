@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Most important first.
 EXPERIMENTS = ["table_10_5.py", "table_10_4.py", "fig_6_2.py", "worked_examples_5_3_3.py",
-               "stolen_time_11_3_11_4.py", "best_tables.py", "coop_table_3_1.py"]
+               "stolen_time_11_3_11_4.py", "best_tables.py", "coop_table_3_1.py", "steere_figs_5_8.py"]
 
 
 def main() -> int:
