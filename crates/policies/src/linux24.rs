@@ -64,6 +64,24 @@
 //!   real machine hits this regularly (tested in `tests/linux24.rs`).
 //!
 //! New children start with a full counter, `quantum(nice)`.
+//!
+//! ## Cost per decision
+//! `schedule()` is O(log n) in the children: a ready child's counter does
+//! not change until it runs or an epoch ends, so the ready children with
+//! a positive counter sit in an ordered set by `(ticks + 20 − nice,
+//! run-queue position)`, those that last ran on each processor in one set
+//! per processor (the affinity bonus is the same for all of them), and the
+//! ready children with an empty counter in a set by run-queue position.
+//! The best candidate is the better of the first usable entry of the
+//! global set, of the set of `cpu` with the bonus added, and of the
+//! empty-counter set; any other child is no better than one of these. The
+//! child on each processor is a table lookup. What stays linear: a wake-up
+//! compares the waker with the child on every held processor, and the
+//! timer looks at each of them, O(processors held), because a running
+//! child's goodness falls with the CPU time it receives (net of stolen
+//! time, so at a different rate on each processor); and an epoch's
+//! recalculation changes every counter, O(n log n) once per epoch, which
+//! lasts at least a quantum of every runnable child.
 
 //! ## Guarantees
 //! Best effort: `NULL ↦ NULL`.
@@ -75,6 +93,7 @@ use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
     RevokeReason, Side, VpId, VpState, VpTable,
 };
+use std::collections::BTreeSet;
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -194,11 +213,30 @@ struct Task {
     touched: u64,
 }
 
+/// A ready child with a positive counter in [`Linux24`]'s ordered sets:
+/// its goodness without the `prev` and affinity bonuses, its run-queue
+/// position (distinct among ready children), and its VP.
+type Entry = (i64, u64, VpId);
+
 /// The Linux 2.4 time-sharing scheduler (see the module documentation).
+///
+/// Each change of a child's state, counter (while ready), run-queue
+/// position, last processor or nice value goes through `unlink`, the
+/// change, then `link`, which keep the indexes in step with `kids`.
 #[derive(Debug)]
 pub struct Linux24 {
     cfg: Linux24Config,
     kids: VpTable<Task>,
+    /// Ready children with a positive counter, by [`Entry`].
+    ready: BTreeSet<Entry>,
+    /// The same children by the processor they last ran on (by index).
+    ready_on: Vec<BTreeSet<Entry>>,
+    /// Ready children with an empty counter, by run-queue position.
+    empty: BTreeSet<(u64, VpId)>,
+    /// The child running in the view on each processor, by index.
+    on: Vec<Option<VpId>>,
+    /// Children running in the view.
+    running: usize,
     parents: Parents,
     /// Planned revocations, queued first by `settle`.
     revokes: Vec<(VpId, RevokeReason)>,
@@ -225,6 +263,11 @@ impl Linux24 {
         Linux24 {
             cfg,
             kids: VpTable::new(Side::Child),
+            ready: BTreeSet::new(),
+            ready_on: Vec::new(),
+            empty: BTreeSet::new(),
+            on: Vec::new(),
+            running: 0,
             parents: Parents::default(),
             revokes: Vec::new(),
             grants: Vec::new(),
@@ -244,11 +287,98 @@ impl Linux24 {
     /// HSI dropped as stale (see `Edf::enter` in `best`).
     fn enter(&mut self, ctx: &Ctx<'_>) {
         self.hook += 1;
-        for (vp, t) in self.kids.iter_mut() {
-            if let (Run::Running(_), VpState::Ready) = (t.run, ctx.vp_state(vp)) {
-                t.run = Run::Ready;
+        if self.running == 0 {
+            return;
+        }
+        // Only children running in the view can be stale this way.
+        let stale: Vec<usize> = self
+            .on
+            .iter()
+            .flatten()
+            .filter(|&&vp| ctx.vp_state(vp) == VpState::Ready)
+            .filter_map(|&vp| self.kids.index_of(ctx, vp))
+            .collect();
+        for i in stale {
+            self.unlink(i);
+            self.kids.at_mut(i).1.run = Run::Ready;
+            self.link(i);
+        }
+    }
+
+    /// Goodness of child `i` without the `prev` and affinity bonuses, from
+    /// its stored counter; 0 for an empty counter.
+    fn base(&self, t: &Task) -> i64 {
+        let ticks = t.counter.as_nanos().div_ceil(self.tick()) as i64;
+        if ticks == 0 {
+            0
+        } else {
+            ticks + 20 - t.nice
+        }
+    }
+
+    /// Takes child `i` out of the indexes, before a change (see the type's
+    /// documentation).
+    fn unlink(&mut self, i: usize) {
+        let (vp, t) = self.kids.at(i);
+        match t.run {
+            Run::Waiting => {}
+            Run::Ready => {
+                let b = self.base(t);
+                if b == 0 {
+                    self.empty.remove(&(t.wake_seq, vp));
+                } else {
+                    let e = (b, t.wake_seq, vp);
+                    self.ready.remove(&e);
+                    if let Some(set) = t.last_cpu.and_then(|c| self.ready_on.get_mut(c.index())) {
+                        set.remove(&e);
+                    }
+                }
+            }
+            Run::Running(c) => {
+                if let Some(slot) = self.on.get_mut(c.index()) {
+                    if *slot == Some(vp) {
+                        *slot = None;
+                        self.running -= 1;
+                    }
+                }
             }
         }
+    }
+
+    /// Puts child `i` back after a change (see `unlink`).
+    fn link(&mut self, i: usize) {
+        let (vp, t) = self.kids.at(i);
+        match t.run {
+            Run::Waiting => {}
+            Run::Ready => {
+                let b = self.base(t);
+                if b == 0 {
+                    self.empty.insert((t.wake_seq, vp));
+                } else {
+                    let e = (b, t.wake_seq, vp);
+                    self.ready.insert(e);
+                    if let Some(c) = t.last_cpu {
+                        if self.ready_on.len() <= c.index() {
+                            self.ready_on.resize_with(c.index() + 1, BTreeSet::new);
+                        }
+                        self.ready_on[c.index()].insert(e);
+                    }
+                }
+            }
+            Run::Running(c) => {
+                if self.on.len() <= c.index() {
+                    self.on.resize(c.index() + 1, None);
+                }
+                debug_assert!(self.on[c.index()].is_none(), "two children run on {c}");
+                if self.on[c.index()].replace(vp).is_none() {
+                    self.running += 1;
+                }
+            }
+        }
+    }
+
+    fn ready_count(&self) -> usize {
+        self.ready.len() + self.empty.len()
     }
 
     fn tick(&self) -> u64 {
@@ -262,8 +392,12 @@ impl Linux24 {
         t.touched == self.hook || Run::of(ctx.vp_state(vp)) == t.run
     }
 
-    fn on_cpu(&self, cpu: CpuId) -> Option<usize> {
-        (0..self.kids.len()).find(|&i| self.kids.at(i).1.run == Run::Running(cpu))
+    fn on_cpu(&self, ctx: &Ctx<'_>, cpu: CpuId) -> Option<usize> {
+        self.kids.index_of(ctx, self.on_vp(cpu)?)
+    }
+
+    fn on_vp(&self, cpu: CpuId) -> Option<VpId> {
+        self.on.get(cpu.index()).copied().flatten()
     }
 
     /// Counter left of child `i`, counting a segment in progress.
@@ -322,6 +456,10 @@ impl Linux24 {
     /// ends).
     fn recalculate(&mut self, ctx: &mut Ctx<'_>) {
         let tick = self.tick();
+        // Every ready child's key changes: rebuild the sets after.
+        self.ready.clear();
+        self.ready_on.iter_mut().for_each(BTreeSet::clear);
+        self.empty.clear();
         for i in 0..self.kids.len() {
             self.account(ctx, i);
             let q = self.quantum(self.kids.at(i).1.nice);
@@ -332,6 +470,9 @@ impl Linux24 {
                 t.counter.as_nanos() / 2
             };
             t.counter = Duration(half) + q;
+            if t.run == Run::Ready {
+                self.link(i);
+            }
         }
         self.epochs += 1;
         if ctx.tracing() {
@@ -345,15 +486,13 @@ impl Linux24 {
     /// Linux's `schedule()` for `cpu`: the best candidate among `prev` (if
     /// still runnable there) and the settled ready children.
     fn schedule(&mut self, ctx: &mut Ctx<'_>, cpu: CpuId, prev: Option<usize>) -> Option<usize> {
-        let mut order: Vec<usize> = (0..self.kids.len())
-            .filter(|&i| self.kids.at(i).1.run == Run::Ready && self.usable(ctx, i))
-            .collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(self.kids.at(i).1.wake_seq));
         for _ in 0..2 {
             let mut best = prev;
             let mut c = prev.map_or(i64::MIN, |p| self.goodness(ctx, p, cpu, prev));
-            for &i in &order {
-                let g = self.goodness(ctx, i, cpu, prev);
+            // Linux's pass over the run queue keeps the first strictly
+            // better child, most recently woken first: the ready child with
+            // the largest (goodness, run-queue position), if it beats prev.
+            if let Some((g, _, i)) = self.best_ready(ctx, cpu, prev) {
                 if g > c {
                     c = g;
                     best = Some(i);
@@ -367,27 +506,122 @@ impl Linux24 {
         }
         // After a recalculation every counter is positive, so the second
         // pass always returns; this is only reached with a zero quantum.
-        prev.or(order.first().copied())
+        prev.or_else(|| self.first_ready(ctx))
+    }
+
+    /// The first usable index entry of `set`, in descending order.
+    fn first_usable<'a, I>(&self, ctx: &Ctx<'_>, set: I) -> Option<usize>
+    where
+        I: Iterator<Item = &'a VpId>,
+    {
+        set.filter_map(|&vp| self.kids.index_of(ctx, vp))
+            .find(|&i| self.usable(ctx, i))
+    }
+
+    /// The usable ready child with the largest (goodness on `cpu`, run-queue
+    /// position), with them. A child in no set below is beaten by the first
+    /// of its own set: by key in `ready` (its bonus is 0 on `cpu`), by key
+    /// plus the same bonus in `ready_on[cpu]`, by position in `empty`.
+    fn best_ready(
+        &self,
+        ctx: &Ctx<'_>,
+        cpu: CpuId,
+        prev: Option<usize>,
+    ) -> Option<(i64, u64, usize)> {
+        let mut firsts = [
+            self.first_usable(ctx, self.ready.iter().rev().map(|e| &e.2)),
+            None,
+            self.first_usable(ctx, self.empty.iter().rev().map(|e| &e.1)),
+        ];
+        if self.parents.len() > 1 {
+            if let Some(set) = self.ready_on.get(cpu.index()) {
+                firsts[1] = self.first_usable(ctx, set.iter().rev().map(|e| &e.2));
+            }
+        }
+        firsts
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                let g = self.goodness(ctx, i, cpu, prev);
+                (g, self.kids.at(i).1.wake_seq, i)
+            })
+            .max_by_key(|&(g, seq, _)| (g, seq))
+    }
+
+    /// The most recently woken usable ready child.
+    fn first_ready(&self, ctx: &Ctx<'_>) -> Option<usize> {
+        (0..self.kids.len())
+            .filter(|&i| self.kids.at(i).1.run == Run::Ready && self.usable(ctx, i))
+            .max_by_key(|&i| (self.kids.at(i).1.wake_seq, std::cmp::Reverse(i)))
+    }
+
+    /// Checks the indexes against a pass over every child.
+    fn check_indexes(&self, ctx: &Ctx<'_>) -> Result<(), String> {
+        let mut ready = BTreeSet::new();
+        let mut empty = BTreeSet::new();
+        let mut on = 0;
+        for (vp, t) in self.kids.iter() {
+            match t.run {
+                Run::Waiting => {}
+                Run::Ready if self.base(t) == 0 => {
+                    empty.insert((t.wake_seq, vp));
+                }
+                Run::Ready => {
+                    let e = (self.base(t), t.wake_seq, vp);
+                    ready.insert(e);
+                    let listed = t
+                        .last_cpu
+                        .and_then(|c| self.ready_on.get(c.index()))
+                        .is_some_and(|s| s.contains(&e));
+                    if t.last_cpu.is_some() && !listed {
+                        return Err(format!("{vp} is missing from its processor's set"));
+                    }
+                }
+                Run::Running(c) => {
+                    on += 1;
+                    if self.on_vp(c) != Some(vp) {
+                        return Err(format!("{vp} runs on {c}, the table says otherwise"));
+                    }
+                }
+            }
+        }
+        let per_cpu: usize = self.ready_on.iter().map(BTreeSet::len).sum();
+        let with_cpu = ready
+            .iter()
+            .filter(|e| {
+                self.kids
+                    .get(ctx, e.2)
+                    .is_some_and(|t| t.last_cpu.is_some())
+            })
+            .count();
+        if ready != self.ready || empty != self.empty || on != self.running || per_cpu != with_cpu {
+            return Err("the run-queue indexes disagree with the children".into());
+        }
+        Ok(())
     }
 
     fn grant(&mut self, ctx: &Ctx<'_>, i: usize, cpu: CpuId) {
         let (vp, _) = self.kids.at(i);
         let received = ctx.vp_received(vp);
         let hook = self.hook;
+        self.unlink(i);
         let t = self.kids.at_mut(i).1;
         t.run = Run::Running(cpu);
         t.start = received;
         t.last_cpu = Some(cpu);
         t.touched = hook;
+        self.link(i);
         self.grants.push((vp, cpu));
     }
 
     fn preempt(&mut self, ctx: &Ctx<'_>, i: usize, reason: RevokeReason) {
         self.account(ctx, i);
         let hook = self.hook;
+        self.unlink(i);
         let (vp, t) = self.kids.at_mut(i);
         t.run = Run::Ready;
         t.touched = hook;
+        self.link(i);
         self.revokes.push((vp, reason));
     }
 
@@ -404,24 +638,26 @@ impl Linux24 {
 
     /// Fills idle held processors, matches parent demand, arms the timer.
     fn settle(&mut self, ctx: &mut Ctx<'_>) {
-        let held: Vec<CpuId> = self.parents.held().map(|(_, c)| c).collect();
-        for cpu in held {
-            if self.on_cpu(cpu).is_none() {
-                match self.schedule(ctx, cpu, None) {
-                    Some(i) => self.grant(ctx, i, cpu),
-                    None => break,
+        // With no child ready, schedule(None) would find nothing.
+        if self.ready_count() > 0 {
+            let held: Vec<CpuId> = self.parents.held().map(|(_, c)| c).collect();
+            for cpu in held {
+                if self.on_vp(cpu).is_none() {
+                    match self.schedule(ctx, cpu, None) {
+                        Some(i) => self.grant(ctx, i, cpu),
+                        None => break,
+                    }
                 }
             }
         }
-        let kids = &self.kids;
-        let unserved = kids.iter().filter(|(_, t)| t.run == Run::Ready).count();
+        let unserved = self.ready_count();
+        let on = &self.on;
         self.parents
             .queue_plan(ctx, &mut self.revokes, &mut self.grants, unserved, |c| {
-                kids.iter().any(|(_, t)| t.run == Run::Running(c))
+                on.get(c.index()).copied().flatten().is_some()
             });
         let mut next = Instant::NEVER;
-        let running =
-            (0..self.kids.len()).any(|i| matches!(self.kids.at(i).1.run, Run::Running(_)));
+        let running = self.running > 0;
         if running && self.cfg.tick_accounting {
             // Ticks that passed while nothing ran charge nobody.
             let now = ctx.now().as_nanos();
@@ -431,8 +667,8 @@ impl Linux24 {
             }
             next = next.min(self.next_tick);
         } else if running {
-            for i in 0..self.kids.len() {
-                if let Run::Running(_) = self.kids.at(i).1.run {
+            for &vp in self.on.iter().flatten() {
+                if let Some(i) = self.kids.index_of(ctx, vp) {
                     next = next.min(ctx.now() + self.counter_now(ctx, i));
                 }
             }
@@ -476,6 +712,9 @@ impl Policy for Linux24 {
     }
 
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        if let Some(i) = self.kids.index_of(ctx, vp) {
+            self.unlink(i);
+        }
         self.kids.remove(ctx, vp);
     }
 
@@ -493,16 +732,18 @@ impl Policy for Linux24 {
         }
         self.next_seq += 1;
         let seq = self.next_seq;
+        self.unlink(w);
         let t = self.kids.at_mut(w).1;
         t.run = Run::Ready;
         t.wake_seq = seq;
+        self.link(w);
         // reschedule_idle(): an idle held processor takes it in settle();
         // otherwise preempt where the waker beats the current child by most.
-        let idle = self.parents.held().any(|(_, c)| self.on_cpu(c).is_none());
+        let idle = self.parents.held().any(|(_, c)| self.on_vp(c).is_none());
         if !idle {
             let mut target: Option<(i64, CpuId, usize)> = None;
             for (_, cpu) in self.parents.held().collect::<Vec<_>>() {
-                let Some(cur) = self.on_cpu(cpu) else {
+                let Some(cur) = self.on_cpu(ctx, cpu) else {
                     continue;
                 };
                 if !self.usable(ctx, cur) {
@@ -529,7 +770,9 @@ impl Policy for Linux24 {
         };
         if ctx.vp_state(vp) == VpState::Waiting {
             self.account(ctx, i);
+            self.unlink(i);
             self.kids.at_mut(i).1.run = Run::Waiting;
+            self.link(i);
         }
         // Otherwise stale: the child asked again since, and the request
         // (already handled, or still to come) decides.
@@ -546,7 +789,7 @@ impl Policy for Linux24 {
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
         self.enter(ctx);
         if let Some((_, cpu)) = self.parents.on_revoke(ctx, parent_vp) {
-            if let Some(i) = self.on_cpu(cpu).filter(|&i| self.usable(ctx, i)) {
+            if let Some(i) = self.on_cpu(ctx, cpu).filter(|&i| self.usable(ctx, i)) {
                 self.preempt(ctx, i, reason);
             }
         }
@@ -565,14 +808,16 @@ impl Policy for Linux24 {
             self.next_tick =
                 Instant((ctx.now().as_nanos() / tick.as_nanos() + 1) * tick.as_nanos());
             for (_, cpu) in self.parents.held().collect::<Vec<_>>() {
-                if let Some(i) = self.on_cpu(cpu).filter(|&i| self.usable(ctx, i)) {
+                if let Some(i) = self.on_cpu(ctx, cpu).filter(|&i| self.usable(ctx, i)) {
                     let t = self.kids.at_mut(i).1;
                     t.counter -= tick;
                 }
             }
         }
         for (_, cpu) in self.parents.held().collect::<Vec<_>>() {
-            let Some(i) = self.on_cpu(cpu) else { continue };
+            let Some(i) = self.on_cpu(ctx, cpu) else {
+                continue;
+            };
             if !self.usable(ctx, i) || self.counter_now(ctx, i) > Duration::ZERO {
                 continue;
             }
@@ -596,7 +841,9 @@ impl Policy for Linux24 {
             )));
         };
         if let Some(nice) = crate::best::nice_of(&INFO, params)? {
+            self.unlink(i);
             self.kids.at_mut(i).1.nice = nice;
+            self.link(i);
         }
         let merged = merge_change(ctx.vp_params(vp), params);
         ctx.set_vp_params(vp, merged);
@@ -609,10 +856,10 @@ impl Policy for Linux24 {
             self.parents.check_child(ctx, vp, t.run)?;
         }
         let ready = self.kids.iter().any(|(_, t)| t.run == Run::Ready);
-        if ready && self.parents.held().any(|(_, c)| self.on_cpu(c).is_none()) {
+        if ready && self.parents.held().any(|(_, c)| self.on_vp(c).is_none()) {
             return Err("a child is ready while a held processor idles".into());
         }
-        Ok(())
+        self.check_indexes(ctx)
     }
 
     fn describe(&self) -> String {
