@@ -98,6 +98,23 @@
 //! Child: `domain` (integer ≥ 0, default 0), plus the OUT keys above,
 //! which the scheduler writes and ignores on input.
 //!
+//! # Cost per decision
+//! Dispatch is O(log n) in the children, plus a look at each domain with
+//! queued members and each held processor. The queued best-effort children
+//! sit in an ordered set by (virtual time, queue order), and each domain
+//! keeps its queued members in three ordered sets, by deadline, by
+//! best-effort event and by queue order, since which of Fig 2.15's rules
+//! applies depends on the time (an expired deadline) but the order within
+//! each does not; the member a domain runs is the first usable entry of the
+//! first set that has one (an entry is skipped only for the avoid rule).
+//! The earliest deadline of the other members (Fig 2.17) and the other
+//! members' best event (OUT) are kept in ordered sets too, and the runnable
+//! counts as counts. A queued child whose VP stopped being ready (a
+//! release not yet delivered, or a child revoked in this hook) is found
+//! among the children queued in this hook and the one it is about while no
+//! notification waits ([`Ctx::notifications_waiting`]); only with one
+//! waiting are all children looked at.
+//!
 //! # Guarantees
 //! It accepts any guarantee and divides what it receives in fair shares,
 //! weight `1/n` per best-effort child and `members/n` per domain; the
@@ -112,7 +129,8 @@ use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, Node, ParamError, ParamSpec, ParamValue, Params, Policy,
     PolicyError, PolicyEvent, RevokeReason, Side, VpId, VpState, VpTable,
 };
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -300,6 +318,75 @@ struct Domain {
     members: u32,
 }
 
+/// The queued members of one domain, in the orders of Fig 2.15's rules.
+#[derive(Clone, Debug, Default)]
+struct DomainQueue {
+    /// Queued members with a deadline, by (deadline, queue order).
+    deadline: BTreeSet<(Instant, u64, VpId)>,
+    /// Queued members with a best-effort event, by (event, queue order).
+    asap: BTreeSet<(Reverse<i64>, u64, u64, VpId)>,
+    /// Every queued member, by queue order.
+    fifo: BTreeSet<(u64, VpId)>,
+    /// Every member with a best-effort event, queued or not, by event (for
+    /// OUT).
+    events: BTreeSet<(Reverse<i64>, u64, VpId)>,
+}
+
+/// What dispatch reads, kept in step with the children (see
+/// `Coop::update`).
+#[derive(Clone, Debug, Default)]
+struct Index {
+    /// Queued best-effort children, by (virtual time, queue order).
+    be: BTreeSet<(u128, u64, VpId)>,
+    /// Per domain.
+    domains: BTreeMap<u32, DomainQueue>,
+    /// Members with a deadline, queued or inside coop_poll, by (deadline,
+    /// domain): the deadlines that cut slices.
+    cuts: BTreeSet<(Instant, u32, VpId)>,
+    /// Queued children.
+    queued: usize,
+}
+
+impl Index {
+    /// Adds (`on`) or removes child `vp`'s entries, as `c` stands.
+    fn put(&mut self, vp: VpId, c: &Child, on: bool) {
+        fn set<T: Ord>(s: &mut BTreeSet<T>, e: T, on: bool) {
+            if on {
+                s.insert(e);
+            } else {
+                s.remove(&e);
+            }
+        }
+        if c.queued.is_some() {
+            if on {
+                self.queued += 1;
+            } else {
+                self.queued -= 1;
+            }
+        }
+        if c.member {
+            if let (Some(d), true) = (c.deadline, c.queued.is_some() || c.in_poll) {
+                set(&mut self.cuts, (d, c.domain, vp), on);
+            }
+            let q = self.domains.entry(c.domain).or_default();
+            if let Some((p, ts)) = c.asap {
+                set(&mut q.events, (Reverse(p), ts, vp), on);
+            }
+            if let Some(seq) = c.queued {
+                set(&mut q.fifo, (seq, vp), on);
+                if let Some(d) = c.deadline {
+                    set(&mut q.deadline, (d, seq, vp), on);
+                }
+                if let Some((p, ts)) = c.asap {
+                    set(&mut q.asap, (Reverse(p), ts, seq, vp), on);
+                }
+            }
+        } else if let Some(seq) = c.queued {
+            set(&mut self.be, (c.vt, seq, vp), on);
+        }
+    }
+}
+
 /// A dispatch: the slice a child was given.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slice {
@@ -324,6 +411,12 @@ pub struct Coop {
     cfg: CoopConfig,
     children: VpTable<Child>,
     domains: BTreeMap<u32, Domain>,
+    /// Dispatch's indexes.
+    ix: Index,
+    /// Children queued in the current hook, and the child it is about:
+    /// the only queued ones that may have stopped being ready while no
+    /// notification waits (see the module documentation).
+    suspects: Vec<VpId>,
     held: Vec<Held<Slice>>,
     avoid: Vec<Node>,
     next_seq: u64,
@@ -343,6 +436,8 @@ impl Coop {
             cfg,
             children: VpTable::new(Side::Child),
             domains: BTreeMap::new(),
+            ix: Index::default(),
+            suspects: Vec::new(),
             held: Vec::new(),
             avoid: Vec::new(),
             next_seq: 0,
@@ -369,19 +464,64 @@ impl Coop {
         }
     }
 
+    /// Changes child `vp` through `f`, keeping the index in step.
+    fn update(&mut self, ctx: &Ctx<'_>, vp: VpId, f: impl FnOnce(&mut Child)) {
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            self.ix.put(vp, c, false);
+            f(c);
+            self.ix.put(vp, c, true);
+        }
+    }
+
+    /// Starts a policy hook about child `about` (if any).
+    fn hook(&mut self, about: Option<VpId>) {
+        self.suspects.clear();
+        self.suspects.extend(about);
+    }
+
+    /// The running children that are not also queued: with the queued
+    /// ones, the runnable children.
+    fn held_only<'a>(&'a self, ctx: &'a Ctx<'_>) -> impl Iterator<Item = &'a Child> + 'a {
+        let mut seen: Vec<VpId> = Vec::new();
+        self.held.iter().filter_map(move |h| {
+            let c = self.children.get(ctx, h.vp)?;
+            // A VP held twice counts once, as in a pass over the children.
+            if c.queued.is_some() || seen.contains(&h.vp) {
+                return None;
+            }
+            seen.push(h.vp);
+            Some(c)
+        })
+    }
+
     /// Runnable (queued or running) children.
-    fn runnable(&self, ctx: &Ctx<'_>) -> impl Iterator<Item = (VpId, &Child)> + '_ {
-        let held: Vec<VpId> = self.held.iter().map(|h| h.vp).collect();
-        let _ = ctx;
-        self.children
-            .iter()
-            .filter(move |(vp, c)| c.queued.is_some() || held.contains(vp))
+    fn runnable_count(&self, ctx: &Ctx<'_>) -> usize {
+        self.ix.queued + self.held_only(ctx).count()
+    }
+
+    /// Runnable members of domain `dom`.
+    fn runnable_members(&self, ctx: &Ctx<'_>, dom: u32) -> usize {
+        let queued = self.ix.domains.get(&dom).map_or(0, |q| q.fifo.len());
+        queued
+            + self
+                .held_only(ctx)
+                .filter(|c| c.member && c.domain == dom)
+                .count()
     }
 
     /// `V`: the smallest entity virtual time among runnable children.
     fn vsys(&self, ctx: &Ctx<'_>) -> u128 {
-        self.runnable(ctx)
-            .map(|(_, c)| self.entity_vt(c))
+        let be = self.ix.be.first().map(|e| e.0);
+        let members = self
+            .ix
+            .domains
+            .iter()
+            .filter(|(_, q)| !q.fifo.is_empty())
+            .map(|(dom, _)| self.domains.get(dom).map_or(0, |d| d.vt));
+        let held = self.held_only(ctx).map(|c| self.entity_vt(c));
+        be.into_iter()
+            .chain(members)
+            .chain(held)
             .min()
             .unwrap_or(self.vmax)
     }
@@ -399,37 +539,112 @@ impl Coop {
         }
     }
 
-    fn dequeue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            c.queued = None;
+    /// The queued children whose VP is no longer ready, in table order.
+    fn stale(&self, ctx: &Ctx<'_>) -> Vec<VpId> {
+        let is_stale = |vp: VpId| {
+            self.children
+                .get(ctx, vp)
+                .is_some_and(|c| c.queued.is_some())
+                && ctx.vp_state(vp) != VpState::Ready
+        };
+        let all = || -> Vec<VpId> {
+            self.children
+                .iter()
+                .map(|(vp, _)| vp)
+                .filter(|&vp| is_stale(vp))
+                .collect()
+        };
+        if ctx.notifications_waiting() > 0 {
+            return all();
         }
+        let mut found: Vec<(usize, VpId)> = self
+            .suspects
+            .iter()
+            .filter(|&&vp| is_stale(vp))
+            .filter_map(|&vp| Some((self.children.index_of(ctx, vp)?, vp)))
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        let found: Vec<VpId> = found.into_iter().map(|(_, vp)| vp).collect();
+        debug_assert_eq!(found, all(), "a queued child went stale unseen");
+        found
+    }
+
+    /// Whether queued child `vp` may be dispatched in this hook (the avoid
+    /// rule).
+    fn allowed(&self, ctx: &Ctx<'_>, vp: VpId) -> bool {
+        !self.avoid.contains(&ctx.vp_child(vp))
+    }
+
+    /// The member domain `dom` runs now (Fig 2.15), with its rank.
+    fn best_member(
+        &self,
+        ctx: &Ctx<'_>,
+        dom: u32,
+        q: &DomainQueue,
+        now: Instant,
+    ) -> Option<(VpId, Rank)> {
+        let vt = self.domains.get(&dom).map_or(0, |d| d.vt);
+        let expired = |vp: VpId| {
+            self.children
+                .get(ctx, vp)
+                .and_then(|c| c.deadline)
+                .is_some_and(|d| d <= now)
+        };
+        // An entry skipped below is avoided, or belongs to an earlier rule
+        // whose pass skipped it for being avoided.
+        if let Some(&(d, seq, vp)) = q
+            .deadline
+            .iter()
+            .take_while(|e| e.0 <= now)
+            .find(|e| self.allowed(ctx, e.2))
+        {
+            return Some((vp, (vt, 0, i128::from(d.as_nanos()), 0, seq)));
+        }
+        if let Some(&(Reverse(p), ts, seq, vp)) = q
+            .asap
+            .iter()
+            .find(|e| self.allowed(ctx, e.3) && !expired(e.3))
+        {
+            return Some((vp, (vt, 1, -i128::from(p), ts, seq)));
+        }
+        q.fifo
+            .iter()
+            .find(|e| {
+                self.allowed(ctx, e.1)
+                    && !expired(e.1)
+                    && self
+                        .children
+                        .get(ctx, e.1)
+                        .is_some_and(|c| c.asap.is_none())
+            })
+            .map(|&(seq, vp)| (vp, (vt, 2, 0, 0, seq)))
     }
 
     /// The best queued, ready child not of an avoided instance, with its
-    /// rank. Entries whose VP is no longer ready are dropped (O(n) scan:
-    /// the thesis's groups have at most a dozen members).
+    /// rank. Entries whose VP is no longer ready are dropped first (see
+    /// `stale`).
     fn best(&mut self, ctx: &mut Ctx<'_>) -> Option<(VpId, Rank)> {
-        let now = ctx.now();
-        let mut stale = Vec::new();
-        let mut best: Option<(VpId, Rank)> = None;
-        for (vp, c) in self.children.iter() {
-            if c.queued.is_none() {
-                continue;
-            }
-            if ctx.vp_state(vp) != VpState::Ready {
-                stale.push(vp);
-                continue;
-            }
-            if self.avoid.contains(&ctx.vp_child(vp)) {
-                continue;
-            }
-            let r = self.rank(c, now);
-            if best.is_none_or(|(_, b)| r < b) {
-                best = Some((vp, r));
-            }
-        }
-        for vp in stale {
+        for vp in self.stale(ctx) {
             self.on_block(ctx, vp);
+        }
+        let now = ctx.now();
+        let mut best: Option<(VpId, Rank)> = self
+            .ix
+            .be
+            .iter()
+            .find(|e| self.allowed(ctx, e.2))
+            .map(|&(vt, seq, vp)| (vp, (vt, 3, 0, 0, seq)));
+        for (&dom, q) in &self.ix.domains {
+            if q.fifo.is_empty() {
+                continue;
+            }
+            if let Some((vp, r)) = self.best_member(ctx, dom, q, now) {
+                // Ranks end in the queue order, unique among queued children.
+                if best.is_none_or(|(_, b)| r < b) {
+                    best = Some((vp, r));
+                }
+            }
         }
         best
     }
@@ -441,25 +656,21 @@ impl Coop {
             return self.cfg.period;
         };
         let cpus = ctx.parent_vps().len().max(1) as u64;
-        let n = (self.runnable(ctx).count() as u64 + u64::from(c.queued.is_none()))
+        let n = (self.runnable_count(ctx) as u64 + u64::from(c.queued.is_none()))
             .div_ceil(cpus)
             .max(1);
         let mut fs = self.cfg.period.mul_div(1, n).max(self.cfg.min_slice);
         if c.member {
-            let m = self
-                .runnable(ctx)
-                .filter(|(_, o)| o.member && o.domain == c.domain)
-                .count()
-                .max(1) as u64;
+            let m = self.runnable_members(ctx, c.domain).max(1) as u64;
             fs = fs.mul_div(m, 1);
         }
         // Earliest deadline of another member, sleepers included.
         let other = self
-            .children
+            .ix
+            .cuts
             .iter()
-            .filter(|(o, oc)| *o != vp && oc.member && (oc.queued.is_some() || oc.in_poll))
-            .filter_map(|(_, oc)| oc.deadline.map(|d| (d, oc.domain)))
-            .min();
+            .find(|e| e.2 != vp)
+            .map(|&(d, dom, _)| (d, dom));
         let mut slice = fs;
         if let Some((d, dom)) = other {
             let mut cut = d.saturating_since(now);
@@ -485,10 +696,10 @@ impl Coop {
         let slice = self.slice(ctx, vp);
         let end = ctx.now() + slice;
         let member = self.children.get(ctx, vp).is_some_and(|c| c.member);
-        self.dequeue(ctx, vp);
-        if let Some(c) = self.children.get_mut(ctx, vp) {
+        self.update(ctx, vp, |c| {
+            c.queued = None;
             c.in_poll = false;
-        }
+        });
         self.hold(ctx, parent, cpu, vp, Slice { end, member });
         if grant {
             ctx.grant(vp, cpu);
@@ -503,11 +714,11 @@ impl Coop {
             return;
         };
         let best = self
-            .children
-            .iter()
-            .filter(|(o, oc)| *o != vp && oc.member && oc.domain == c.domain)
-            .filter_map(|(_, oc)| oc.asap)
-            .min_by_key(|&(p, ts)| (std::cmp::Reverse(p), ts));
+            .ix
+            .domains
+            .get(&c.domain)
+            .and_then(|q| q.events.iter().find(|e| e.2 != vp))
+            .map(|&(Reverse(p), ts, _)| (p, ts));
         let mut p = Params::new();
         for (k, v) in ctx.vp_params(vp).iter() {
             if !OUT_KEYS.contains(&k) {
@@ -524,27 +735,29 @@ impl Coop {
 
     /// Demotes a member to best effort (§2.3 decision 6).
     fn police(&mut self, ctx: &mut Ctx<'_>, vp: VpId, why: Policing) {
-        let Some(c) = self.children.get_mut(ctx, vp) else {
+        let Some(c) = self.children.get(ctx, vp) else {
             return;
         };
         if !c.member {
             return;
         }
-        c.member = false;
-        c.policed += 1;
-        if why == Policing::Blocked {
-            c.policed_blocked += 1;
-        }
-        c.deadline = None;
-        c.asap = None;
-        let (count, blocked) = (c.policed, c.policed_blocked);
         let dom = c.domain;
         let d = self.domains.entry(dom).or_default();
         d.members = d.members.saturating_sub(1);
         let dvt = d.vt;
-        if let Some(c) = self.children.get_mut(ctx, vp) {
+        let mut counts = (0, 0);
+        self.update(ctx, vp, |c| {
+            c.member = false;
+            c.policed += 1;
+            if why == Policing::Blocked {
+                c.policed_blocked += 1;
+            }
+            c.deadline = None;
+            c.asap = None;
             c.vt = dvt;
-        }
+            counts = (c.policed, c.policed_blocked);
+        });
+        let (count, blocked) = counts;
         self.log.push((vp, why));
         // The cheap signal for drivers (no trace needed); demotions are
         // rare, so copying the parameters here costs nothing per input.
@@ -564,15 +777,15 @@ impl Coop {
 
     fn admit(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
         let v = self.vsys(ctx);
-        let Some(c) = self.children.get_mut(ctx, vp) else {
+        let Some(c) = self.children.get(ctx, vp) else {
             return;
         };
         if c.member {
             return;
         }
-        c.member = true;
         let dom = c.domain;
         let own = c.vt;
+        self.update(ctx, vp, |c| c.member = true);
         let d = self.domains.entry(dom).or_default();
         if d.members == 0 {
             // A new (or emptied) domain starts where its first member was.
@@ -587,14 +800,17 @@ impl Coop {
     }
 
     fn leave(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if c.member {
+        let Some(c) = self.children.get(ctx, vp) else {
+            return;
+        };
+        if c.member {
+            let d = self.domains.entry(c.domain).or_default();
+            d.members = d.members.saturating_sub(1);
+            let dvt = d.vt;
+            self.update(ctx, vp, |c| {
                 c.member = false;
-                let dom = c.domain;
-                let d = self.domains.entry(dom).or_default();
-                d.members = d.members.saturating_sub(1);
-                c.vt = d.vt;
-            }
+                c.vt = dvt;
+            });
         }
     }
 
@@ -605,25 +821,23 @@ impl Coop {
             // Released and asked again: its request, on its way, queues it.
             return;
         }
-        let Some(c) = self.children.get_mut(ctx, vp) else {
+        let Some(c) = self.children.get(ctx, vp) else {
             return;
         };
-        c.queued = None;
-        if c.member {
-            if c.in_poll {
+        let (member, in_poll) = (c.member, c.in_poll);
+        self.update(ctx, vp, |c| {
+            c.queued = None;
+            if member && in_poll {
                 c.asap = None;
-            } else {
-                self.police(ctx, vp, Policing::Blocked);
             }
+        });
+        if member && !in_poll {
+            self.police(ctx, vp, Policing::Blocked);
         }
     }
 
     fn settle(&mut self, ctx: &mut Ctx<'_>) {
-        let queued = self
-            .children
-            .iter()
-            .filter(|(_, c)| c.queued.is_some())
-            .count();
+        let queued = self.ix.queued;
         let want = (queued + self.held.len()).min(ctx.parent_vps().len());
         ctx.set_parent_demand(want);
         let grace = self.cfg.grace;
@@ -716,12 +930,12 @@ impl Coop {
         if cooperative {
             self.admit(ctx, vp);
         }
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            if cooperative {
+        if cooperative {
+            self.update(ctx, vp, |c| {
                 c.in_poll = true;
                 c.deadline = deadline;
                 c.asap = asap;
-            }
+            });
         }
         // No best-effort work and a future deadline: cooperative sleep. The
         // caller blocks next and stays well behaved (its deadline keeps
@@ -776,7 +990,7 @@ impl Holder for Coop {
     /// A best-effort child's own virtual time, or its domain's, advanced
     /// by `used` divided by the member count (Fig 2.14).
     fn advance(&mut self, ctx: &Ctx<'_>, vp: VpId, used: Duration) {
-        let Some(c) = self.children.get_mut(ctx, vp) else {
+        let Some(c) = self.children.get(ctx, vp) else {
             return;
         };
         let units = u128::from(used.as_nanos()) * VT_SCALE;
@@ -785,8 +999,12 @@ impl Holder for Coop {
             d.vt += units / u128::from(d.members.max(1));
             d.vt
         } else {
-            c.vt += units;
-            c.vt
+            let mut v = 0;
+            self.update(ctx, vp, |c| {
+                c.vt += units;
+                v = c.vt;
+            });
+            v
         };
         self.vmax = self.vmax.max(v);
     }
@@ -794,9 +1012,8 @@ impl Holder for Coop {
     fn enqueue(&mut self, ctx: &Ctx<'_>, vp: VpId) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        if let Some(c) = self.children.get_mut(ctx, vp) {
-            c.queued = Some(seq);
-        }
+        self.update(ctx, vp, |c| c.queued = Some(seq));
+        self.suspects.push(vp);
     }
 
     fn stopped(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
@@ -844,7 +1061,7 @@ impl Policy for Coop {
             ctx.set_vp_params(vp, clean);
         }
         let vt = self.vsys(ctx);
-        self.children.insert(
+        let i = self.children.insert(
             ctx,
             vp,
             Child {
@@ -859,16 +1076,22 @@ impl Policy for Coop {
                 policed_blocked: 0,
             },
         );
+        let (vp, c) = self.children.at(i);
+        self.ix.put(vp, c, true);
         Ok(())
     }
 
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
         self.held.retain(|h| h.vp != vp);
         self.leave(ctx, vp);
+        if let Some(c) = self.children.get(ctx, vp) {
+            self.ix.put(vp, c, false);
+        }
         self.children.remove(ctx, vp);
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.hook(Some(vp));
         self.begin(ctx);
         let queued = self
             .children
@@ -879,15 +1102,15 @@ impl Policy for Coop {
             self.charge_all(ctx);
             let v = self.vsys(ctx);
             let mut dom_idle = None;
-            if let Some(c) = self.children.get_mut(ctx, vp) {
+            if let Some(c) = self.children.get(ctx, vp) {
                 if c.member {
                     dom_idle = Some(c.domain);
                 } else {
-                    c.vt = c.vt.max(v);
+                    self.update(ctx, vp, |c| c.vt = c.vt.max(v));
                 }
             }
             if let Some(dom) = dom_idle {
-                let any_runnable = self.runnable(ctx).any(|(_, o)| o.member && o.domain == dom);
+                let any_runnable = self.runnable_members(ctx, dom) > 0;
                 if !any_runnable {
                     let d = self.domains.entry(dom).or_default();
                     d.vt = d.vt.max(v);
@@ -900,6 +1123,7 @@ impl Policy for Coop {
     }
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
+        self.hook(Some(vp));
         self.begin(ctx);
         let queued = self
             .children
@@ -912,16 +1136,19 @@ impl Policy for Coop {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
+        self.hook(None);
         self.on_grant(ctx, parent_vp, cpu);
         self.settle(ctx);
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
+        self.hook(None);
         self.on_revoke(ctx, parent_vp, reason);
         self.settle(ctx);
     }
 
     fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
+        self.hook(Some(vp));
         if self.children.get(ctx, vp).is_none() {
             return Err(PolicyError::Refused(format!(
                 "{vp} is not a child of this scheduler"
@@ -948,11 +1175,11 @@ impl Policy for Coop {
                     .is_some_and(|c| c.domain == domain);
                 if !same && change.get("domain").is_some() {
                     self.leave(ctx, vp);
-                    if let Some(c) = self.children.get_mut(ctx, vp) {
+                    self.update(ctx, vp, |c| {
                         c.domain = domain;
                         c.deadline = None;
                         c.asap = None;
-                    }
+                    });
                     let mut merged = ctx.vp_params(vp).clone();
                     merged.insert("domain", ParamValue::Int(i64::from(domain)));
                     ctx.set_vp_params(vp, merged);
@@ -967,6 +1194,7 @@ impl Policy for Coop {
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
+        self.hook(None);
         self.begin(ctx);
         let now = ctx.now();
         let grace = self.cfg.grace;
