@@ -480,18 +480,13 @@ impl Coop {
     }
 
     /// The running children that are not also queued: with the queued
-    /// ones, the runnable children.
+    /// ones, the runnable children (a VP runs on one processor at a time,
+    /// so none is met twice).
     fn held_only<'a>(&'a self, ctx: &'a Ctx<'_>) -> impl Iterator<Item = &'a Child> + 'a {
-        let mut seen: Vec<VpId> = Vec::new();
-        self.held.iter().filter_map(move |h| {
-            let c = self.children.get(ctx, h.vp)?;
-            // A VP held twice counts once, as in a pass over the children.
-            if c.queued.is_some() || seen.contains(&h.vp) {
-                return None;
-            }
-            seen.push(h.vp);
-            Some(c)
-        })
+        self.held
+            .iter()
+            .filter_map(move |h| self.children.get(ctx, h.vp))
+            .filter(|c| c.queued.is_none())
     }
 
     /// Runnable (queued or running) children.
@@ -923,7 +918,7 @@ impl Coop {
         if p.get("be_timestamp").is_some() && prio.is_none() {
             return Err(param_err("be_timestamp", "needs be_priority"));
         }
-        self.begin(ctx);
+        self.begin_about(ctx, None);
         self.charge_all(ctx);
         let asap = prio.map(|p| (p, ts));
         let cooperative = deadline.is_some() || asap.is_some();
@@ -1092,7 +1087,7 @@ impl Policy for Coop {
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
         self.hook(Some(vp));
-        self.begin(ctx);
+        self.begin_about(ctx, Some(vp));
         let queued = self
             .children
             .get(ctx, vp)
@@ -1124,7 +1119,7 @@ impl Policy for Coop {
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
         self.hook(Some(vp));
-        self.begin(ctx);
+        self.begin_about(ctx, Some(vp));
         let queued = self
             .children
             .get(ctx, vp)
@@ -1166,8 +1161,7 @@ impl Policy for Coop {
                     }
                 }
                 let domain = domain_param(change)?;
-                self.avoid.clear();
-                self.sync(ctx);
+                self.begin_about(ctx, None);
                 self.charge_all(ctx);
                 let same = self
                     .children
@@ -1195,7 +1189,7 @@ impl Policy for Coop {
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
         self.hook(None);
-        self.begin(ctx);
+        self.begin_about(ctx, None);
         let now = ctx.now();
         let grace = self.cfg.grace;
         // Decide every expired processor; indices shift as `reconsider`

@@ -76,12 +76,13 @@
 //! global set, of the set of `cpu` with the bonus added, and of the
 //! empty-counter set; any other child is no better than one of these. The
 //! child on each processor is a table lookup. What stays linear: a wake-up
-//! compares the waker with the child on every held processor, and the
-//! timer looks at each of them, O(processors held), because a running
+//! compares the waker with the child on every held processor, and arming
+//! the timer looks at each of them, O(processors held), because a running
 //! child's goodness falls with the CPU time it receives (net of stolen
-//! time, so at a different rate on each processor); and an epoch's
-//! recalculation changes every counter, O(n log n) once per epoch, which
-//! lasts at least a quantum of every runnable child.
+//! time, so at a different rate on each processor); each running child's
+//! counter is read from the VP once per hook and kept for the rest of it.
+//! An epoch's recalculation changes every counter, O(n log n) once per
+//! epoch, which lasts at least a quantum of every runnable child.
 
 //! ## Guarantees
 //! Best effort: `NULL ↦ NULL`.
@@ -93,6 +94,7 @@ use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamSpec, Params, Policy, PolicyError, PolicyEvent,
     RevokeReason, Side, VpId, VpState, VpTable,
 };
+use std::cell::Cell;
 use std::collections::BTreeSet;
 
 /// Registry entry.
@@ -237,6 +239,13 @@ pub struct Linux24 {
     on: Vec<Option<VpId>>,
     /// Children running in the view.
     running: usize,
+    /// `counter_now` of the child on each processor (by index), as found
+    /// in generation `.0`: a VP's received time does not change within a
+    /// hook, and charging a running child (`account`) leaves the value as
+    /// it was, so only a new hook or an epoch (`gen`) makes it old.
+    memo: Vec<Cell<Option<(u64, VpId, Duration)>>>,
+    /// Bumped at each hook and each recalculation.
+    gen: u64,
     parents: Parents,
     /// Planned revocations, queued first by `settle`.
     revokes: Vec<(VpId, RevokeReason)>,
@@ -268,6 +277,8 @@ impl Linux24 {
             empty: BTreeSet::new(),
             on: Vec::new(),
             running: 0,
+            memo: Vec::new(),
+            gen: 0,
             parents: Parents::default(),
             revokes: Vec::new(),
             grants: Vec::new(),
@@ -285,19 +296,45 @@ impl Linux24 {
 
     /// Marks the start of a hook, and reconciles the view with grants the
     /// HSI dropped as stale (see `Edf::enter` in `best`).
-    fn enter(&mut self, ctx: &Ctx<'_>) {
+    ///
+    /// `about` is the child a `request` or `release` is about, `None` for
+    /// the other hooks. A dropped grant is followed by a notification (the
+    /// revocation that made it stale), and so is a child that released and
+    /// asked again while running; so with none waiting only the child this
+    /// hook is about can be stale, outside a `revoke` (`full`), and the pass
+    /// over the running children is skipped (debug builds check it).
+    fn enter(&mut self, ctx: &Ctx<'_>, about: Option<VpId>, full: bool) {
         self.hook += 1;
+        self.gen += 1;
         if self.running == 0 {
             return;
         }
-        // Only children running in the view can be stale this way.
-        let stale: Vec<usize> = self
-            .on
-            .iter()
-            .flatten()
-            .filter(|&&vp| ctx.vp_state(vp) == VpState::Ready)
-            .filter_map(|&vp| self.kids.index_of(ctx, vp))
-            .collect();
+        let is_stale = |vp: VpId| {
+            ctx.vp_state(vp) == VpState::Ready
+                && self
+                    .kids
+                    .get(ctx, vp)
+                    .is_some_and(|t| matches!(t.run, Run::Running(_)))
+        };
+        let all = || -> Vec<usize> {
+            self.on
+                .iter()
+                .flatten()
+                .filter(|&&vp| is_stale(vp))
+                .filter_map(|&vp| self.kids.index_of(ctx, vp))
+                .collect()
+        };
+        let stale = if full || ctx.notifications_waiting() > 0 {
+            all()
+        } else {
+            let one: Vec<usize> = about
+                .filter(|&vp| is_stale(vp))
+                .and_then(|vp| self.kids.index_of(ctx, vp))
+                .into_iter()
+                .collect();
+            debug_assert_eq!(one, all(), "a running child went stale unseen");
+            one
+        };
         for i in stale {
             self.unlink(i);
             self.kids.at_mut(i).1.run = Run::Ready;
@@ -368,6 +405,7 @@ impl Linux24 {
             Run::Running(c) => {
                 if self.on.len() <= c.index() {
                     self.on.resize(c.index() + 1, None);
+                    self.memo.resize(c.index() + 1, Cell::new(None));
                 }
                 debug_assert!(self.on[c.index()].is_none(), "two children run on {c}");
                 if self.on[c.index()].replace(vp).is_none() {
@@ -404,8 +442,18 @@ impl Linux24 {
     fn counter_now(&self, ctx: &Ctx<'_>, i: usize) -> Duration {
         let (vp, t) = self.kids.at(i);
         match t.run {
-            Run::Running(_) if !self.cfg.tick_accounting => {
-                t.counter - (ctx.vp_received(vp) - t.start)
+            Run::Running(c) if !self.cfg.tick_accounting => {
+                let slot = self.memo.get(c.index());
+                if let Some((g, v, d)) = slot.and_then(Cell::get) {
+                    if g == self.gen && v == vp {
+                        return d;
+                    }
+                }
+                let d = t.counter - (ctx.vp_received(vp) - t.start);
+                if let Some(slot) = slot {
+                    slot.set(Some((self.gen, vp, d)));
+                }
+                d
             }
             _ => t.counter,
         }
@@ -460,6 +508,7 @@ impl Linux24 {
         self.ready.clear();
         self.ready_on.iter_mut().for_each(BTreeSet::clear);
         self.empty.clear();
+        self.gen += 1;
         for i in 0..self.kids.len() {
             self.account(ctx, i);
             let q = self.quantum(self.kids.at(i).1.nice);
@@ -667,9 +716,18 @@ impl Linux24 {
             }
             next = next.min(self.next_tick);
         } else if running {
-            for &vp in self.on.iter().flatten() {
-                if let Some(i) = self.kids.index_of(ctx, vp) {
-                    next = next.min(ctx.now() + self.counter_now(ctx, i));
+            for (c, &vp) in self.on.iter().enumerate() {
+                let Some(vp) = vp else { continue };
+                // Most were just found by the wake-up or the timer.
+                let left = match self.memo[c].get() {
+                    Some((g, v, d)) if g == self.gen && v == vp => Some(d),
+                    _ => self
+                        .kids
+                        .index_of(ctx, vp)
+                        .map(|i| self.counter_now(ctx, i)),
+                };
+                if let Some(d) = left {
+                    next = next.min(ctx.now() + d);
                 }
             }
         }
@@ -719,7 +777,7 @@ impl Policy for Linux24 {
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.enter(ctx);
+        self.enter(ctx, Some(vp), false);
         self.parents.ensure(ctx);
         let Some(w) = self.kids.index_of(ctx, vp) else {
             return;
@@ -739,10 +797,11 @@ impl Policy for Linux24 {
         self.link(w);
         // reschedule_idle(): an idle held processor takes it in settle();
         // otherwise preempt where the waker beats the current child by most.
-        let idle = self.parents.held().any(|(_, c)| self.on_vp(c).is_none());
+        let idle = self.running < self.parents.held().count()
+            || self.parents.held().any(|(_, c)| self.on_vp(c).is_none());
         if !idle {
             let mut target: Option<(i64, CpuId, usize)> = None;
-            for (_, cpu) in self.parents.held().collect::<Vec<_>>() {
+            for (_, cpu) in self.parents.held() {
                 let Some(cur) = self.on_cpu(ctx, cpu) else {
                     continue;
                 };
@@ -763,7 +822,7 @@ impl Policy for Linux24 {
     }
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.enter(ctx);
+        self.enter(ctx, Some(vp), false);
         self.parents.ensure(ctx);
         let Some(i) = self.kids.index_of(ctx, vp) else {
             return;
@@ -780,14 +839,14 @@ impl Policy for Linux24 {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        self.enter(ctx);
+        self.enter(ctx, None, false);
         if self.parents.on_grant(ctx, parent_vp, cpu).is_some() {
             self.settle(ctx);
         }
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
-        self.enter(ctx);
+        self.enter(ctx, None, true);
         if let Some((_, cpu)) = self.parents.on_revoke(ctx, parent_vp) {
             if let Some(i) = self.on_cpu(ctx, cpu).filter(|&i| self.usable(ctx, i)) {
                 self.preempt(ctx, i, reason);
@@ -797,7 +856,7 @@ impl Policy for Linux24 {
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
-        self.enter(ctx);
+        self.enter(ctx, None, false);
         self.parents.ensure(ctx);
         if self.cfg.tick_accounting
             && self.next_tick != Instant::ZERO

@@ -173,14 +173,8 @@ pub(crate) trait Holder {
         self.sync(ctx);
     }
 
-    /// Starts a hook: clears the avoid list and reconciles.
-    fn begin(&mut self, ctx: &mut Ctx<'_>) {
-        self.avoid_mut().clear();
-        self.sync(ctx);
-    }
-
-    /// [`begin`](Holder::begin) for a hook about `about` (see
-    /// [`sync_about`](Holder::sync_about)).
+    /// Starts a hook about `about`: clears the avoid list and reconciles
+    /// (see [`sync_about`](Holder::sync_about)).
     fn begin_about(&mut self, ctx: &mut Ctx<'_>, about: Option<VpId>) {
         self.avoid_mut().clear();
         self.sync_about(ctx, about);
