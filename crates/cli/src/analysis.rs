@@ -75,6 +75,10 @@ fn instance_params(policy: &str, p: &Params, issues: &mut Vec<String>) -> Instan
             out.period = read(p.duration("period"), issues);
         }
         "ps" | "sfq" => out.quantum = read(p.duration("quantum"), issues),
+        // A plug-in's declared template may name its instance's quantum.
+        plugin if hsched_plugin::is_plugin_name(plugin) => {
+            out.quantum = read(p.duration("quantum"), issues)
+        }
         "realrate" => {
             out.overload = read(p.f64("overload"), issues);
             out.floor = read(p.f64("floor"), issues);
@@ -258,6 +262,10 @@ pub struct Analysis<'h> {
     /// Policies used by the file that have no guarantee mapping of their
     /// own, analyzed as best effort.
     pub unmapped: Vec<String>,
+    /// Plug-in policies the file uses whose mapping is their own
+    /// declaration, with what it says (`needs ALL, gives RESCS {amount}
+    /// {period}`).
+    pub declared: Vec<(String, String)>,
     /// Where each scheduler and thread is declared (the first of a name),
     /// for [`Analysis::span`]: every problem looks one up.
     spans: HashMap<NodeRef, Span>,
@@ -286,10 +294,29 @@ fn unmapped(
 pub fn analyze(h: &Hierarchy) -> Analysis<'_> {
     let translation = translate(h);
     let mut registry = Registry::builtin();
-    let known: Vec<String> = registry.names().map(String::from).collect();
+    let mut known: Vec<String> = registry.names().map(String::from).collect();
+    let mut declared = Vec::new();
     for p in hsched_policies::registry() {
-        if !known.iter().any(|k| k == p.name) {
-            registry.register(p.name, unmapped);
+        if known.iter().any(|k| k == p.name) {
+            continue;
+        }
+        // A plug-in's declared mapping was checked when it was loaded.
+        let decl = hsched_plugin::module_named(p.name).and_then(|m| {
+            let g = m.descriptor.guarantee.as_ref()?;
+            Some((
+                g.mapping(p.name).ok()?,
+                format!("needs {}, gives {}", g.needs, g.gives),
+            ))
+        });
+        match decl {
+            Some((d, says)) => {
+                registry.register_declared(p.name, d);
+                known.push(p.name.to_string());
+                if h.schedulers.iter().any(|s| s.policy == p.name) {
+                    declared.push((p.name.to_string(), says));
+                }
+            }
+            None => registry.register(p.name, unmapped),
         }
     }
     let mut used: Vec<String> = Vec::new();
@@ -315,6 +342,7 @@ pub fn analyze(h: &Hierarchy) -> Analysis<'_> {
         translation,
         composition,
         unmapped: used,
+        declared,
         spans,
         ties: HashSet::new(),
     };
@@ -336,6 +364,11 @@ impl Analysis<'_> {
             })
             .into_iter()
             .collect();
+        for (policy, says) in &self.declared {
+            out.push(format!(
+                "note: {policy} is analyzed with the mapping it declares ({says}); hsched composes that claim but does not prove the plug-in's code keeps it"
+            ));
+        }
         out.extend(self.translation.model.iter().cloned());
         if !self.ties.is_empty() {
             let mut tied: Vec<&str> = self

@@ -18,7 +18,23 @@ pub const DEFAULT_EXAMPLE_NAME: &str = "examples/home-computer.toml (built in)";
 /// # Errors
 /// The file cannot be read or is invalid.
 pub fn load(path: &Path) -> anyhow::Result<Hierarchy> {
+    load_plugins(path)?;
     hsched_config::load(path).map_err(rendered)
+}
+
+/// Loads the plug-ins `path` names (`policy = "x.wasm"`, relative to the
+/// file) into the process's policies, before the file is parsed against
+/// them. A file that cannot be read is left to the parser to report.
+///
+/// # Errors
+/// A plug-in that cannot be loaded: the hierarchy file, the plug-in file
+/// and what is wrong with it.
+pub fn load_plugins(path: &Path) -> anyhow::Result<()> {
+    let Ok(text) = hsched_config::read_text(path, hsched_config::MAX_FILE_BYTES) else {
+        return Ok(());
+    };
+    hsched_plugin::load_named(Some(path), &text)
+        .map_err(|e| input_error(format!("error: {}: {e}", path.display())))
 }
 
 /// [`load`], or with `workload` given (`--workload`), with that workload
@@ -29,7 +45,10 @@ pub fn load(path: &Path) -> anyhow::Result<Hierarchy> {
 pub fn load_with(path: &Path, workload: Option<&Path>) -> anyhow::Result<Hierarchy> {
     match workload {
         None => load(path),
-        Some(w) => hsched_config::load_with_workload(path, w).map_err(rendered),
+        Some(w) => {
+            load_plugins(path)?;
+            hsched_config::load_with_workload(path, w).map_err(rendered)
+        }
     }
 }
 

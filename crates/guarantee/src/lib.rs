@@ -12,6 +12,8 @@
 //! * [`mapping`] — what each policy accepts and provides (Table 5.1): FP,
 //!   Join, Limit, PS/SFQ (Equation 5.2), Rez (EDF admission), TS and a
 //!   generic best-effort mapping, by lowercase policy name.
+//! * [`declared`] — mappings declared as data by policies loaded at run time
+//!   (plug-ins): what they need, what each child gets, their cap.
 //! * [`compose`](mod@compose) — the composition check over an abstract hierarchy: every
 //!   instance and thread gets an acceptable guarantee, or a diagnostic
 //!   naming the path, what was received and what would be acceptable.
@@ -53,6 +55,7 @@
 
 pub mod compose;
 pub mod convert;
+pub mod declared;
 pub mod ghost;
 pub mod mapping;
 pub mod parse;

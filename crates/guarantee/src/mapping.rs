@@ -966,7 +966,15 @@ impl std::error::Error for MappingError {}
 /// Mappings by lowercase policy name.
 #[derive(Clone)]
 pub struct Registry {
-    entries: Vec<(String, Constructor)>,
+    entries: Vec<(String, Entry)>,
+}
+
+/// How a registered mapping is made: by a constructor, or from a
+/// declaration (a plug-in's).
+#[derive(Clone)]
+enum Entry {
+    Built(Constructor),
+    Declared(crate::declared::Declared),
 }
 
 impl fmt::Debug for Registry {
@@ -1261,14 +1269,29 @@ impl Registry {
             ("realrate".into(), build_realrate),
             ("coop".into(), build_coop),
         ];
-        Registry { entries }
+        Registry {
+            entries: entries
+                .into_iter()
+                .map(|(n, c)| (n, Entry::Built(c)))
+                .collect(),
+        }
     }
 
     /// Adds or replaces the mapping for `policy`.
     pub fn register(&mut self, policy: &str, constructor: Constructor) {
+        self.put(policy, Entry::Built(constructor));
+    }
+
+    /// Adds or replaces the mapping for `policy` with a declared one (a
+    /// plug-in's, [`crate::declared`]).
+    pub fn register_declared(&mut self, policy: &str, decl: crate::declared::Declared) {
+        self.put(policy, Entry::Declared(decl));
+    }
+
+    fn put(&mut self, policy: &str, entry: Entry) {
         match self.entries.iter_mut().find(|(n, _)| n == policy) {
-            Some(e) => e.1 = constructor,
-            None => self.entries.push((policy.to_string(), constructor)),
+            Some(e) => e.1 = entry,
+            None => self.entries.push((policy.to_string(), entry)),
         }
     }
 
@@ -1288,13 +1311,17 @@ impl Registry {
         params: &InstanceParams,
         ctx: &MappingContext,
     ) -> Result<Box<dyn Mapping>, MappingError> {
-        let Some((_, ctor)) = self.entries.iter().find(|(n, _)| n == policy) else {
+        let Some((_, entry)) = self.entries.iter().find(|(n, _)| n == policy) else {
             return Err(MappingError::UnknownPolicy {
                 policy: policy.to_string(),
                 known: self.names().map(String::from).collect(),
             });
         };
-        ctor(params, ctx).map_err(|message| MappingError::BadParams {
+        let made = match entry {
+            Entry::Built(ctor) => ctor(params, ctx),
+            Entry::Declared(d) => Ok(Box::new(d.instantiate(params)) as Box<dyn Mapping>),
+        };
+        made.map_err(|message| MappingError::BadParams {
             policy: policy.to_string(),
             message,
         })

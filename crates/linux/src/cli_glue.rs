@@ -316,7 +316,14 @@ pub fn run_parsed(args: RunArgs) -> Result<RunDone, i32> {
         json,
         output,
     } = args;
-    // An unreadable or invalid file is an input error (2), like every verb.
+    // An unreadable or invalid file is an input error (2), like every verb;
+    // so is a plug-in it names that cannot be loaded.
+    if let Ok(text) = hsched_config::read_text(&file, hsched_config::MAX_FILE_BYTES) {
+        hsched_plugin::load_named(Some(&file), &text).map_err(|e| {
+            crate::diag!("error: {}: {e}", file.display());
+            2
+        })?;
+    }
     let h = hsched_config::load(&file).map_err(|e| {
         crate::diag!("{e}");
         2

@@ -92,6 +92,17 @@ pub struct GuaranteeDecl {
     pub cap: f64,
 }
 
+impl GuaranteeDecl {
+    /// The mapping the analysis composes, for the policy named `policy`.
+    ///
+    /// # Errors
+    /// A declaration the guarantee syntax does not read (checked at load,
+    /// so a loaded plug-in's never fails).
+    pub fn mapping(&self, policy: &str) -> Result<hsched_guarantee::declared::Declared, String> {
+        hsched_guarantee::declared::Declared::parse(policy, &self.needs, &self.gives, self.cap)
+    }
+}
+
 /// Leaks `s` for a `&'static str` field of the registry.
 pub(crate) fn leak(s: &str) -> &'static str {
     Box::leak(s.to_string().into_boxed_str())
@@ -240,11 +251,13 @@ pub fn parse(text: &str) -> Result<Descriptor, String> {
                 return Err(format!("`guarantee.cap` = {cap} must be in (0, 1]"));
             }
             let ctx = |e: String| format!("`guarantee`: {e}");
-            Some(GuaranteeDecl {
+            let decl = GuaranteeDecl {
                 needs: string(g, "needs", true).map_err(ctx)?,
                 gives: string(g, "gives", true).map_err(ctx)?,
                 cap,
-            })
+            };
+            decl.mapping(&name).map_err(ctx)?;
+            Some(decl)
         }
         Some(v) => return Err(format!("`guarantee` must be an object, found {v}")),
     };

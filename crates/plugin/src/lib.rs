@@ -3,8 +3,10 @@
 //!
 //! [`load`] checks a module; [`register`] makes a
 //! [`hsched_policies::PolicyInfo`] for it, so that a hierarchy file can
-//! name it by path like a built-in policy; [`policies_for`] does that for
-//! every plug-in a hierarchy file names. A plug-in instance that
+//! name it by path like a built-in policy; [`load_named`] does that for
+//! every plug-in a hierarchy file names and installs them in
+//! [`hsched_policies::registry()`], where the parser, the simulator and
+//! the live daemon find them. A plug-in instance that
 //! faults reports it through `Ctx::fault` and stays inert; the HSI's
 //! caller unloads it (`Hsi::unload`) and its children move to the default
 //! scheduler. [`faults`] lists what happened in this process.
@@ -25,7 +27,9 @@ pub(crate) use wasmtime as rt;
 pub use descriptor::{Descriptor, GuaranteeDecl, Param, ABI_VERSION};
 pub use load::{from_bytes, load, Limits, LoadError, Module};
 pub use policy::WasmPolicy;
-pub use registry::{faults, is_plugin_name, policies_for, register, resolve};
+pub use registry::{
+    faults, is_plugin_name, load_named, module_named, policies_for, register, resolve,
+};
 
 use hsched_core::Instant;
 use std::path::PathBuf;

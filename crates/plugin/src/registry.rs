@@ -26,6 +26,9 @@ struct Slot {
 
 static TABLE: [OnceLock<Slot>; SLOTS] = [const { OnceLock::new() }; SLOTS];
 static BY_PATH: Mutex<Vec<(PathBuf, usize)>> = Mutex::new(Vec::new());
+/// The names each slot was registered under (a file may be named by
+/// several relative paths).
+static BY_NAME: Mutex<Vec<(String, usize)>> = Mutex::new(Vec::new());
 static FAULTS: OnceLock<FaultLog> = OnceLock::new();
 
 fn log() -> FaultLog {
@@ -132,6 +135,7 @@ pub fn register(name: &str, path: &Path) -> Result<PolicyInfo, LoadError> {
     let mut by_path = BY_PATH.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(&(_, n)) = by_path.iter().find(|(p, _)| *p == key) {
         let slot = TABLE[n].get().expect("a registered slot");
+        remember(name, n);
         return Ok(PolicyInfo {
             name: leak(name),
             ..slot.info
@@ -169,24 +173,56 @@ pub fn register(name: &str, path: &Path) -> Result<PolicyInfo, LoadError> {
         unreachable!("slots are taken under the lock, in order");
     }
     by_path.push((key, n));
+    remember(name, n);
     Ok(info)
 }
 
-/// The built-in policies plus every plug-in that the hierarchy file at
-/// `path` (text `text`) names in a `policy` value: the list to parse and
-/// run it with.
+fn remember(name: &str, n: usize) {
+    let mut names = BY_NAME.lock().unwrap_or_else(|e| e.into_inner());
+    if !names.iter().any(|(m, k)| m == name && *k == n) {
+        names.push((name.to_string(), n));
+    }
+}
+
+/// The module a plug-in was registered from under `name` (the `policy`
+/// value as a hierarchy file writes it), if one was: its descriptor holds
+/// the declared parameters and guarantee mapping.
+pub fn module_named(name: &str) -> Option<Arc<Module>> {
+    let names = BY_NAME.lock().unwrap_or_else(|e| e.into_inner());
+    let &(_, n) = names.iter().rev().find(|(m, _)| m == name)?;
+    TABLE[n].get().map(|s| s.module.clone())
+}
+
+/// Loads every plug-in that the hierarchy file at `path` (text `text`)
+/// names in a `policy` value, relative to the file, and installs each in
+/// [`hsched_policies::registry()`] under the name the file writes, so that
+/// parsing, analysing, simulating and running the file find it. A file
+/// that names none loads nothing.
 ///
 /// # Errors
-/// The first plug-in that cannot be loaded.
-pub fn policies_for(path: Option<&Path>, text: &str) -> Result<Vec<PolicyInfo>, LoadError> {
-    let mut out = hsched_policies::registry().to_vec();
+/// The first plug-in that cannot be loaded, or whose name already stands
+/// for another policy in this process (a built-in, or a plug-in of the
+/// same name loaded from another directory).
+pub fn load_named(path: Option<&Path>, text: &str) -> Result<(), LoadError> {
     for name in plugin_names(text) {
-        if out.iter().any(|p| p.name == name) {
-            continue;
-        }
-        out.push(register(&name, &resolve(path, &name))?);
+        let file = resolve(path, &name);
+        let info = register(&name, &file)?;
+        hsched_policies::registry::install(info).map_err(|message| LoadError {
+            path: file.clone(),
+            message,
+        })?;
     }
-    Ok(out)
+    Ok(())
+}
+
+/// [`load_named`], then the policies to parse and run the file with: the
+/// built-in ones and every plug-in loaded in this process.
+///
+/// # Errors
+/// As [`load_named`].
+pub fn policies_for(path: Option<&Path>, text: &str) -> Result<Vec<PolicyInfo>, LoadError> {
+    load_named(path, text)?;
+    Ok(hsched_policies::registry().to_vec())
 }
 
 /// The `policy = "….wasm"` values of a hierarchy file, in order. A file

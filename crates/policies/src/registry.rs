@@ -138,8 +138,8 @@ impl std::fmt::Debug for PolicyInfo {
     }
 }
 
-/// Every policy, in the order the docs list them.
-pub fn registry() -> &'static [PolicyInfo] {
+/// The built-in policies, in the order the docs list them.
+pub fn builtin() -> &'static [PolicyInfo] {
     static ALL: &[PolicyInfo] = &[
         crate::fp::INFO,
         crate::ts::INFO,
@@ -154,6 +154,50 @@ pub fn registry() -> &'static [PolicyInfo] {
         crate::realrate::INFO,
     ];
     ALL
+}
+
+/// The built-in policies and then every policy [`install`]ed in this
+/// process (loaded plug-ins), in the order they came. Hierarchy files,
+/// the simulator and the live daemon look names up here, so a policy
+/// loaded once is known to all of them, as a scheduler driver loaded into
+/// a kernel is (Regehr 2001, §4.2).
+pub fn registry() -> &'static [PolicyInfo] {
+    let loaded = LOADED.read().unwrap_or_else(|e| e.into_inner());
+    loaded.unwrap_or(builtin())
+}
+
+/// Every policy known, when one was installed; `None` means only the
+/// built-ins. Each [`install`] leaks one new table, which bounds the leak
+/// by the number of policies loaded (a few dozen at most: the plug-in
+/// host has 32 slots).
+static LOADED: std::sync::RwLock<Option<&'static [PolicyInfo]>> = std::sync::RwLock::new(None);
+
+/// Adds `info` to [`registry`] for the rest of the process. Installing
+/// the same entry again (same name, same builder) does nothing.
+///
+/// # Errors
+/// Another policy already has the name: a built-in one, or a plug-in
+/// loaded from another file under the same name.
+pub fn install(info: PolicyInfo) -> Result<(), String> {
+    let mut loaded = LOADED.write().unwrap_or_else(|e| e.into_inner());
+    let current = loaded.unwrap_or(builtin());
+    if let Some(p) = current.iter().find(|p| p.name == info.name) {
+        if std::ptr::fn_addr_eq(p.build, info.build) {
+            return Ok(());
+        }
+        return Err(if builtin().iter().any(|b| b.name == info.name) {
+            format!("`{}` is the name of a built-in policy", info.name)
+        } else {
+            format!(
+                "`{}` already names another loaded policy in this process",
+                info.name
+            )
+        });
+    }
+    let mut all = current.to_vec();
+    all.push(info);
+    *loaded = Some(Box::leak(all.into_boxed_slice()));
+    Ok(())
 }
 
 /// The policy named `name`.
