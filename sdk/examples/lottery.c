@@ -30,7 +30,8 @@ HS_PLUGIN("{\"abi\":1,\"name\":\"lottery\","
           "{\"key\":\"seed\",\"kind\":\"integer\",\"default\":\"1\","
           "\"doc\":\"seed of the ticket draws\"}],"
           "\"child_params\":[{\"key\":\"tickets\",\"kind\":\"integer\","
-          "\"default\":\"1\",\"doc\":\"tickets held, at least 1\"}]}")
+          "\"default\":\"1\",\"min\":1,\"max\":1000000000,"
+          "\"doc\":\"tickets held, 1 to 10^9\"}]}")
 
 static hs_duration quantum = 10000000; /* 10 ms */
 static hs_u64 rng;

@@ -32,7 +32,8 @@ HS_PLUGIN("{\"abi\":1,\"name\":\"stride\","
           "{\"key\":\"quantum\",\"kind\":\"duration\",\"default\":\"10ms\","
           "\"doc\":\"how long the chosen child runs before the next choice\"}],"
           "\"child_params\":[{\"key\":\"tickets\",\"kind\":\"integer\","
-          "\"default\":\"1\",\"doc\":\"tickets held, 1 to 10^6\"}]}")
+          "\"default\":\"1\",\"min\":1,\"max\":1000000,"
+          "\"doc\":\"tickets held, 1 to 10^6\"}]}")
 
 /* Pass is kept in units of STRIDE1 per quantum; with tickets up to 10^6 a
  * stride keeps at least 20 bits. */

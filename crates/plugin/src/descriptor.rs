@@ -44,6 +44,11 @@ pub struct Param {
     pub default: String,
     /// What it means.
     pub doc: String,
+    /// The least value an `integer` or `number` parameter takes, if bounded.
+    pub min: Option<f64>,
+    /// The greatest value an `integer` or `number` parameter takes, if
+    /// bounded.
+    pub max: Option<f64>,
 }
 
 impl Param {
@@ -63,12 +68,33 @@ impl Param {
         }
     }
 
-    /// Whether `v` has this parameter's kind; the reason when not.
+    /// Whether `v` has this parameter's kind and lies in its range; the
+    /// reason when not.
     pub fn check(&self, v: &ParamValue) -> Result<(), String> {
         let p = Params::new().with(&self.key, v.clone());
+        let in_range = |x: f64| {
+            let below = self.min.is_some_and(|m| x < m);
+            let above = self.max.is_some_and(|m| x > m);
+            if below || above {
+                let bound = |b: Option<f64>| b.map_or("…".to_string(), |b| b.to_string());
+                Err(format!(
+                    "{x} is outside {} to {}, the range the plug-in declares",
+                    bound(self.min),
+                    bound(self.max)
+                ))
+            } else {
+                Ok(())
+            }
+        };
         let r = match self.kind.as_str() {
-            "integer" => p.i64(&self.key).map(drop),
-            "number" => p.f64(&self.key).map(drop),
+            "integer" => match p.i64(&self.key) {
+                Ok(Some(x)) => return in_range(x as f64),
+                other => other.map(drop),
+            },
+            "number" => match p.f64(&self.key) {
+                Ok(Some(x)) => return in_range(x),
+                other => other.map(drop),
+            },
             "duration" => p.duration(&self.key).map(drop),
             "bool" => p.bool(&self.key).map(drop),
             _ => match v {
@@ -134,7 +160,17 @@ fn params(obj: &Map<String, Value>, key: &str) -> Result<Vec<Param>, String> {
             kind: string(p, "kind", true).map_err(ctx)?,
             default: string(p, "default", false).map_err(ctx)?,
             doc: string(p, "doc", false).map_err(ctx)?,
+            min: bound(p, "min").map_err(ctx)?,
+            max: bound(p, "max").map_err(ctx)?,
         };
+        if (param.min.is_some() || param.max.is_some())
+            && !["integer", "number"].contains(&param.kind.as_str())
+        {
+            return Err(ctx(format!(
+                "`min` and `max` bound integer and number parameters, not a {}",
+                param.kind
+            )));
+        }
         let param = Param {
             default: if param.default.is_empty() {
                 "required".into()
@@ -162,6 +198,14 @@ fn params(obj: &Map<String, Value>, key: &str) -> Result<Vec<Param>, String> {
         out.push(param);
     }
     Ok(out)
+}
+
+fn bound(p: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
+    match p.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(v) => Err(format!("`{key}` must be a number, found {v}")),
+    }
 }
 
 fn valid_name(s: &str) -> bool {
@@ -314,9 +358,22 @@ mod tests {
             kind: "duration".into(),
             default: "required".into(),
             doc: String::new(),
+            min: None,
+            max: None,
         };
         assert!(p.check(&ParamValue::Str("10ms".into())).is_ok());
         assert!(p.check(&ParamValue::Int(3)).is_err());
         assert!(p.required());
+        let t = Param {
+            key: "tickets".into(),
+            kind: "integer".into(),
+            min: Some(1.0),
+            ..p
+        };
+        assert!(t.check(&ParamValue::Int(1)).is_ok());
+        assert!(t
+            .check(&ParamValue::Int(0))
+            .unwrap_err()
+            .contains("outside 1 to"));
     }
 }

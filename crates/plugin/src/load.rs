@@ -153,12 +153,17 @@ pub fn from_bytes(path: &Path, bytes: &[u8], limits: Limits) -> Result<Module, L
         }
     }
     let exports: Vec<String> = module.exports().map(|e| e.name().to_string()).collect();
-    for need in REQUIRED.iter().chain(&["memory"]) {
-        if !exports.iter().any(|e| e == need) {
-            return Err(err(format!(
+    let missing = |need: &str| {
+        (!exports.iter().any(|e| e == need)).then(|| {
+            err(format!(
                 "does not export `{need}`, which every plug-in must (docs/plugin-abi.md, \"Hooks\")"
-            )));
-        }
+            ))
+        })
+    };
+    // The version first: a module built for another ABI is told so, not
+    // that it lacks this version's hooks.
+    if let Some(e) = ["hs_abi_version", "memory"].into_iter().find_map(missing) {
+        return Err(e);
     }
     let mut linker = rt::Linker::new(&engine);
     host::link(&mut linker).map_err(|e| err(format!("cannot be linked: {e}")))?;
@@ -180,6 +185,9 @@ pub fn from_bytes(path: &Path, bytes: &[u8], limits: Limits) -> Result<Module, L
         return Err(err(format!(
             "is built for ABI version {version}; this hsched implements version {ABI_VERSION} (rebuild it against sdk/include/hsched_policy.h)"
         )));
+    }
+    if let Some(e) = REQUIRED.iter().copied().find_map(missing) {
+        return Err(e);
     }
     let ptr = inst
         .get_typed_func::<(), u32>(&mut store, "hs_descriptor")

@@ -6,7 +6,7 @@
 //! §5.3.3.2, plain EDF against the built-in reservation scheduler `rez`
 //! and the true-period EDF reference, and RESCS against its definition
 //! (§5.2.2.2) and the worked SFQ chain of §5.3.3.1, which
-//! examples/sfq-worked-example.toml runs; fp against the built-in fp.
+//! sdk/examples/sfq-worked-example.toml runs; fp against the built-in fp.
 //!
 //! Received CPU time over arbitrary intervals is read from the simulator's
 //! trace: one slice per stretch a thread ran on a processor.
@@ -663,9 +663,9 @@ fn the_sfq_worked_example_runs_and_keeps_its_promises() {
     let Some(wasm) = example("rescs") else {
         return;
     };
-    let src = repo().join("examples/sfq-worked-example.toml");
+    let src = repo().join("sdk/examples/sfq-worked-example.toml");
     let text = read(&src);
-    let named = "policy = \"../sdk/build/rescs.wasm\"";
+    let named = "policy = \"../build/rescs.wasm\"";
     assert!(text.contains(named), "the example no longer names {named}");
     let dir = scratch("sfq");
     let toml = write_toml(

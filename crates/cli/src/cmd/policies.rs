@@ -17,12 +17,14 @@ scheduler or thread).";
 pub const EXAMPLES: &str = "\
 Examples:
   hsched policies          # every policy, with its parameters
-  hsched policies rez      # one policy";
+  hsched policies rez      # one policy
+  hsched policies sdk/build/lottery.wasm   # a plug-in: its parameters and mapping";
 
 /// Arguments of `hsched policies`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Show only this policy
+    /// Show only this policy; a path ending in `.wasm` loads that plug-in
+    /// and shows what it declares
     #[arg(value_name = "POLICY")]
     pub name: Option<String>,
 }
@@ -32,6 +34,27 @@ pub struct Args {
 /// # Errors
 /// An unknown policy name (input error), or stdout closed.
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+    if let Some(path) = args
+        .name
+        .as_deref()
+        .filter(|n| hsched_plugin::is_plugin_name(n))
+    {
+        let info = hsched_plugin::register(path, std::path::Path::new(path))
+            .map_err(|e| input_error(format!("error: {e}")))?;
+        let mut text = render(&[&info]);
+        let decl = hsched_plugin::module_named(path).and_then(|m| m.descriptor.guarantee.clone());
+        text.push_str(&match decl {
+            Some(g) => format!(
+                "  guarantee mapping (declared): needs {}, gives {}{}\n",
+                g.needs,
+                g.gives,
+                if g.cap < 1.0 { format!(", cap {}", g.cap) } else { String::new() }
+            ),
+            None => "  guarantee mapping: none declared; `analyze` treats it as best effort (accepts anything, promises its children NULL)\n".to_string(),
+        });
+        crate::output::report().write_all(text.as_bytes())?;
+        return Ok(Outcome::Ok);
+    }
     let all = registry();
     let chosen: Vec<&PolicyInfo> = match &args.name {
         None => all.iter().collect(),
