@@ -548,7 +548,14 @@ pub(crate) fn link(linker: &mut Linker<Host>) -> Result<(), crate::rt::Error> {
         M,
         "out_f64",
         |mut c: Caller<'_, Host>, k: u32, n: u32, v: f64| {
-            put(&mut c, "out_f64", k, n, ParamValue::Float(v));
+            // A NaN or infinity would reach the parent policy as a
+            // parameter no hierarchy file can write.
+            if v.is_finite() {
+                put(&mut c, "out_f64", k, n, ParamValue::Float(v));
+            } else {
+                c.data_mut()
+                    .garbage(format!("out_f64: {v} is not a finite number"));
+            }
         },
     )?;
     linker.func_wrap(

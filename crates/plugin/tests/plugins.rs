@@ -228,6 +228,14 @@ fn assert_unloaded(mode: u32, what: &str) {
     // The threads went on under the fallback.
     let moved = u[0]["moved"].as_array().unwrap();
     assert_eq!(moved.len(), 3, "{u:?}");
+    // And kept running there: each periodic thread asks for 2 ms in 10 ms
+    // of a 1 s run, about 200 ms, and the fault comes at its fifth request.
+    for t in r["threads"].as_array().unwrap() {
+        if t["name"].as_str().is_some_and(|n| n.starts_with("w.")) {
+            let cpu = t["cpu_ns"].as_u64().unwrap_or(0);
+            assert!(cpu > 150_000_000, "mode {mode}: {t}");
+        }
+    }
 }
 
 #[test]
@@ -253,4 +261,19 @@ fn a_plugin_that_passes_garbage_is_unloaded() {
 #[test]
 fn a_plugin_that_breaks_the_protocol_is_unloaded() {
     assert_unloaded(5, "granted it to no child");
+}
+
+#[test]
+fn a_plugin_that_revokes_for_a_reason_that_does_not_exist_is_unloaded() {
+    assert_unloaded(6, "no revoke reason 99");
+}
+
+#[test]
+fn a_plugin_that_passes_a_string_past_its_memory_is_unloaded() {
+    assert_unloaded(7, "lie outside memory");
+}
+
+#[test]
+fn a_plugin_that_sends_a_nan_is_unloaded() {
+    assert_unloaded(8, "NaN is not a finite number");
 }

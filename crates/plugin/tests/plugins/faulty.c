@@ -3,7 +3,9 @@
  * the fault tests. Built with -DMODE=n; from its TRIGGER-th hs_request on
  * it: 1 loops forever, 2 traps, 3 grows memory until refused and then
  * writes past it, 4 passes a VP that is not its own, 5 keeps a granted
- * processor (breaks the protocol); 0 never misbehaves.
+ * processor (breaks the protocol), 6 revokes with a reason that does not
+ * exist, 7 passes a string whose length runs past its memory, 8 sends its
+ * parent a NaN; 0 never misbehaves.
  */
 #include "hsched_policy.h"
 
@@ -63,6 +65,14 @@ HS_EXPORT(hs_request) void hs_request(hs_vp vp) {
     }
     if (MODE == 4)
       hsched_grant(vp + 1000, 0);
+    if (MODE == 6)
+      hsched_revoke(vp, 99);
+    if (MODE == 7)
+      hsched_error((const char *)16, 0xffffff00u);
+    if (MODE == 8) {
+      hsched_out_f64(HS_STR("priority"), __builtin_nan(""));
+      hsched_send_msg(hsched_parent_vp(0), 0, 0);
+    }
   }
   queue[(head + len) % MAXQ] = vp;
   len++;
