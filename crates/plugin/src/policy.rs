@@ -84,7 +84,16 @@ pub struct WasmPolicy {
     parents: Vec<VpId>,
     faults: FaultLog,
     describe: String,
+    /// The instant of the last `hs_timer` and how many came at it in a
+    /// row, to unload a plug-in whose timer keeps time from advancing.
+    timer_at: Instant,
+    timer_repeats: u32,
 }
+
+/// Most `hs_timer` calls at one instant before the plug-in is unloaded:
+/// far above what a policy needs (one per child whose deadline falls
+/// there), far below the HSI's own bound, which stops the run.
+const TIMER_REPEATS: u32 = 10_000;
 
 impl std::fmt::Debug for WasmPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -166,6 +175,8 @@ impl WasmPolicy {
             parents: Vec::new(),
             faults,
             describe,
+            timer_at: Instant::NEVER,
+            timer_repeats: 0,
         })
     }
 
@@ -467,6 +478,21 @@ impl Policy for WasmPolicy {
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {
+        if self.timer_at == ctx.now() {
+            self.timer_repeats += 1;
+        } else {
+            self.timer_at = ctx.now();
+            self.timer_repeats = 0;
+        }
+        if self.timer_repeats >= TIMER_REPEATS && self.live.is_some() {
+            let at = ctx.now();
+            self.fail(
+                ctx,
+                "hs_timer",
+                format!("re-armed its timer at {at} {TIMER_REPEATS} times in a row: time would never advance"),
+            );
+            return;
+        }
         self.act(ctx, "hs_timer", |f| f.timer, ());
     }
 

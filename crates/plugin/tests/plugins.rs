@@ -277,3 +277,8 @@ fn a_plugin_that_passes_a_string_past_its_memory_is_unloaded() {
 fn a_plugin_that_sends_a_nan_is_unloaded() {
     assert_unloaded(8, "NaN is not a finite number");
 }
+
+#[test]
+fn a_plugin_that_rearms_its_timer_at_the_same_instant_is_unloaded() {
+    assert_unloaded(9, "times in a row: time would never advance");
+}

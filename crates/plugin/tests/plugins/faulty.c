@@ -5,7 +5,8 @@
  * writes past it, 4 passes a VP that is not its own, 5 keeps a granted
  * processor (breaks the protocol), 6 revokes with a reason that does not
  * exist, 7 passes a string whose length runs past its memory, 8 sends its
- * parent a NaN; 0 never misbehaves.
+ * parent a NaN, 9 sets its timer to the current time in every hs_timer
+ * (time would never advance); 0 never misbehaves.
  */
 #include "hsched_policy.h"
 
@@ -69,6 +70,8 @@ HS_EXPORT(hs_request) void hs_request(hs_vp vp) {
       hsched_revoke(vp, 99);
     if (MODE == 7)
       hsched_error((const char *)16, 0xffffff00u);
+    if (MODE == 9)
+      hsched_set_timer(hsched_now());
     if (MODE == 8) {
       hsched_out_f64(HS_STR("priority"), __builtin_nan(""));
       hsched_send_msg(hsched_parent_vp(0), 0, 0);
@@ -111,3 +114,7 @@ HS_EXPORT(hs_revoke) void hs_revoke(hs_vp parent, hs_i32 reason) {
   }
   settle();
 }
+
+#if MODE == 9
+HS_EXPORT(hs_timer) void hs_timer(void) { hsched_set_timer(hsched_now()); }
+#endif
