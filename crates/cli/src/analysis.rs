@@ -303,16 +303,17 @@ pub fn analyze(h: &Hierarchy) -> Analysis<'_> {
         // A plug-in's declared mapping was checked when it was loaded.
         let decl = hsched_plugin::module_named(p.name).and_then(|m| {
             let g = m.descriptor.guarantee.as_ref()?;
-            Some((
-                g.mapping(p.name).ok()?,
-                format!("needs {}, gives {}", g.needs, g.gives),
-            ))
+            // A declaration that promises nothing needs no caveat.
+            let claims = !g.gives.trim().eq_ignore_ascii_case("null");
+            let says = format!("needs {}, gives {}", g.needs, g.gives);
+            Some((g.mapping(p.name).ok()?, claims.then_some(says)))
         });
         match decl {
             Some((d, says)) => {
                 registry.register_declared(p.name, d);
                 known.push(p.name.to_string());
-                if h.schedulers.iter().any(|s| s.policy == p.name) {
+                if let Some(says) = says.filter(|_| h.schedulers.iter().any(|s| s.policy == p.name))
+                {
                     declared.push((p.name.to_string(), says));
                 }
             }

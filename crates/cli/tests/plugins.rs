@@ -261,3 +261,76 @@ fn parameters_the_plugin_refuses_are_input_errors_naming_them() {
     assert_eq!(o.status.code(), Some(2), "{out}{err}");
     assert!(err.contains("tickets"), "{err}");
 }
+
+/// Builds the C source `src` into `dir/NAME.wasm` with the tutorial's
+/// command.
+fn build_c(dir: &Path, name: &str, src: &str) {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let o = Command::new("clang-14")
+        .args([
+            "--target=wasm32",
+            "-O2",
+            "-nostdlib",
+            "-ffreestanding",
+            "-fuse-ld=lld",
+            "-Wl,--no-entry",
+            "-Wl,--export-dynamic",
+        ])
+        .arg("-I")
+        .arg(root().join("sdk/include"))
+        .arg("-o")
+        .arg(dir.join(format!("{name}.wasm")))
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn the_tutorial_shows_what_hsched_prints() {
+    if built().is_none() {
+        return;
+    }
+    // Sections 5 and 6 of docs/writing-a-policy.md, as a reader runs them.
+    let dir = scratch("tutorial");
+    let rr = std::fs::read_to_string(root().join("sdk/tutorial/rr.c")).unwrap();
+    let toml = std::fs::read_to_string(root().join("sdk/tutorial/rr.toml")).unwrap();
+    build_c(&dir, "rr", &rr);
+    std::fs::write(dir.join("rr.toml"), &toml).unwrap();
+    let release = "      hsched_release(hsched_parent_vp(0));";
+    assert!(rr.contains(release), "rr.c lost the line section 6 removes");
+    build_c(
+        &dir,
+        "broken",
+        &rr.replace(release, "      /* forgot to release */"),
+    );
+    std::fs::write(
+        dir.join("broken.toml"),
+        toml.replace("policy = \"rr.wasm\"", "policy = \"broken.wasm\"")
+            .replace(
+                "{ kind = \"cpu-bound\" }",
+                "{ kind = \"periodic\", period = \"20ms\", exec = \"5ms\" }",
+            ),
+    )
+    .unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/writing-a-policy.md")).unwrap();
+    let marker = "<!-- output of: hsched ";
+    let mut shown = 0;
+    for (at, _) in doc.match_indices(marker) {
+        let rest = &doc[at + marker.len()..];
+        let args: Vec<&str> = rest[..rest.find(" -->").unwrap()].split(' ').collect();
+        let body = &rest[rest.find("```text\n").unwrap() + 8..];
+        let want = &body[..body.find("```").unwrap()];
+        let o = hsched(&dir, &args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "hsched {args:?}: {err}");
+        assert_eq!(
+            format!("{out}{err}"),
+            want,
+            "docs/writing-a-policy.md shows another output of hsched {args:?}"
+        );
+        shown += 1;
+    }
+    assert!(shown >= 3, "only {shown} outputs shown in the tutorial");
+}
