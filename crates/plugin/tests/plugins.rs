@@ -282,3 +282,51 @@ fn a_plugin_that_sends_a_nan_is_unloaded() {
 fn a_plugin_that_rearms_its_timer_at_the_same_instant_is_unloaded() {
     assert_unloaded(9, "times in a row: time would never advance");
 }
+
+#[test]
+#[ignore = "hsched-sim stops when a scheduler is unloaded while it creates the file's threads: \
+            creation of thread 'w.1' failed: no scheduler instance is named `p`"]
+fn a_plugin_that_returns_no_hs_result_is_unloaded() {
+    assert_unloaded(10, "returned 42, which is not an hs_result");
+}
+
+#[test]
+fn a_descriptor_outside_memory_or_without_its_nul_is_refused_at_load() {
+    let dir = out_dir();
+    let hooks = "HS_EXPORT(hs_abi_version) hs_i32 hs_abi_version(void){return 1;}\n\
+        HS_EXPORT(hs_register_vp) hs_i32 hs_register_vp(hs_vp v){(void)v;return 0;}\n\
+        HS_EXPORT(hs_unregister_vp) void hs_unregister_vp(hs_vp v){(void)v;}\n\
+        HS_EXPORT(hs_request) void hs_request(hs_vp v){(void)v;}\n\
+        HS_EXPORT(hs_release) void hs_release(hs_vp v){(void)v;}\n\
+        HS_EXPORT(hs_grant) void hs_grant(hs_vp p, hs_cpu c){(void)p;(void)c;}\n\
+        HS_EXPORT(hs_revoke) void hs_revoke(hs_vp p, hs_i32 r){(void)p;(void)r;}\n";
+    let cases = [
+        (
+            "desc_outside",
+            "return (const char *)0xfffffff0u;",
+            "points outside memory",
+        ),
+        (
+            // The last byte of memory, not NUL, with nothing after it.
+            "desc_unterminated",
+            "char *p = (char *)(__builtin_wasm_memory_size(0) * 65536 - 1); *p = 'x'; return p;",
+            "is not NUL-terminated",
+        ),
+    ];
+    for (name, body, what) in cases {
+        let src = dir.join(format!("{name}.c"));
+        std::fs::write(
+            &src,
+            format!("#include \"hsched_policy.h\"\nHS_EXPORT(hs_descriptor) const char *hs_descriptor(void){{{body}}}\n{hooks}"),
+        )
+        .unwrap();
+        let Some(p) = compile(&src, name, &[]) else {
+            return;
+        };
+        let e = load_err(&p);
+        assert!(
+            e.contains(&format!("{name}.wasm")) && e.contains(what),
+            "{e}"
+        );
+    }
+}

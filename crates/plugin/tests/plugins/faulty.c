@@ -6,7 +6,8 @@
  * processor (breaks the protocol), 6 revokes with a reason that does not
  * exist, 7 passes a string whose length runs past its memory, 8 sends its
  * parent a NaN, 9 sets its timer to the current time in every hs_timer
- * (time would never advance); 0 never misbehaves.
+ * (time would never advance), 10 answers hs_register_vp with 42, which is
+ * no hs_result; 0 never misbehaves.
  */
 #include "hsched_policy.h"
 
@@ -47,6 +48,8 @@ static void settle(void) {
 
 HS_EXPORT(hs_register_vp) hs_i32 hs_register_vp(hs_vp vp) {
   (void)vp;
+  if (MODE == 10)
+    return 42;
   return HS_OK;
 }
 HS_EXPORT(hs_unregister_vp) void hs_unregister_vp(hs_vp vp) { (void)vp; }
