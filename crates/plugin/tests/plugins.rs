@@ -284,8 +284,6 @@ fn a_plugin_that_rearms_its_timer_at_the_same_instant_is_unloaded() {
 }
 
 #[test]
-#[ignore = "hsched-sim stops when a scheduler is unloaded while it creates the file's threads: \
-            creation of thread 'w.1' failed: no scheduler instance is named `p`"]
 fn a_plugin_that_returns_no_hs_result_is_unloaded() {
     assert_unloaded(10, "returned 42, which is not an hs_result");
 }

@@ -895,7 +895,28 @@ impl<'h> Engine<'h> {
     #[inline(never)]
     fn create(&mut self, i: usize) -> Step {
         self.counts.create_thread += 1;
-        let r = hsched_config::create_thread(&mut self.hsi, &self.specs[i], Instant(self.now));
+        let r = match self.unloads.redirect(&self.specs[i].scheduler) {
+            None => hsched_config::create_thread(&mut self.hsi, &self.specs[i], Instant(self.now)),
+            // Its scheduler was unloaded: the thread joins the fallback, as
+            // its siblings did, with its defaults where its parameters are
+            // refused there.
+            Some((report, fallback)) => {
+                let mut spec = self.specs[i].clone();
+                spec.scheduler = fallback;
+                let now = Instant(self.now);
+                let mut r = hsched_config::create_thread(&mut self.hsi, &spec, now);
+                if let Err(BuildError::Hsi { error, .. }) = &r {
+                    let why = format!("thread '{}' took its defaults: {error}", spec.name);
+                    spec.params = Default::default();
+                    r = hsched_config::create_thread(&mut self.hsi, &spec, now);
+                    if r.is_ok() {
+                        report.reset.push(why);
+                    }
+                }
+                report.moved.push(spec.name);
+                r
+            }
+        };
         let id = match r {
             Ok(id) => id,
             Err(BuildError::Hsi { error, .. }) => {

@@ -74,4 +74,17 @@ impl Unloads {
         }
         gone
     }
+
+    /// Where a thread created later under `scheduler`, which an unload
+    /// destroyed, goes instead: that unload's fallback (as for the threads
+    /// it moved), with the report to list it in.
+    pub fn redirect(&mut self, scheduler: &str) -> Option<(&mut UnloadReport, String)> {
+        self.reports.iter_mut().find_map(|r| {
+            let fallback = r.fallback.clone()?;
+            r.destroyed
+                .iter()
+                .any(|d| d == scheduler)
+                .then_some((r, fallback))
+        })
+    }
 }
