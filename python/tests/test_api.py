@@ -152,3 +152,34 @@ def test_from_dict_errors_point_into_its_text():
         hsched.from_dict(doc)
     assert info.value.file == "<dict>" and info.value.line == 3
     assert 'policy = "nope"' in hsched.to_toml(doc)
+
+
+def test_a_hierarchy_naming_a_plugin_loads_analyzes_and_simulates(tmp_path):
+    # sdk/examples/sfq-worked-example.toml names ../build/rescs.wasm; build
+    # the SDK's plug-ins into a copy of that layout.
+    import os
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    if shutil.which("clang-14") is None:
+        if os.environ.get("HSCHED_REQUIRE_CLANG") == "1":
+            pytest.fail("clang-14 is required (HSCHED_REQUIRE_CLANG=1)")
+        pytest.skip("clang-14 is not installed")
+    build = tmp_path / "build"
+    subprocess.run(["make", "-s", "-C", str(root / "sdk"), f"OUT={build}"], check=True)
+    (tmp_path / "examples").mkdir()
+    f = tmp_path / "examples" / "sfq.toml"
+    shutil.copy(root / "sdk" / "examples" / "sfq-worked-example.toml", f)
+    h = hsched.load(f)
+    res = h.check()
+    assert res.ok
+    assert "the mapping it declares" in str(res)
+    assert h.analyze().composes
+    r = h.sim("2s")
+    assert abs(r.thread("T1")["cpu_ns"] / 2e9 - 0.25) < 0.01
+    # A file naming a plug-in that is not there is an error naming it.
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[scheduler]]\nname = "r"\npolicy = "nowhere.wasm"\n')
+    with pytest.raises(hsched.HierarchyError) as e:
+        hsched.load(bad)
+    assert "nowhere.wasm" in str(e.value)

@@ -125,6 +125,11 @@ fn load(
     reference_policies: bool,
 ) -> PyResult<NativeHierarchy> {
     let p = Path::new(path);
+    // The plug-ins the file names (`policy = "x.wasm"`), relative to it.
+    if let Ok(text) = hsched_config::read_text(p, hsched_config::MAX_FILE_BYTES) {
+        hsched_plugin::load_named(Some(p), &text)
+            .map_err(|e| plain_hierarchy_error(py, path, e.to_string()))?;
+    }
     let h = match (workload, reference_policies) {
         (None, false) => hsched_config::load(p).map_err(|e| config_error(py, &e))?,
         (None, true) => hsched_config::load_with_policies(p, &policy_table(true))
@@ -173,6 +178,9 @@ fn parse(
     workload: Option<&str>,
     reference_policies: bool,
 ) -> PyResult<NativeHierarchy> {
+    // Plug-ins named in text are relative to the working directory.
+    hsched_plugin::load_named(None, text)
+        .map_err(|e| plain_hierarchy_error(py, name, e.to_string()))?;
     let mut h =
         hsched_config::parse_str_with_policies(text, name, &policy_table(reference_policies))
             .map_err(|e| config_error(py, &e))?;
