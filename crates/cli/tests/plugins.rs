@@ -181,32 +181,13 @@ fn modules_that_cannot_be_loaded_are_input_errors_naming_the_file() {
     let good = std::fs::read(build.join("fp.wasm")).unwrap();
     std::fs::write(dir.join("cut.wasm"), &good[..good.len() / 2]).unwrap();
     // A module for another ABI version.
-    let c = dir.join("old.c");
-    std::fs::write(
-        &c,
+    build_c(
+        &dir,
+        "old",
         "#include \"hsched_policy.h\"\n\
          HS_EXPORT(hs_abi_version) hs_i32 hs_abi_version(void) { return 0; }\n\
          HS_EXPORT(hs_descriptor) const char *hs_descriptor(void) { return \"{}\"; }\n",
-    )
-    .unwrap();
-    let st = Command::new("clang-14")
-        .args([
-            "--target=wasm32",
-            "-O2",
-            "-nostdlib",
-            "-ffreestanding",
-            "-fuse-ld=lld",
-            "-Wl,--no-entry",
-            "-Wl,--export-dynamic",
-        ])
-        .arg("-I")
-        .arg(root().join("sdk/include"))
-        .arg("-o")
-        .arg(dir.join("old.wasm"))
-        .arg(&c)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    );
     for (wasm, says) in [
         ("text.wasm", "is not a WebAssembly module"),
         ("cut.wasm", "cut.wasm"),

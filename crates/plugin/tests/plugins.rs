@@ -5,52 +5,17 @@
 //! Without `clang-14` on PATH these tests say so and pass, unless
 //! `HSCHED_REQUIRE_CLANG=1` (CI sets it) makes that a failure.
 
+mod common;
+
+use common::compile;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    common::repo()
 }
 
 fn out_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hsched-plugin-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Compiles `src` (a C file) with `defines` into a module; `None` when
-/// clang-14 is missing and not required.
-fn compile(src: &Path, name: &str, defines: &[&str]) -> Option<PathBuf> {
-    let out = out_dir().join(format!("{name}.wasm"));
-    let mut cmd = Command::new("clang-14");
-    cmd.args([
-        "--target=wasm32",
-        "-O2",
-        "-nostdlib",
-        "-ffreestanding",
-        "-fuse-ld=lld",
-        "-Wl,--no-entry",
-        "-Wl,--export-dynamic",
-        "-Wall",
-        "-Werror",
-    ])
-    .arg("-I")
-    .arg(root().join("sdk/include"))
-    .args(defines)
-    .arg("-o")
-    .arg(&out)
-    .arg(src);
-    match cmd.status() {
-        Ok(s) if s.success() => Some(out),
-        Ok(s) => panic!("clang-14 failed on {}: {s}", src.display()),
-        Err(e) => {
-            if std::env::var("HSCHED_REQUIRE_CLANG").as_deref() == Ok("1") {
-                panic!("clang-14 is required (HSCHED_REQUIRE_CLANG=1) but cannot run: {e}");
-            }
-            eprintln!("skipped: clang-14 not found ({e})");
-            None
-        }
-    }
+    common::scratch("build")
 }
 
 fn fp() -> Option<PathBuf> {

@@ -5,18 +5,12 @@
 //! rr of its section 6 is unloaded, its threads going on under the
 //! hierarchy's default scheduler.
 
+mod common;
+
+use common::{read, repo, scratch};
 use hsched_core::Duration;
 use hsched_sim::SimOptions;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
+use std::path::Path;
 
 /// The code blocks the tutorial marks as parts of rr.c, in order.
 fn pieces(doc: &str) -> Vec<String> {
@@ -70,67 +64,20 @@ fn the_tutorial_shows_all_of_rr_c() {
     }
 }
 
-/// Builds C source `src` with the tutorial's command into `dir/NAME.wasm`,
-/// or returns false when clang-14 is not installed.
+/// Builds C source `src` into `dir/NAME.wasm`, or returns false when
+/// clang-14 is not installed (and not required).
 fn build(dir: &Path, name: &str, src: &str) -> bool {
-    if Command::new("clang-14").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: clang-14 is not installed (apt-get install clang-14 lld-14)");
-        return false;
-    }
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
-    let out = Command::new("clang-14")
-        .args([
-            "--target=wasm32",
-            "-O2",
-            "-nostdlib",
-            "-ffreestanding",
-            "-fuse-ld=lld",
-            "-Wl,--no-entry",
-            "-Wl,--export-dynamic",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-        ])
-        .arg("-I")
-        .arg(repo().join("sdk/include"))
-        .arg("-o")
-        .arg(dir.join(format!("{name}.wasm")))
-        .arg(&c)
-        .output()
-        .expect("clang-14 runs");
-    assert!(
-        out.status.success(),
-        "clang-14 failed on {}:\n{}",
-        c.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let Some(wasm) = common::compile(&c, name, &[]) else {
+        return false;
+    };
+    std::fs::copy(wasm, dir.join(format!("{name}.wasm"))).unwrap();
     true
 }
 
-fn scratch(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hsched-tutorial-{what}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Loads the hierarchy `toml` with the plug-ins it names and simulates it
-/// under the protocol checker.
 fn simulate(toml: &Path) -> hsched_sim::Report {
-    let text = read(toml);
-    let policies = hsched_plugin::policies_for(Some(toml), &text)
-        .unwrap_or_else(|e| panic!("{}: {e}", toml.display()));
-    let h = hsched_config::load_with_policies(toml, &policies)
-        .unwrap_or_else(|e| panic!("{}: {e}", toml.display()));
-    hsched_sim::run_with_policies(
-        &h,
-        SimOptions {
-            check_protocol: true,
-            ..Default::default()
-        },
-        &policies,
-    )
-    .unwrap_or_else(|e| panic!("sim {}: {e}", toml.display()))
+    common::simulate(toml, SimOptions::default())
 }
 
 #[test]
