@@ -329,6 +329,9 @@ fn mark(known: &mut Vec<u8>, vp: VpId, bit: u8, on: bool) {
     }
 }
 
+// wasmi's typed functions are `Copy`, wasmtime's only `Clone`: the hooks
+// clone them so that both runtimes build.
+#[allow(clippy::clone_on_copy)]
 impl Policy for WasmPolicy {
     fn policy_name(&self) -> &'static str {
         self.name
@@ -343,11 +346,11 @@ impl Policy for WasmPolicy {
     }
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
-        self.act(ctx, "hs_init", |f| f.init, ());
+        self.act(ctx, "hs_init", |f| f.init.clone(), ());
     }
 
     fn deinit(&mut self, ctx: &mut Ctx<'_>) {
-        self.act(ctx, "hs_deinit", |f| f.deinit, ());
+        self.act(ctx, "hs_deinit", |f| f.deinit.clone(), ());
     }
 
     fn register_vp(
@@ -370,7 +373,7 @@ impl Policy for WasmPolicy {
         let host = live.store.data_mut();
         mark(&mut host.known, vp, CHILD, true);
         host.params = Some(params.clone());
-        let r = self.call(ctx, "hs_register_vp", |f| Some(f.register_vp), vp.0, true);
+        let r = self.call(ctx, "hs_register_vp", |f| Some(f.register_vp.clone()), vp.0, true);
         if let Some(live) = self.live.as_mut() {
             live.store.data_mut().params = None;
         }
@@ -397,22 +400,22 @@ impl Policy for WasmPolicy {
     }
 
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.act(ctx, "hs_unregister_vp", |f| Some(f.unregister_vp), vp.0);
+        self.act(ctx, "hs_unregister_vp", |f| Some(f.unregister_vp.clone()), vp.0);
         if let Some(live) = self.live.as_mut() {
             mark(&mut live.store.data_mut().known, vp, CHILD, false);
         }
     }
 
     fn request(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.act(ctx, "hs_request", |f| Some(f.request), vp.0);
+        self.act(ctx, "hs_request", |f| Some(f.request.clone()), vp.0);
     }
 
     fn release(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.act(ctx, "hs_release", |f| Some(f.release), vp.0);
+        self.act(ctx, "hs_release", |f| Some(f.release.clone()), vp.0);
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        self.act(ctx, "hs_grant", |f| Some(f.grant), (parent_vp.0, cpu.0));
+        self.act(ctx, "hs_grant", |f| Some(f.grant.clone()), (parent_vp.0, cpu.0));
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
@@ -421,7 +424,7 @@ impl Policy for WasmPolicy {
             RevokeReason::BudgetExhausted => 1,
             RevokeReason::Infrastructure => 2,
         };
-        self.act(ctx, "hs_revoke", |f| Some(f.revoke), (parent_vp.0, code));
+        self.act(ctx, "hs_revoke", |f| Some(f.revoke.clone()), (parent_vp.0, code));
     }
 
     fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
@@ -439,7 +442,7 @@ impl Policy for WasmPolicy {
             _ => return Err(unsupported()),
         };
         live.store.data_mut().params = Some(params.clone());
-        let r = self.call(ctx, "hs_msg", |f| f.msg, (vp.0, kind), true);
+        let r = self.call(ctx, "hs_msg", |f| f.msg.clone(), (vp.0, kind), true);
         if let Some(live) = self.live.as_mut() {
             live.store.data_mut().params = None;
         }
@@ -493,7 +496,7 @@ impl Policy for WasmPolicy {
             );
             return;
         }
-        self.act(ctx, "hs_timer", |f| f.timer, ());
+        self.act(ctx, "hs_timer", |f| f.timer.clone(), ());
     }
 
     fn unload_on_fault(&self) -> bool {
