@@ -373,7 +373,13 @@ impl Policy for WasmPolicy {
         let host = live.store.data_mut();
         mark(&mut host.known, vp, CHILD, true);
         host.params = Some(params.clone());
-        let r = self.call(ctx, "hs_register_vp", |f| Some(f.register_vp.clone()), vp.0, true);
+        let r = self.call(
+            ctx,
+            "hs_register_vp",
+            |f| Some(f.register_vp.clone()),
+            vp.0,
+            true,
+        );
         if let Some(live) = self.live.as_mut() {
             live.store.data_mut().params = None;
         }
@@ -400,7 +406,12 @@ impl Policy for WasmPolicy {
     }
 
     fn unregister_vp(&mut self, ctx: &mut Ctx<'_>, vp: VpId) {
-        self.act(ctx, "hs_unregister_vp", |f| Some(f.unregister_vp.clone()), vp.0);
+        self.act(
+            ctx,
+            "hs_unregister_vp",
+            |f| Some(f.unregister_vp.clone()),
+            vp.0,
+        );
         if let Some(live) = self.live.as_mut() {
             mark(&mut live.store.data_mut().known, vp, CHILD, false);
         }
@@ -415,7 +426,12 @@ impl Policy for WasmPolicy {
     }
 
     fn grant(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, cpu: CpuId) {
-        self.act(ctx, "hs_grant", |f| Some(f.grant.clone()), (parent_vp.0, cpu.0));
+        self.act(
+            ctx,
+            "hs_grant",
+            |f| Some(f.grant.clone()),
+            (parent_vp.0, cpu.0),
+        );
     }
 
     fn revoke(&mut self, ctx: &mut Ctx<'_>, parent_vp: VpId, reason: RevokeReason) {
@@ -424,7 +440,12 @@ impl Policy for WasmPolicy {
             RevokeReason::BudgetExhausted => 1,
             RevokeReason::Infrastructure => 2,
         };
-        self.act(ctx, "hs_revoke", |f| Some(f.revoke.clone()), (parent_vp.0, code));
+        self.act(
+            ctx,
+            "hs_revoke",
+            |f| Some(f.revoke.clone()),
+            (parent_vp.0, code),
+        );
     }
 
     fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
