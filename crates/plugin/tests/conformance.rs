@@ -60,31 +60,9 @@ fn random_hierarchies_of_plugins_never_violate_the_protocol_or_fault() {
     let Some(policies) = plugins() else { return };
     assert!(!policies.is_empty(), "no plug-in selected");
     let names: Vec<_> = policies.iter().map(|p| p.name).collect();
-    if let Ok(seed) = std::env::var("HSCHED_SEED") {
-        let seed: u64 = seed.parse().expect("HSCHED_SEED is a number");
-        if let Err(e) = run(seed, &policies, 400) {
-            panic!("seed {seed} failed with plug-ins {names:?}: {e}");
-        }
-        return;
-    }
-    let seeds: u64 = std::env::var("HSCHED_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1500);
-    let mut failures = Vec::new();
-    for seed in 0..seeds {
-        if let Err(e) = run(seed, &policies, 300) {
-            failures.push(format!(
-                "seed {seed}: {e}\n  repro: HSCHED_SEED={seed} cargo test -p hsched-plugin --test conformance"
-            ));
-            if failures.len() >= 5 {
-                break;
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "plug-ins {names:?}\n{}",
-        failures.join("\n")
+    protocol::run_seeds(
+        &format!("plug-ins {names:?}"),
+        "cargo test -p hsched-plugin --test conformance",
+        |seed, steps| run(seed, &policies, steps),
     );
 }

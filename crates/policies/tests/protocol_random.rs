@@ -48,31 +48,9 @@ fn random_hierarchies_never_violate_the_protocol() {
     let policies = usable();
     assert!(!policies.is_empty(), "no policy builds");
     let names: Vec<_> = policies.iter().map(|p| p.name).collect();
-    if let Ok(seed) = std::env::var("HSCHED_SEED") {
-        let seed: u64 = seed.parse().expect("HSCHED_SEED is a number");
-        if let Err(e) = run_seed(seed, &policies, 400) {
-            panic!("seed {seed} failed with policies {names:?}: {e}");
-        }
-        return;
-    }
-    let seeds: u64 = std::env::var("HSCHED_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1500);
-    let mut failures = Vec::new();
-    for seed in 0..seeds {
-        if let Err(e) = run_seed(seed, &policies, 300) {
-            failures.push(format!(
-                "seed {seed}: {e}\n  repro: HSCHED_SEED={seed} cargo test -p hsched-policies --test protocol_random"
-            ));
-            if failures.len() >= 5 {
-                break;
-            }
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "policies {names:?}\n{}",
-        failures.join("\n")
+    protocol::run_seeds(
+        &format!("policies {names:?}"),
+        "cargo test -p hsched-policies --test protocol_random",
+        |seed, steps| run_seed(seed, &policies, steps),
     );
 }

@@ -285,3 +285,32 @@ pub fn run_seed(seed: u64, policies: &[&'static PolicyInfo], steps: usize) -> Re
     }
     result
 }
+
+/// Runs `run` over seeds 0..`HSCHED_SEEDS` (default 1 500) at 300 steps,
+/// or over the one seed `HSCHED_SEED` at 400, and panics with up to five
+/// failures, each with the command (`repro`) that reruns it.
+pub fn run_seeds(what: &str, repro: &str, run: impl Fn(u64, usize) -> Result<(), String>) {
+    if let Ok(seed) = std::env::var("HSCHED_SEED") {
+        let seed: u64 = seed.parse().expect("HSCHED_SEED is a number");
+        if let Err(e) = run(seed, 400) {
+            panic!("seed {seed} failed with {what}: {e}");
+        }
+        return;
+    }
+    let seeds: u64 = std::env::var("HSCHED_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1500);
+    let mut failures = Vec::new();
+    for seed in 0..seeds {
+        if let Err(e) = run(seed, 300) {
+            failures.push(format!(
+                "seed {seed}: {e}\n  repro: HSCHED_SEED={seed} {repro}"
+            ));
+            if failures.len() >= 5 {
+                break;
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{what}\n{}", failures.join("\n"));
+}
