@@ -51,6 +51,17 @@ pub struct Unloaded {
     pub fallback: String,
 }
 
+/// One failed instance and what [`crate::Hsi::unload_faulted`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unloading {
+    /// The fault.
+    pub fault: Fault,
+    /// The failed instance's policy name.
+    pub policy: String,
+    /// What unloading did, or why the instance stays.
+    pub result: Result<Unloaded, UnloadError>,
+}
+
 /// Why [`crate::Hsi::unload`] could not unload an instance.
 #[derive(Clone, Debug, PartialEq)]
 pub enum UnloadError {
@@ -87,3 +98,67 @@ impl fmt::Display for UnloadError {
     }
 }
 impl std::error::Error for UnloadError {}
+
+/// What [`crate::Hsi::replace`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Replaced {
+    /// Threads moved to the new policy, in the order moved.
+    pub moved: Vec<ThreadId>,
+    /// Threads the new policy refused with their parameters and took
+    /// without them (its defaults), with the refusal.
+    pub reset: Vec<(ThreadId, String)>,
+}
+
+/// Why [`crate::Hsi::replace`] left an instance as it was.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplaceError {
+    /// The instance is not live.
+    Dead(InstanceId),
+    /// The instance holds processors directly (a root): the new policy
+    /// could not be registered beside it.
+    Root {
+        /// The instance.
+        name: String,
+    },
+    /// The instance schedules other schedulers, which cannot change
+    /// parents; only a scheduler of threads is replaced in place.
+    Schedulers {
+        /// The instance.
+        name: String,
+        /// Its child schedulers.
+        children: Vec<String>,
+    },
+    /// The new policy could not be placed under the instance's parents.
+    Create(String),
+    /// The new policy refused a thread even without parameters; every
+    /// thread went back and the new instance was destroyed.
+    Refused {
+        /// The thread's name.
+        thread: String,
+        /// The new policy's refusal.
+        error: String,
+    },
+}
+
+impl fmt::Display for ReplaceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplaceError::Dead(i) => write!(f, "instance {i:?} is not live"),
+            ReplaceError::Root { name } => write!(
+                f,
+                "'{name}' holds processors directly (a root scheduler): only a scheduler with parent schedulers can be replaced while it runs"
+            ),
+            ReplaceError::Schedulers { name, children } => write!(
+                f,
+                "'{name}' schedules other schedulers ({}), which cannot change parents: only a scheduler of threads can be replaced",
+                children.join(", ")
+            ),
+            ReplaceError::Create(e) => write!(f, "the new policy cannot take its place: {e}"),
+            ReplaceError::Refused { thread, error } => write!(
+                f,
+                "the new policy refused thread '{thread}' even without parameters ({error}); nothing changed"
+            ),
+        }
+    }
+}
+impl std::error::Error for ReplaceError {}

@@ -42,6 +42,7 @@ use crate::trace::{PolicyEvent, TraceEvent, TraceKind};
 use crate::violation::{HsiError, OpError, Rule, Violation};
 use std::collections::BTreeMap;
 
+mod replace;
 mod unload;
 
 /// Where a new instance attaches.
@@ -95,6 +96,9 @@ pub struct Hsi {
     names: BTreeMap<String, InstanceId>,
     default: Option<InstanceId>,
     checking: bool,
+    /// Failed instances that could not be unloaded: they stay, inert, and
+    /// their later faults (consequences) are not reported again.
+    stuck: Vec<InstanceId>,
 }
 
 impl std::fmt::Debug for Hsi {
@@ -118,6 +122,7 @@ impl Hsi {
             names: BTreeMap::new(),
             default: None,
             checking: cfg!(debug_assertions),
+            stuck: Vec::new(),
         }
     }
 

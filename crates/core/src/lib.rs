@@ -45,7 +45,7 @@ mod violation;
 
 pub use children::{Side, VpTable};
 pub use ctx::Ctx;
-pub use fault::{Fault, UnloadError, Unloaded};
+pub use fault::{Fault, ReplaceError, Replaced, UnloadError, Unloaded, Unloading};
 pub use hsi::{Hsi, ParentLink, ParentRef, VpInfo};
 pub use ids::{CpuId, InstanceId, Node, ThreadId, VpId};
 pub use params::{ParamError, ParamSpec, ParamValue, Params};

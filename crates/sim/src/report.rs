@@ -81,6 +81,37 @@ pub struct UnloadReport {
 }
 
 impl UnloadReport {
+    /// What [`hsched_core::Hsi::unload_faulted`] did for one failed
+    /// scheduler, with names for its threads.
+    pub fn new(hsi: &hsched_core::Hsi, u: &hsched_core::Unloading) -> UnloadReport {
+        let mut report = UnloadReport {
+            scheduler: u.fault.name.clone(),
+            policy: u.policy.clone(),
+            at_ns: u.fault.at.0,
+            what: u.fault.what.clone(),
+            fallback: None,
+            moved: Vec::new(),
+            reset: Vec::new(),
+            destroyed: Vec::new(),
+            error: None,
+        };
+        match &u.result {
+            Ok(done) => {
+                let name = |t| hsi.thread_name(t).to_string();
+                report.moved = done.moved.iter().map(|&t| name(t)).collect();
+                report.reset = done
+                    .reset
+                    .iter()
+                    .map(|(t, why)| format!("thread '{}' took its defaults: {why}", name(*t)))
+                    .collect();
+                report.destroyed = done.destroyed.clone();
+                report.fallback = Some(done.fallback.clone());
+            }
+            Err(e) => report.error = Some(e.to_string()),
+        }
+        report
+    }
+
     /// The report in one line, as the text report prints it.
     pub fn line(&self) -> String {
         let mut s = format!(

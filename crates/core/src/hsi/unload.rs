@@ -3,7 +3,7 @@
 //! fallback of sched_ext). See [`crate::fault`].
 
 use super::Hsi;
-use crate::fault::{Fault, UnloadError, Unloaded};
+use crate::fault::{Fault, UnloadError, Unloaded, Unloading};
 use crate::ids::{InstanceId, Node, ThreadId};
 use crate::params::Params;
 use crate::time::Instant;
@@ -29,6 +29,33 @@ impl Hsi {
             if live && !out.iter().any(|o| o.instance == f.instance) {
                 out.push(f);
             }
+        }
+        out
+    }
+
+    /// Unloads every instance whose policy failed since the last call
+    /// (the first fault of each), as the simulator and the live daemon do
+    /// after each input. An instance that could not be unloaded stays,
+    /// inert, and its later faults are not reported again.
+    pub fn unload_faulted(&mut self, now: Instant) -> Vec<Unloading> {
+        let mut out = Vec::new();
+        for fault in self.take_faults() {
+            if self.stuck.contains(&fault.instance) {
+                continue;
+            }
+            let policy = self
+                .instance_policy(fault.instance)
+                .map_or("", |p| p.policy_name())
+                .to_string();
+            let result = self.unload(now, fault.instance);
+            if result.is_err() {
+                self.stuck.push(fault.instance);
+            }
+            out.push(Unloading {
+                fault,
+                policy,
+                result,
+            });
         }
         out
     }
