@@ -45,8 +45,8 @@ use crate::gantt::Gantt;
 use crate::machine::{timer_fire_time, StealGen, NEVER};
 use crate::metrics::ThreadStats;
 use crate::report::{
-    CpuReport, EventCounts, MachineReport, PrincipalReport, QueueReport, Report, SchedulerReport,
-    ThreadReport, SCHEMA_VERSION,
+    CpuReport, EventCounts, JobRecord, MachineReport, PrincipalReport, QueueReport, Report,
+    SchedulerReport, ThreadReport, SCHEMA_VERSION,
 };
 use crate::rng::{stream_of, Rng};
 use crate::trace::{
@@ -217,6 +217,7 @@ pub(crate) struct Setup {
     pub gantt: Option<Gantt>,
     pub progress: Option<Box<dyn FnMut(f64)>>,
     pub stop: Option<Arc<AtomicBool>>,
+    pub job_records: bool,
 }
 
 pub(crate) struct Engine<'h> {
@@ -388,7 +389,10 @@ impl<'h> Engine<'h> {
                 created: None,
                 exited: None,
                 last_parent: None,
-                stats: ThreadStats::default(),
+                stats: ThreadStats {
+                    log: setup.job_records.then(Box::default),
+                    ..ThreadStats::default()
+                },
             });
         }
         let mut names: Vec<(String, u32)> = specs
@@ -1673,7 +1677,30 @@ impl<'h> Engine<'h> {
             requests: Vec::new(),
             unloaded: self.unloads.reports.clone(),
             interrupted: self.interrupted,
+            jobs: self.job_records(),
         }
+    }
+}
+
+impl Engine<'_> {
+    /// Every thread's per-job records, in file order (empty when they are
+    /// not kept).
+    fn job_records(&self) -> Vec<JobRecord> {
+        let n = (self.threads.iter())
+            .filter_map(|t| t.stats.log.as_ref())
+            .map(|l| l.rows.len())
+            .sum();
+        let mut jobs = Vec::with_capacity(n);
+        for th in &self.threads {
+            let Some(log) = th.stats.log.as_ref() else {
+                continue;
+            };
+            let name: Arc<str> = Arc::from(th.name.as_str());
+            for (k, row) in log.rows.iter().enumerate() {
+                jobs.push(JobRecord::new(&name, k as u64, row));
+            }
+        }
+        jobs
     }
 }
 
@@ -1935,6 +1962,7 @@ workload = { kind = "cpu-bound" }
             gantt: None,
             progress: None,
             stop: None,
+            job_records: false,
         };
         let mut e = Engine::new(&h, policies, hsi, h.threads.clone(), setup).unwrap();
         if let Some(l) = limit {

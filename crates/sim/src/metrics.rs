@@ -3,7 +3,8 @@
 //! power of two: relative error under 1/32), so percentiles cost at most
 //! 7.5 KiB per distribution however long the run, and 128 bytes per power
 //! of two the samples span in practice. docs/metrics.md defines every
-//! figure.
+//! figure. Only the per-job records ([`JobLog`]), kept when asked, grow
+//! with the run.
 
 use serde::Serialize;
 
@@ -383,6 +384,33 @@ pub struct ThreadStats {
     pub switch_ins: u64,
     /// Times taken off a processor while still runnable.
     pub preemptions: u64,
+    /// Per-job records, kept only when asked ([`crate::SimOptions::job_records`]).
+    pub log: Option<Box<JobLog>>,
+}
+
+/// One job with a release and an absolute deadline, as the run saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobRow {
+    /// When it was released.
+    pub release: u64,
+    /// Its absolute deadline.
+    pub deadline: u64,
+    /// When it finished; `None` when it did not (abandoned at its
+    /// deadline, or unfinished when the run or the thread ended).
+    pub completion: Option<u64>,
+    /// Whether it missed its deadline.
+    pub missed: bool,
+}
+
+/// A thread's per-job records: one row per job with a deadline, in
+/// release order, and the release times of a periodic thread's jobs that
+/// are released and not finished (its backlog).
+#[derive(Clone, Debug, Default)]
+pub struct JobLog {
+    /// The rows so far.
+    pub rows: Vec<JobRow>,
+    /// Release times of the backlog, oldest first.
+    pub pending: std::collections::VecDeque<u64>,
 }
 
 impl ThreadStats {

@@ -4,6 +4,7 @@
 use crate::metrics::Dist;
 use serde::Serialize;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// Version of the JSON schema; bumped when a field changes meaning or is
 /// removed (adding fields does not bump it).
@@ -51,6 +52,67 @@ pub struct Report {
     /// [`SimOptions::stop`]: crate::SimOptions::stop
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Per-job records, kept only when asked
+    /// ([`SimOptions::job_records`]; empty otherwise): one row per job
+    /// with a release and an absolute deadline (periodic, sporadic and
+    /// video threads, and rt-app programs with `timer` steps), threads in
+    /// file order, each thread's jobs in release order. A job released and
+    /// not finished by the end of the run (or of its thread) is a row
+    /// without completion, missed when its deadline passed before the end;
+    /// so a thread's rows with `missed` add up to its `deadline_misses`.
+    /// Written to the JSON only when there are some.
+    ///
+    /// [`SimOptions::job_records`]: crate::SimOptions::job_records
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<JobRecord>,
+}
+
+/// One job of one thread ([`Report::jobs`]; docs/metrics.md, "Per-job
+/// records").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JobRecord {
+    /// The thread's name.
+    #[serde(serialize_with = "name_str")]
+    pub thread: Arc<str>,
+    /// The job's number in its thread, from 0, in release order.
+    pub job: u64,
+    /// When it was released (for a periodic thread, its nominal release
+    /// plus the jitter drawn for it).
+    pub release_ns: u64,
+    /// Its absolute deadline.
+    pub deadline_ns: u64,
+    /// When it finished, `null` when it did not: abandoned at its deadline
+    /// (a video frame in `skip` mode) or unfinished at the end.
+    pub completion_ns: Option<u64>,
+    /// `completion_ns − release_ns`.
+    pub response_ns: Option<u64>,
+    /// `completion_ns − deadline_ns` (negative: early).
+    pub lateness_ns: Option<i64>,
+    /// Finished after its deadline, abandoned at it, or unfinished with
+    /// its deadline before the end.
+    pub missed: bool,
+}
+
+impl JobRecord {
+    /// The record of `row`, the job numbered `job` of `thread`.
+    pub(crate) fn new(thread: &Arc<str>, job: u64, row: &crate::metrics::JobRow) -> JobRecord {
+        JobRecord {
+            thread: Arc::clone(thread),
+            job,
+            release_ns: row.release,
+            deadline_ns: row.deadline,
+            completion_ns: row.completion,
+            response_ns: row.completion.map(|c| c.saturating_sub(row.release)),
+            lateness_ns: row.completion.map(|c| {
+                (c as i128 - row.deadline as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64
+            }),
+            missed: row.missed,
+        }
+    }
+}
+
+fn name_str<S: serde::Serializer>(name: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(name)
 }
 
 /// A scheduler whose policy failed, and what became of it and its threads.

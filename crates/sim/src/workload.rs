@@ -21,7 +21,7 @@
 //! seen before the block that follows it). A message the scheduler refuses
 //! (a policy that does not understand it) is counted, not fatal.
 
-use crate::metrics::ThreadStats;
+use crate::metrics::{JobLog, JobRow, ThreadStats};
 use crate::player::PlayerWorkload;
 use crate::rng::{to_u64, Rng};
 use hsched_config::{
@@ -193,6 +193,34 @@ impl WCtx<'_> {
         self.stats.job_with_deadline(l);
         if l > 0 {
             self.missed += 1;
+        }
+    }
+
+    /// [`job_with_deadline`](Self::job_with_deadline) for a job released
+    /// at `release`, with its per-job record when they are kept.
+    #[inline]
+    pub(crate) fn job_done(&mut self, release: u64, deadline: u64) {
+        self.job_with_deadline(deadline);
+        if let Some(log) = self.stats.log.as_deref_mut() {
+            log.rows.push(JobRow {
+                release,
+                deadline,
+                completion: Some(self.now),
+                missed: self.now > deadline,
+            });
+        }
+    }
+
+    /// Records a job abandoned at its deadline (a missed job with no
+    /// completion), when per-job records are kept.
+    fn job_dropped(&mut self, release: u64, deadline: u64) {
+        if let Some(log) = self.stats.log.as_deref_mut() {
+            log.rows.push(JobRow {
+                release,
+                deadline,
+                completion: None,
+                missed: true,
+            });
         }
     }
 }
@@ -565,7 +593,7 @@ impl Prog {
                         absolute,
                         cx.now,
                     );
-                    cx.job_with_deadline(t.expiry);
+                    cx.job_done(self.timer_base.unwrap_or(self.origin), t.expiry);
                     self.timer_base = Some(t.base);
                     if t.wait {
                         cx.arm(t.expiry);
@@ -813,7 +841,12 @@ impl Workload {
                     .saturating_add(done.saturating_mul(*period))
                     .saturating_add(*deadline);
                 *done += 1;
-                cx.job_with_deadline(due);
+                if let Some(log) = cx.stats.log.as_deref_mut() {
+                    let release = log.pending.pop_front().unwrap_or(due);
+                    cx.job_done(release, due);
+                } else {
+                    cx.job_with_deadline(due);
+                }
                 if *done < *released {
                     Next::Run(*exec)
                 } else {
@@ -829,7 +862,7 @@ impl Workload {
                 current_deadline,
             } => {
                 *done += 1;
-                cx.job_with_deadline(*current_deadline);
+                cx.job_done(releases.due.last, *current_deadline);
                 if *done < *released {
                     *current_deadline = releases.due.next().saturating_add(*deadline);
                     Next::Run(*exec)
@@ -849,7 +882,7 @@ impl Workload {
                 Next::Block
             }
             Workload::Video(v) => {
-                cx.job_with_deadline(v.deadline);
+                cx.job_done(v.deadline.saturating_sub(v.period), v.deadline);
                 v.busy = false;
                 if now <= v.deadline {
                     // On time: sleep until the next period begins.
@@ -910,6 +943,9 @@ impl Workload {
             } => {
                 let idle = *done == *released;
                 *released += 1;
+                if let Some(log) = cx.stats.log.as_deref_mut() {
+                    log.pending.push_back(now);
+                }
                 let nominal = origin.saturating_add(released.saturating_mul(*period));
                 let j = cx.rng.between(0, *jitter);
                 cx.arm(nominal.saturating_add(j));
@@ -955,6 +991,7 @@ impl Workload {
                     cx.stats.misses += 1;
                     cx.stats.dropped += 1;
                     cx.missed += 1;
+                    cx.job_dropped(v.deadline.saturating_sub(v.period), v.deadline);
                 }
                 v.begin(cx)
             }
@@ -984,7 +1021,14 @@ impl Workload {
     /// unfinished then whose deadline has passed is a miss (a starved
     /// thread must not look punctual). It has no finish time, so no
     /// lateness sample.
+    ///
+    /// With per-job records, each job released and not finished by `end`
+    /// gets its row then: no completion, missed when its deadline is
+    /// before `end` (the jobs the count above adds).
     pub fn finish(&mut self, end: u64, stats: &mut ThreadStats) {
+        if let Some(log) = stats.log.as_deref_mut() {
+            self.log_unfinished(end, log);
+        }
         stats.misses += match self {
             Workload::Renderer { miss_gap, last, .. } if end > *last => {
                 (end - *last - 1) / *miss_gap
@@ -1028,6 +1072,64 @@ impl Workload {
             Workload::Program(p) => u64::from(p.pending_deadline().is_some_and(|d| d < end)),
             _ => 0,
         };
+    }
+}
+
+impl Workload {
+    /// The rows of the jobs released and not finished at `end`, in
+    /// release order (see [`Workload::finish`]).
+    fn log_unfinished(&self, end: u64, log: &mut JobLog) {
+        let pending = std::mem::take(&mut log.pending);
+        // A job released at `end` or later (a program waiting for its
+        // next period) is not one of the run's.
+        let mut row = |release: u64, deadline: u64| {
+            if release < end {
+                log.rows.push(JobRow {
+                    release,
+                    deadline,
+                    completion: None,
+                    missed: deadline < end,
+                });
+            }
+        };
+        match self {
+            Workload::Periodic {
+                period,
+                deadline,
+                origin,
+                done,
+                ..
+            } => {
+                for (k, release) in (*done..).zip(pending) {
+                    let due = origin
+                        .saturating_add(k.saturating_mul(*period))
+                        .saturating_add(*deadline);
+                    row(release, due);
+                }
+            }
+            Workload::Sporadic {
+                deadline,
+                releases,
+                released,
+                done,
+                current_deadline,
+                ..
+            } if *done < *released => {
+                row(releases.due.last, *current_deadline);
+                let mut due = releases.due.clone();
+                for _ in *done + 1..*released {
+                    let a = due.next();
+                    row(a, a.saturating_add(*deadline));
+                }
+            }
+            Workload::Video(v) if v.busy => row(v.deadline.saturating_sub(v.period), v.deadline),
+            Workload::Program(p) => {
+                if let Some(d) = p.pending_deadline() {
+                    row(p.timer_base.unwrap_or(p.origin), d);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
