@@ -4,6 +4,9 @@
 //! (docs/metrics.md) with each distribution spread into one column per
 //! statistic (`lateness_ns` becomes `lateness_count`, `lateness_min_ns`,
 //! ..., `lateness_p999_ns`), as the Python package's data frames name them.
+//! With `--job-records`, also `jobs.csv`: one row per job with a deadline
+//! ([`hsched_sim::JobRecord`]), a job that did not finish leaving its
+//! completion, response and lateness cells empty.
 
 use hsched_sim::Report;
 use serde_json::Value;
@@ -32,6 +35,34 @@ pub fn schedulers(report: &Report) -> String {
             .iter()
             .map(|s| serde_json::to_string(s).unwrap_or_default()),
     )
+}
+
+/// The columns of `jobs.csv`, the fields of [`hsched_sim::JobRecord`].
+pub const JOB_COLUMNS: &str =
+    "thread,job,release_ns,deadline_ns,completion_ns,response_ns,lateness_ns,missed";
+
+/// `jobs.csv`: the header, then one row per job (none when the report
+/// kept no records).
+pub fn jobs(report: &Report) -> String {
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    let mut out = String::with_capacity(64 * (report.jobs.len() + 1));
+    out.push_str(JOB_COLUMNS);
+    out.push('\n');
+    for j in &report.jobs {
+        let cells = [
+            quote(&j.thread),
+            j.job.to_string(),
+            j.release_ns.to_string(),
+            j.deadline_ns.to_string(),
+            opt(j.completion_ns.map(|v| v.to_string())),
+            opt(j.response_ns.map(|v| v.to_string())),
+            opt(j.lateness_ns.map(|v| v.to_string())),
+            j.missed.to_string(),
+        ];
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
 }
 
 /// One row per object (its JSON text); the columns are the first row's

@@ -38,6 +38,11 @@ stops hsched at once (status 130; 143 for SIGTERM).
 its rt-app file, --workload) or the other output, and `-`: standard
 output carries the report (`./-` names a file called `-`).
 
+--job-records keeps one row per job with a deadline: DIR/jobs.csv with
+--csv DIR, the report's `jobs` array with --json (docs/metrics.md,
+\"Per-job records\"). A job unfinished at the end has no completion, and
+is missed when its deadline passed.
+
 --runs N runs the file with N consecutive seeds on every processor (or
 --jobs of them at once) and reports each thread's spread over them
 (docs/metrics.md, \"Several seeds\").";
@@ -49,6 +54,7 @@ Examples:
   hsched sim examples/home-computer.toml --duration 30s --seed 7
   hsched sim examples/overview.toml --json > report.json
   hsched sim examples/home-computer.toml --csv tables   # tables/threads.csv, tables/schedulers.csv
+  hsched sim examples/home-computer.toml --csv tables --job-records   # and tables/jobs.csv
   hsched sim examples/walkthrough.toml --trace walkthrough.json   # open at ui.perfetto.dev
   hsched sim examples/hard-firm-soft.toml --gantt hfs.svg --window 1.9s..2.2s
   hsched sim examples/hard-firm-soft.toml --gantt hfs.svg --gantt-color thread
@@ -100,9 +106,17 @@ pub struct Args {
     #[arg(long, value_name = "A..B", value_parser = parse_window, allow_hyphen_values = true)]
     pub window: Option<(Duration, Duration)>,
     /// Also write the per-thread and per-scheduler tables as CSV files,
-    /// DIR/threads.csv and DIR/schedulers.csv (DIR is created)
+    /// DIR/threads.csv and DIR/schedulers.csv (DIR is created), and
+    /// DIR/jobs.csv with --job-records
     #[arg(long, value_name = "DIR", conflicts_with = "runs")]
     pub csv: Option<PathBuf>,
+    /// Keep a record of every job with a deadline (release, deadline,
+    /// completion, response time, lateness, missed): written to
+    /// DIR/jobs.csv with --csv, and as the report's `jobs` array with
+    /// --json. Off by default: the records grow with the run, the rest of
+    /// the report does not
+    #[arg(long, conflicts_with = "runs")]
+    pub job_records: bool,
     /// Check the HLS protocol after every event (slower); a violation stops
     /// the run with a replay command
     #[arg(long)]
@@ -185,6 +199,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
+    if args.job_records && args.csv.is_none() && !args.json {
+        return Err(input_error(
+            "error: --job-records adds the per-job records to what --csv and --json write, and neither was given\n  = hint: add --csv DIR (for DIR/jobs.csv) or --json".to_string(),
+        ));
+    }
+
     if let Some(note) = h.unreached_note(duration) {
         diag!("{note}");
     }
@@ -203,6 +223,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         check_protocol: args.check_protocol,
         source: Some(source),
         stop: Some(stop),
+        job_records: args.job_records,
         ..SimOptions::default()
     };
     if let Some(path) = &args.trace {
@@ -236,7 +257,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     };
 
     if let Some(dir) = &args.csv {
-        write_csv(dir, &report)?;
+        write_csv(dir, &report, args.job_records)?;
     }
     let mut out = crate::output::report();
     if args.json {
@@ -371,9 +392,9 @@ fn run_batch(
     Ok(Outcome::Status(EXIT_INTERRUPTED.into()))
 }
 
-/// `--csv DIR`: the report's tables (crate::csv), a bad directory being an
-/// input error.
-fn write_csv(dir: &Path, report: &hsched_sim::Report) -> anyhow::Result<()> {
+/// `--csv DIR`: the report's tables (crate::csv), with `jobs.csv` when
+/// `jobs`, a bad directory being an input error.
+fn write_csv(dir: &Path, report: &hsched_sim::Report, jobs: bool) -> anyhow::Result<()> {
     let failed = |what: &Path, e: std::io::Error| {
         input_error(format!(
             "error: --csv: cannot write `{}`: {e}",
@@ -384,7 +405,10 @@ fn write_csv(dir: &Path, report: &hsched_sim::Report) -> anyhow::Result<()> {
     for (name, text) in [
         ("threads.csv", crate::csv::threads(report)),
         ("schedulers.csv", crate::csv::schedulers(report)),
-    ] {
+    ]
+    .into_iter()
+    .chain(jobs.then(|| ("jobs.csv", crate::csv::jobs(report))))
+    {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|e| failed(&path, e))?;
     }
