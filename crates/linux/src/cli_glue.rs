@@ -477,6 +477,22 @@ pub fn render_tree(v: &Value) -> String {
     s
 }
 
+/// Makes the plug-in files a request names (`path`, and a `policy` that
+/// is a `.wasm` file) absolute: the daemon does not run in this directory.
+fn absolute_plugin_paths(fields: &mut serde_json::Value) {
+    for key in ["path", "policy"] {
+        let Some(v) = fields.get_mut(key) else {
+            continue;
+        };
+        let Some(p) = v.as_str().filter(|p| hsched_plugin::is_plugin_name(p)) else {
+            continue;
+        };
+        if let Ok(abs) = std::path::absolute(p) {
+            *v = serde_json::Value::String(abs.display().to_string());
+        }
+    }
+}
+
 /// `hsched ctl`: returns the process exit code.
 pub fn ctl_main(args: &[String]) -> i32 {
     let mut socket = PathBuf::from(DEFAULT_SOCKET);
@@ -509,13 +525,14 @@ pub fn ctl_main(args: &[String]) -> i32 {
         );
         return 2;
     }
-    let fields = match ctl_fields(pairs) {
+    let mut fields = match ctl_fields(pairs) {
         Ok(f) => f,
         Err(e) => {
             crate::diag!("hsched ctl: {e}\n{CTL_USAGE}");
             return 2;
         }
     };
+    absolute_plugin_paths(&mut fields);
     let mut c = match Client::connect(&socket) {
         Ok(c) => c,
         Err(e) => {

@@ -177,7 +177,7 @@ pub struct Fail {
     pub message: String,
 }
 
-fn fail(code: &'static str, message: impl Into<String>) -> Fail {
+pub(crate) fn fail(code: &'static str, message: impl Into<String>) -> Fail {
     Fail {
         code,
         message: message.into(),
@@ -235,7 +235,7 @@ pub fn params_to_json(p: &Params) -> Value {
     Value::Object(m)
 }
 
-fn str_arg<'a>(req: &'a Value, key: &str) -> Result<&'a str, Fail> {
+pub(crate) fn str_arg<'a>(req: &'a Value, key: &str) -> Result<&'a str, Fail> {
     req.get(key)
         .and_then(Value::as_str)
         .ok_or_else(|| fail("bad-request", format!("`{key}` (a string) is required")))
@@ -255,6 +255,9 @@ pub const OPERATIONS: &[&str] = &[
     "set-default",
     "attach",
     "detach",
+    "load",
+    "unload",
+    "replace",
     "request",
     "release",
     "requests",
@@ -608,7 +611,7 @@ impl Daemon {
             "create" => {
                 Self::privileged(peer, op)?;
                 let name = str_arg(req, "name")?.to_string();
-                let policy = str_arg(req, "policy")?.to_string();
+                let policy = self.policy_named(str_arg(req, "policy")?)?;
                 let mut parents = Vec::new();
                 if let Some(ps) = req.get("parents") {
                     let arr = ps
@@ -759,6 +762,18 @@ impl Daemon {
                 }
             }
             "attach" => self.attach(req, peer),
+            "load" => {
+                Self::privileged(peer, op)?;
+                self.ctl_load(req)
+            }
+            "unload" => {
+                Self::privileged(peer, op)?;
+                self.ctl_unload(req, now)
+            }
+            "replace" => {
+                Self::privileged(peer, op)?;
+                self.ctl_replace(req, now)
+            }
             "request" => self.rm_request(req, peer),
             "release" => self.rm_release(req, peer),
             "requests" => self.rm_list(peer),
@@ -808,6 +823,9 @@ impl Daemon {
         if let Err(e) = self.hsi.check_protocol() {
             self.protocol_error(e);
         }
+        // A plug-in may fail in the request's own hooks: unload it now,
+        // not at the next pump.
+        self.unload_failed();
         r
     }
 

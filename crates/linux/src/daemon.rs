@@ -1141,6 +1141,7 @@ impl Daemon {
         if let Err(e) = self.hsi.fire_timers(self.inst(now)) {
             self.protocol_error(e);
         }
+        self.unload_failed();
         self.enforce();
         crate::coop::reply(self);
         if !self.pending_rmdir.is_empty() {

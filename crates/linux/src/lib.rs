@@ -50,6 +50,7 @@ pub mod enforce;
 pub mod ftrace;
 pub mod hierarchy;
 pub mod kernel;
+pub mod loadable;
 pub mod observe;
 pub mod out;
 pub mod probe;

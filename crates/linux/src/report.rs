@@ -47,6 +47,9 @@ pub struct LiveStats {
     pub ended_by: String,
     /// The programs of the file that could not be launched: name, why.
     pub launch_failures: Vec<(String, String)>,
+    /// Policies loaded, unloaded (by request, or because a plug-in
+    /// failed) and replaced during the run, in order.
+    pub policy_changes: Vec<crate::loadable::PolicyChange>,
     /// Where stolen time was measured (`off`, `procstat`, `trace`).
     pub stolen_source: String,
     /// Stolen time measured per managed CPU, ns.
@@ -350,6 +353,7 @@ impl Report {
         });
         // Apart: one more key inside the macro passes its recursion limit.
         v["live"]["rules"] = json!({"placed": st.rule_placed, "moved": st.rule_moves});
+        v["live"]["policy_changes"] = st.policy_changes.iter().map(|c| c.to_json()).collect();
         v["live"]["launch_failures"] = st
             .launch_failures
             .iter()
@@ -398,6 +402,14 @@ impl Report {
                 sc.name,
                 sc.policy,
                 sc.supply_ns as f64 / 1e6
+            );
+        }
+        for c in &self.stats.policy_changes {
+            let _ = writeln!(
+                s,
+                "policy change at {:.3} s: {}",
+                c.at_ns as f64 / 1e9,
+                c.line
             );
         }
         let l = &self.notification_latency;

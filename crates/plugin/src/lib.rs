@@ -28,7 +28,7 @@ pub use descriptor::{Descriptor, GuaranteeDecl, Param, ABI_VERSION};
 pub use load::{from_bytes, load, Limits, LoadError, Module};
 pub use policy::WasmPolicy;
 pub use registry::{
-    faults, is_plugin_name, load_named, module_named, policies_for, register, resolve,
+    faults, is_plugin_name, load_as, load_named, module_named, policies_for, register, resolve,
 };
 
 use hsched_core::Instant;

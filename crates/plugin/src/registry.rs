@@ -7,7 +7,7 @@
 //! load up to [`SLOTS`] distinct plug-in files.
 
 use crate::descriptor::{leak, Param};
-use crate::load::{load, Limits, LoadError, Module};
+use crate::load::{from_bytes, Limits, LoadError, Module};
 use crate::policy::WasmPolicy;
 use crate::{Fault, FaultLog};
 use hsched_core::{ParamSpec, Params, Policy, PolicyError};
@@ -25,7 +25,9 @@ struct Slot {
 }
 
 static TABLE: [OnceLock<Slot>; SLOTS] = [const { OnceLock::new() }; SLOTS];
-static BY_PATH: Mutex<Vec<(PathBuf, usize)>> = Mutex::new(Vec::new());
+/// Each loaded file by its canonical path and the fingerprint of its
+/// contents.
+static BY_PATH: Mutex<Vec<((PathBuf, u64), usize)>> = Mutex::new(Vec::new());
 /// The names each slot was registered under (a file may be named by
 /// several relative paths).
 static BY_NAME: Mutex<Vec<(String, usize)>> = Mutex::new(Vec::new());
@@ -131,7 +133,17 @@ fn specs(v: &[Param]) -> &'static [ParamSpec] {
 /// # Errors
 /// A [`LoadError`], or more distinct plug-ins than 32 (the slots of the registry).
 pub fn register(name: &str, path: &Path) -> Result<PolicyInfo, LoadError> {
-    let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let bytes = std::fs::read(path).map_err(|e| LoadError {
+        path: path.to_path_buf(),
+        message: format!("cannot be read: {e}"),
+    })?;
+    // A file is loaded again when its contents changed (a rebuilt
+    // plug-in loaded into a running daemon); the old version stays for
+    // the instances built from it.
+    let key = (
+        path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        fingerprint(&bytes),
+    );
     let mut by_path = BY_PATH.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(&(_, n)) = by_path.iter().find(|(p, _)| *p == key) {
         let slot = TABLE[n].get().expect("a registered slot");
@@ -145,10 +157,10 @@ pub fn register(name: &str, path: &Path) -> Result<PolicyInfo, LoadError> {
     if n == SLOTS {
         return Err(LoadError {
             path: path.to_path_buf(),
-            message: format!("one process loads at most {SLOTS} plug-in files"),
+            message: format!("one process loads at most {SLOTS} plug-in files (each changed version of a file counts)"),
         });
     }
-    let module = load(path, Limits::default())?;
+    let module = from_bytes(path, &bytes, Limits::default())?;
     let d = &module.descriptor;
     let info = PolicyInfo {
         summary: leak(&if d.summary.is_empty() {
@@ -177,11 +189,22 @@ pub fn register(name: &str, path: &Path) -> Result<PolicyInfo, LoadError> {
     Ok(info)
 }
 
+/// A fingerprint of a module's bytes, to tell a rebuilt file from the one
+/// loaded before (not a security measure: the file is trusted as far as
+/// its sandbox).
+fn fingerprint(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
 fn remember(name: &str, n: usize) {
+    // Last is latest: a name loaded again from an older version of its
+    // file stands for that version from now on.
     let mut names = BY_NAME.lock().unwrap_or_else(|e| e.into_inner());
-    if !names.iter().any(|(m, k)| m == name && *k == n) {
-        names.push((name.to_string(), n));
-    }
+    names.retain(|(m, k)| !(m == name && *k == n));
+    names.push((name.to_string(), n));
 }
 
 /// The module a plug-in was registered from under `name` (the `policy`
@@ -213,6 +236,28 @@ pub fn load_named(path: Option<&Path>, text: &str) -> Result<(), LoadError> {
         })?;
     }
     Ok(())
+}
+
+/// Loads the plug-in at `path` into a running process under `name` (a
+/// daemon's `load`): a file loaded before under that name whose contents
+/// changed since takes the name over, and instances already built keep
+/// the version they run. Returns the registry entry, the module, and
+/// whether an earlier version gave the name way.
+///
+/// # Errors
+/// A [`LoadError`]; `name` is a built-in policy's.
+pub fn load_as(name: &str, path: &Path) -> Result<(PolicyInfo, Arc<Module>, bool), LoadError> {
+    let info = register(name, path)?;
+    let replaced =
+        hsched_policies::registry::install_replacing(info).map_err(|message| LoadError {
+            path: path.to_path_buf(),
+            message,
+        })?;
+    let module = module_named(name).ok_or_else(|| LoadError {
+        path: path.to_path_buf(),
+        message: "was loaded but is not in the registry".into(),
+    })?;
+    Ok((info, module, replaced))
 }
 
 /// [`load_named`], then the policies to parse and run the file with: the

@@ -200,6 +200,34 @@ pub fn install(info: PolicyInfo) -> Result<(), String> {
     Ok(())
 }
 
+/// [`install`], except that an entry of the same name that is not a
+/// built-in (an earlier version of a plug-in, loaded again into a running
+/// daemon) gives way to `info`. Instances built from the old entry keep
+/// running it. Returns whether an entry gave way.
+///
+/// # Errors
+/// `info.name` is the name of a built-in policy.
+pub fn install_replacing(info: PolicyInfo) -> Result<bool, String> {
+    if builtin().iter().any(|b| b.name == info.name) {
+        return Err(format!("`{}` is the name of a built-in policy", info.name));
+    }
+    let mut loaded = LOADED.write().unwrap_or_else(|e| e.into_inner());
+    let mut all = loaded.unwrap_or(builtin()).to_vec();
+    let replaced = match all.iter_mut().find(|p| p.name == info.name) {
+        Some(p) if std::ptr::fn_addr_eq(p.build, info.build) => return Ok(false),
+        Some(p) => {
+            *p = info;
+            true
+        }
+        None => {
+            all.push(info);
+            false
+        }
+    };
+    *loaded = Some(Box::leak(all.into_boxed_slice()));
+    Ok(replaced)
+}
+
 /// The policy named `name`.
 pub fn lookup(name: &str) -> Option<&'static PolicyInfo> {
     registry().iter().find(|p| p.name == name)

@@ -577,6 +577,10 @@ impl<'h> Compiler<'h> {
                 "a `join` maps only as a soft reservation: a `rez` parent, a best-effort parent and one thread child".into(),
                 USER.into(),
             ),
+            p if hsched_plugin::is_plugin_name(p) => (
+                format!("`{p}` is a WebAssembly plug-in, whose decisions only the daemon can make: mainline Linux cannot run a loaded policy (sched_ext could, and this kernel has none)"),
+                USER.into(),
+            ),
             p => (format!("no kernel mechanism enforces `{p}` exactly"), USER.into()),
         };
         self.refuse(Node::Scheduler(s.name.clone()), reason, instead);

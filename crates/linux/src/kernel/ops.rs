@@ -118,7 +118,7 @@ impl Kernel<'_> {
                 Ok(json!({}))
             }
             "create" | "destroy" | "set-default" | "set-share" | "request" | "release"
-            | "requests" => Err(fail(
+            | "requests" | "load" | "unload" | "replace" => Err(fail(
                 "unsupported",
                 format!("`{op}` changes the hierarchy or asks its resource manager, which only the daemon's HSI runs: this run enforces the compiled hierarchy with the kernel (--enforce kernel); use --enforce user for `{op}`"),
             )),
