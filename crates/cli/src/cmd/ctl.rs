@@ -20,6 +20,8 @@ Examples:
   hsched ctl show
   hsched ctl attach pid=4242 scheduler=TS
   hsched ctl begin-reservation thread=4242 scheduler=RES params.amount=10ms params.period=33ms
+  hsched ctl replace scheduler=TS policy=sdk/build/lottery.wasm
+  hsched ctl unload scheduler=TS
   hsched ctl --json show
   hsched ctl --socket /tmp/test.sock hello";
 
