@@ -110,7 +110,7 @@
 //! The earliest deadline of the other members (Fig 2.17) and the other
 //! members' best event (OUT) are kept in ordered sets too, and the runnable
 //! counts as counts. A queued child whose VP stopped being ready (a
-//! release not yet delivered, or a child revoked in this hook) is found
+//! release not yet delivered) is found
 //! among the children queued in this hook and the one it is about while no
 //! notification waits ([`Ctx::notifications_waiting`]); only with one
 //! waiting are all children looked at.
@@ -535,12 +535,19 @@ impl Coop {
     }
 
     /// The queued children whose VP is no longer ready, in table order.
+    ///
+    /// A queued child whose VP still runs is not among them: this hook
+    /// revoked it and queued it again (`reconsider`, `sync`), the
+    /// revocation is applied after the hook and leaves it ready, and the
+    /// avoid rule keeps it from being granted again in the meantime.
+    /// Dropping it would lose it for good when a later step of the same
+    /// hook looks for stale entries (two slices ending in one timer hook).
     fn stale(&self, ctx: &Ctx<'_>) -> Vec<VpId> {
         let is_stale = |vp: VpId| {
             self.children
                 .get(ctx, vp)
                 .is_some_and(|c| c.queued.is_some())
-                && ctx.vp_state(vp) != VpState::Ready
+                && ctx.vp_state(vp) == VpState::Waiting
         };
         let all = || -> Vec<VpId> {
             self.children

@@ -729,3 +729,25 @@ fn random_coop_poll_traffic_under_a_parent_keeps_the_protocol() {
         }
     }
 }
+
+/// Two slices that end at the same instant are re-decided in one timer
+/// hook: the child preempted on the first processor is queued again and
+/// must stay queued while the second processor is re-decided (its VP is
+/// still running until the hook's revocation is applied), or it is never
+/// dispatched again.
+#[test]
+fn two_slices_ending_in_one_timer_hook_keep_the_preempted_child_queued() {
+    let behs = [(Beh::Hog, 0), (Beh::Hog, 0), (Beh::Hog, 0)];
+    let mut w = World::new(2, Params::new(), &behs);
+    w.run(300 * MS);
+    // Three hogs on two processors: two thirds of 300 ms each.
+    for i in 0..3 {
+        let share = w.ts[i].cpu as f64 / (300 * MS) as f64;
+        assert!((0.6..=0.73).contains(&share), "hog {i}: {share}");
+    }
+    // No one blocked, so nobody may be policed or dropped.
+    assert!(w
+        .notes()
+        .iter()
+        .all(|(_, n)| !n.starts_with("coop: policed")));
+}
