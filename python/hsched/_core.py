@@ -175,6 +175,12 @@ class Analysis:
         return list(self.data["problems"])
 
 
+#: The columns of :attr:`SimResult.jobs`, as ``hsched sim --job-records``
+#: writes them to ``jobs.csv``.
+JOB_COLUMNS = ("thread", "job", "release_ns", "deadline_ns", "completion_ns",
+               "response_ns", "lateness_ns", "missed")
+
+
 @dataclass(frozen=True)
 class SimResult:
     """A simulation's report (docs/metrics.md defines every figure)."""
@@ -184,6 +190,8 @@ class SimResult:
     #: The trace and Gantt chart written, if asked.
     trace: Optional[str] = None
     gantt: Optional[str] = None
+    #: Whether the run kept per-job records (``sim(..., jobs=True)``).
+    job_records: bool = False
     _frames: Dict[str, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -212,6 +220,28 @@ class SimResult:
     def schedulers(self) -> pd.DataFrame:
         """One row per scheduler instance: the CPU time it received."""
         return self._frame("schedulers")
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        """One row per job with a deadline, when the run kept them
+        (``sim(..., jobs=True)``): ``thread``, ``job`` (from 0, in release
+        order), ``release_ns``, ``deadline_ns``, ``completion_ns``,
+        ``response_ns``, ``lateness_ns`` and ``missed``. A job that did not
+        finish has no completion, response or lateness (``<NA>``) and is
+        missed when its deadline passed before the end. Raises
+        ``ValueError`` when the run was not asked for them."""
+        if "jobs" not in self._frames:
+            if not self.job_records and "jobs" not in self.report:
+                raise ValueError("jobs: the run kept no per-job records; simulate with jobs=True")
+            rows = self.report.get("jobs", [])
+            frame = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+            for c in ("job", "release_ns", "deadline_ns"):
+                frame[c] = frame[c].astype("int64")
+            for c in ("completion_ns", "response_ns", "lateness_ns"):
+                frame[c] = frame[c].astype("Int64")
+            frame["missed"] = frame["missed"].astype(bool)
+            self._frames["jobs"] = frame
+        return self._frames["jobs"]
 
     @property
     def principals(self) -> pd.DataFrame:
@@ -313,6 +343,7 @@ class Hierarchy:
         gantt: Optional[PathLike] = None,
         window: Optional[Tuple[DurationLike, DurationLike]] = None,
         gantt_color: str = "cpu",
+        jobs: bool = False,
     ) -> SimResult:
         """Runs the hierarchy on the simulator, as ``hsched sim``.
 
@@ -321,6 +352,9 @@ class Hierarchy:
         with :func:`hsched.read_trace`), ``gantt`` an SVG Gantt chart of
         ``window`` (default: the first second), which also limits the trace;
         ``gantt_color="thread"`` colors its bars by thread, not processor.
+        ``jobs=True`` keeps a record of every job with a deadline, as the
+        data frame :attr:`SimResult.jobs` (and the report's ``jobs`` list);
+        off by default, as the records grow with the run.
         Raises :class:`SimulationError` when the run cannot finish."""
         d = _args.opt_duration_ns(duration, "duration")
         s = _args.seed(seed)
@@ -341,8 +375,9 @@ class Hierarchy:
         gc = _args.text(gantt_color, "gantt_color")
         if gc not in ("cpu", "thread"):
             raise ValueError(f"gantt_color: `{gc}` is not one of cpu, thread")
-        report = json.loads(self._h.sim(d, s, cp, tr, ga, win, gc))
-        return SimResult(report, trace=tr, gantt=ga)
+        jr = _args.boolean(jobs, "jobs")
+        report = json.loads(self._h.sim(d, s, cp, tr, ga, win, gc, jr))
+        return SimResult(report, trace=tr, gantt=ga, job_records=jr)
 
     def default_duration_ns(self) -> int:
         """The run length :meth:`sim` uses without a duration."""

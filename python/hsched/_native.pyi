@@ -35,6 +35,7 @@ class NativeHierarchy:
         gantt: Optional[str] = ...,
         window_ns: Optional[Tuple[int, int]] = ...,
         gantt_color: str = ...,
+        jobs: bool = ...,
     ) -> str: ...
     def default_duration_ns(self) -> int: ...
 

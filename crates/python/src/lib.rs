@@ -283,7 +283,8 @@ impl NativeHierarchy {
 
     /// Simulates the hierarchy; returns the report as JSON text
     /// (docs/metrics.md). The GIL is released while it runs.
-    #[pyo3(signature = (duration_ns=None, seed=None, check_protocol=false, trace=None, gantt=None, window_ns=None, gantt_color="cpu"))]
+    /// With `jobs`, the report carries its per-job records (`jobs`).
+    #[pyo3(signature = (duration_ns=None, seed=None, check_protocol=false, trace=None, gantt=None, window_ns=None, gantt_color="cpu", jobs=false))]
     // The keyword arguments of Python's `Hierarchy.sim`, one for one.
     #[allow(clippy::too_many_arguments)]
     fn sim(
@@ -296,6 +297,7 @@ impl NativeHierarchy {
         gantt: Option<String>,
         window_ns: Option<(u64, u64)>,
         gantt_color: &str,
+        jobs: bool,
     ) -> PyResult<String> {
         let color = match gantt_color {
             "cpu" => GanttColor::Cpu,
@@ -324,6 +326,7 @@ impl NativeHierarchy {
                 seed,
                 check_protocol,
                 source: Some(source),
+                job_records: jobs,
                 ..SimOptions::default()
             };
             if let Some(p) = &trace {

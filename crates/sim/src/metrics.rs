@@ -435,6 +435,13 @@ impl ThreadStats {
 mod tests {
     use super::*;
 
+    /// The size docs/metrics.md gives for a row kept during the run.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_job_row_takes_what_the_docs_say() {
+        assert_eq!(std::mem::size_of::<JobRow>(), 40);
+    }
+
     #[test]
     fn buckets_are_contiguous_and_tight() {
         let mut prev_hi = None;

@@ -389,3 +389,10 @@ fn records_are_off_by_default_and_in_the_json_when_asked() {
     );
     assert!(jobs[3]["completion_ns"].is_null());
 }
+
+/// The sizes docs/metrics.md gives for a record in the report.
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn a_record_takes_what_the_docs_say() {
+    assert_eq!(std::mem::size_of::<JobRecord>(), 96);
+}
