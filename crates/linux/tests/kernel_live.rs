@@ -355,6 +355,47 @@ fn a_program_the_kernel_backend_cannot_launch_fails_the_run() {
     assert!(hsched_cgroups().is_empty());
 }
 
+/// `run FILE --enforce kernel -- COMMAND` beside a built-in hog ran on
+/// after COMMAND exited, as the user backend once did: the run waits for
+/// the programs it launched, not for its built-in workloads.
+#[test]
+fn a_kernel_run_ends_with_its_programs_not_its_built_in_workloads() {
+    let Some(_g) = kernel_live() else { return };
+    let file = write_file(
+        "program-beside-a-hog.toml",
+        "default = \"ts\"\n[machine]\ncpus = 1\n[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n\
+         [[thread]]\nname = \"hog\"\nworkload = { kind = \"cpu-bound\" }\n",
+    );
+    let t0 = Instant::now();
+    let out = Command::new(bin())
+        .arg("run")
+        .arg(&file)
+        .args([
+            "--enforce",
+            "kernel",
+            "--no-socket",
+            "--json",
+            "--",
+            "sleep",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["live"]["ended_by"], "programs exited", "{r}");
+    let hog = r["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "hog")
+        .unwrap_or_else(|| panic!("no hog in {r}"));
+    assert!(hog["cpu_ns"].as_u64().unwrap() > 100_000_000, "{hog}");
+    assert!(hsched_cgroups().is_empty());
+}
+
 /// `hsched-live ctl --socket SOCK OP FIELDS...`: exit code, stdout, stderr.
 fn ctl(sock: &std::path::Path, op: &str, fields: &[&str]) -> (i32, String, String) {
     let out = Command::new(bin())

@@ -289,6 +289,22 @@ pub(super) struct Kernel<'a> {
 }
 
 impl Kernel<'_> {
+    /// Whether a run without a duration has nothing left to wait for. As
+    /// in the user backend, a run waits for the programs it launched (an
+    /// `exec`, the `-- COMMAND`) and those attached, not for the built-in
+    /// workloads beside them, which end with it; a run of built-in
+    /// workloads alone waits for them all.
+    fn programs_done(&self, launches: &[(u64, usize)]) -> bool {
+        let h = self.h;
+        let programs = h.threads.iter().any(|t| t.exec.is_some());
+        let waited =
+            |spec: Option<usize>| !programs || spec.is_none_or(|i| h.threads[i].exec.is_some());
+        let waited_programs = || self.programs.iter().filter(|p| waited(p.spec));
+        !launches.iter().any(|&(_, i)| waited(Some(i)))
+            && waited_programs().next().is_some()
+            && waited_programs().all(|p| p.exit_status.is_some())
+    }
+
     fn warn(&mut self, key: &str, msg: String) {
         if self.warned.insert(key.to_string()) {
             crate::diag!("hsched: warning: {msg}");
@@ -356,12 +372,7 @@ impl Kernel<'_> {
             if self.shutdown {
                 return Ok(());
             }
-            if self.end_at.is_none()
-                && !opts.until_stopped
-                && launches.is_empty()
-                && !self.programs.is_empty()
-                && self.programs.iter().all(|p| p.exit_status.is_some())
-            {
+            if self.end_at.is_none() && !opts.until_stopped && self.programs_done(&launches) {
                 self.stats.ended_by = "programs exited".into();
                 return Ok(());
             }
