@@ -69,23 +69,7 @@ fn sim_csv_writes_one_row_per_thread_and_scheduler() {
 /// t1 and finishes at 24: response 9 ms, lateness −6 ms. At 30 both
 /// release again; neither of those jobs finishes by 32, and neither is
 /// due by then.
-const RM: &str = r#"
-[[scheduler]]
-name = "fp"
-policy = "fp"
-
-[[thread]]
-name = "t1"
-scheduler = "fp"
-params = { priority = 2 }
-workload = { kind = "periodic", period = "10ms", exec = "3ms" }
-
-[[thread]]
-name = "t2"
-scheduler = "fp"
-params = { priority = 1 }
-workload = { kind = "periodic", period = "15ms", exec = "6ms" }
-"#;
+const RM: &str = include_str!("../../sim/tests/common/two_rm_tasks.toml");
 
 #[test]
 fn job_records_write_jobs_csv_with_the_schedule_by_hand() {

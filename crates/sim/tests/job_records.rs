@@ -50,23 +50,7 @@ fn rows(r: &Report, thread: &str) -> Vec<(u64, u64, u64, Option<u64>, bool)> {
 /// response 9 ms, lateness 24 − 30 = −6 ms. Both release again at 30:
 /// t1's fourth job (due at 40) runs and is unfinished at the end, t2's
 /// third (due at 45) waits; neither is missed.
-const RM: &str = r#"
-[[scheduler]]
-name = "fp"
-policy = "fp"
-
-[[thread]]
-name = "t1"
-scheduler = "fp"
-params = { priority = 2 }
-workload = { kind = "periodic", period = "10ms", exec = "3ms" }
-
-[[thread]]
-name = "t2"
-scheduler = "fp"
-params = { priority = 1 }
-workload = { kind = "periodic", period = "15ms", exec = "6ms" }
-"#;
+const RM: &str = include_str!("common/two_rm_tasks.toml");
 
 #[test]
 fn two_rate_monotonic_tasks_match_the_schedule_by_hand() {
