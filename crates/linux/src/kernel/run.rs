@@ -765,6 +765,17 @@ impl Kernel<'_> {
         let end = sys::now_ns();
         let duration = end.saturating_sub(self.epoch);
         self.sample();
+        // Built-in workloads still running are ended below, up to a second
+        // later: their CPU time is what their threads had used at the end,
+        // not what the kernel reports when they are reaped. (A launched
+        // program keeps the reaped figure, which counts its children.)
+        let h = self.h;
+        let running: Vec<usize> = (0..self.programs.len())
+            .filter(|&g| {
+                let p = &self.programs[g];
+                p.exit_status.is_none() && p.spec.is_some_and(|i| h.threads[i].exec.is_none())
+            })
+            .collect();
         for m in self.threads.values() {
             let base = self
                 .cg
@@ -796,6 +807,9 @@ impl Kernel<'_> {
             }
         }
         self.reap(sys::now_ns());
+        for g in running {
+            self.programs[g].cpu_ns = None;
+        }
         if let Some(w) = self.wd.take() {
             w.finish();
         }
