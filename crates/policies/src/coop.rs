@@ -110,10 +110,10 @@
 //! The earliest deadline of the other members (Fig 2.17) and the other
 //! members' best event (OUT) are kept in ordered sets too, and the runnable
 //! counts as counts. A queued child whose VP stopped being ready (a
-//! release not yet delivered) is found
-//! among the children queued in this hook and the one it is about while no
-//! notification waits ([`Ctx::notifications_waiting`]); only with one
-//! waiting are all children looked at.
+//! release not yet delivered) is found among the children queued in this
+//! hook and the one it is about while no notification waits
+//! ([`Ctx::notifications_waiting`]); only with one waiting are all
+//! children looked at.
 //!
 //! # Guarantees
 //! It accepts any guarantee and divides what it receives in fair shares,
