@@ -65,7 +65,8 @@ use hsched_core::{
     CpuId, Ctx, Instant, Msg, ParamError, ParamSpec, Params, Policy, PolicyError, RevokeReason,
     Side, VpId, VpState, VpTable,
 };
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, VecDeque};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -924,11 +925,22 @@ pub(crate) struct PrioSet<E> {
 /// and search nothing. A child that keeps an older position (preempted or
 /// revoked) usually goes back to the front of its priority; other positions
 /// are found by a binary search within the priority.
+///
+/// That shape suits a few priorities (`ts`'s, a hand-written `fp`'s). A
+/// rate-monotonic set of hundreds of tasks has a priority per task, so
+/// nearly every wake-up would insert a level: past [`MAX_LEVELS`]
+/// distinct priorities the queue holds its children in one ordered set by
+/// rank instead (`many`), O(log n) whatever the number of priorities, until
+/// it is cleared.
 #[derive(Debug, Default)]
 struct ReadyQueue {
     /// By priority, lowest first. A priority whose FIFO empties keeps it
-    /// (the same few priorities come back), up to [`MAX_LEVELS`].
+    /// (the same few priorities come back), up to [`MAX_LEVELS`]; empty
+    /// while `many` holds the children.
     levels: Vec<Level>,
+    /// The children by rank, lowest first, once more than [`MAX_LEVELS`]
+    /// priorities were seen since the last [`ReadyQueue::clear`].
+    many: Option<BTreeSet<(Key, u32)>>,
     /// Bit `k` set when `levels[k]`'s FIFO is not empty, so that the best
     /// child is found with one bit scan instead of a look at every empty
     /// priority above it (a boost's, a priority that ran dry). Only the
@@ -970,19 +982,29 @@ impl ReadyQueue {
         None
     }
 
-    /// The index in `levels` of `prio`'s FIFO, created if needed.
+    /// The index in `levels` of `prio`'s FIFO, created if needed; `None`
+    /// when the children are (now) in `many`.
     #[inline]
-    fn level(&mut self, prio: i64) -> usize {
+    fn level(&mut self, prio: i64) -> Option<usize> {
         match self.find(prio) {
-            Some(k) => k,
+            Some(k) => Some(k),
+            None if self.many.is_some() => None,
             None => self.add_level(prio),
         }
     }
 
+    /// Inserts `prio`'s FIFO; `None` when the queue moved to `many`
+    /// instead, because all [`MAX_LEVELS`] levels are taken.
     #[inline(never)]
-    fn add_level(&mut self, prio: i64) -> usize {
+    fn add_level(&mut self, prio: i64) -> Option<usize> {
         if self.levels.len() >= MAX_LEVELS {
-            self.levels.retain(|l| !l.fifo.is_empty());
+            let mut set = BTreeSet::new();
+            for l in self.levels.drain(..) {
+                set.extend(l.fifo.into_iter().map(|(s, i)| ((l.prio, Reverse(s)), i)));
+            }
+            self.many = Some(set);
+            self.nonempty = 0;
+            return None;
         }
         let k = self.levels.partition_point(|l| l.prio < prio);
         self.levels.insert(
@@ -997,11 +1019,12 @@ impl ReadyQueue {
         for (j, l) in self.levels.iter().enumerate() {
             self.nonempty |= level_bit(j) * !l.fifo.is_empty() as u64;
         }
-        k
+        Some(k)
     }
 
     /// Empties every FIFO.
     fn clear(&mut self) {
+        self.many = None;
         for l in &mut self.levels {
             l.fifo.clear();
         }
@@ -1011,7 +1034,9 @@ impl ReadyQueue {
     /// Adds child `i` with priority `prio` and queue position `seq`.
     #[inline(always)]
     fn push(&mut self, prio: i64, seq: u64, i: u32) {
-        let k = self.level(prio);
+        let Some(k) = self.level(prio) else {
+            return self.push_many(prio, seq, i);
+        };
         self.nonempty |= level_bit(k);
         let q = &mut self.levels[k].fifo;
         match (q.front(), q.back()) {
@@ -1025,11 +1050,24 @@ impl ReadyQueue {
         }
     }
 
+    /// [`ReadyQueue::push`] into `many`.
+    #[inline(never)]
+    fn push_many(&mut self, prio: i64, seq: u64, i: u32) {
+        if let Some(m) = &mut self.many {
+            let _new = m.insert(((prio, Reverse(seq)), i));
+            debug_assert!(_new, "queue out of step");
+        }
+    }
+
     /// Takes out child `i` with priority `prio` and queue position `seq`.
     #[inline(always)]
     fn remove(&mut self, prio: i64, seq: u64, i: u32) {
         let Some(k) = self.find(prio) else {
-            debug_assert!(false, "queue out of step");
+            let _taken = self
+                .many
+                .as_mut()
+                .is_some_and(|m| m.remove(&((prio, Reverse(seq)), i)));
+            debug_assert!(_taken, "queue out of step");
             return;
         };
         let q = &mut self.levels[k].fifo;
@@ -1051,6 +1089,11 @@ impl ReadyQueue {
     /// `to`.
     fn renumber(&mut self, prio: i64, seq: u64, from: u32, to: u32) {
         let Some(k) = self.find(prio) else {
+            if let Some(m) = &mut self.many {
+                if m.remove(&((prio, Reverse(seq)), from)) {
+                    m.insert(((prio, Reverse(seq)), to));
+                }
+            }
             return;
         };
         let q = &mut self.levels[k].fifo;
@@ -1084,6 +1127,9 @@ impl ReadyQueue {
     /// The best child: the front of the highest non-empty priority.
     #[inline]
     fn best(&self) -> Option<u32> {
+        if let Some(m) = &self.many {
+            return m.last().map(|&(_, i)| i);
+        }
         let k = self.top()?;
         self.levels[k].fifo.front().map(|&(_, i)| i)
     }
@@ -1091,6 +1137,9 @@ impl ReadyQueue {
     /// The least child: the back of the lowest non-empty priority.
     #[inline]
     fn least(&self) -> Option<u32> {
+        if let Some(m) = &self.many {
+            return m.first().map(|&(_, i)| i);
+        }
         let k = if self.levels.len() > MAX_LEVELS {
             self.levels.iter().position(|l| !l.fifo.is_empty())?
         } else if self.nonempty == 0 {
@@ -1109,6 +1158,9 @@ impl ReadyQueue {
     /// Takes the best child off the queue and returns it.
     #[inline]
     fn pop_best(&mut self) -> Option<u32> {
+        if let Some(m) = &mut self.many {
+            return m.pop_last().map(|(_, i)| i);
+        }
         let k = self.top()?;
         let q = &mut self.levels[k].fifo;
         let (_, i) = q.pop_front()?;
@@ -1124,16 +1176,20 @@ impl ReadyQueue {
         self.levels
             .iter()
             .flat_map(|l| l.fifo.iter().rev().map(|&(_, i)| i))
+            .chain(self.many.iter().flatten().map(|&(_, i)| i))
     }
 
     /// The children with their ranks, lowest first.
     fn iter_keys(&self) -> impl Iterator<Item = (Key, u32)> + '_ {
-        self.levels.iter().flat_map(|l| {
-            l.fifo
-                .iter()
-                .rev()
-                .map(move |&(s, i)| ((l.prio, std::cmp::Reverse(s)), i))
-        })
+        self.levels
+            .iter()
+            .flat_map(|l| {
+                l.fifo
+                    .iter()
+                    .rev()
+                    .map(move |&(s, i)| ((l.prio, Reverse(s)), i))
+            })
+            .chain(self.many.iter().flatten().copied())
     }
 }
 
@@ -1144,7 +1200,7 @@ const SMALL_SET: usize = 8;
 
 /// A child's rank among ready children: higher priority first, then
 /// earlier queue position.
-type Key = (i64, std::cmp::Reverse<u64>);
+type Key = (i64, Reverse<u64>);
 
 impl<E> PrioSet<E> {
     pub(crate) fn new() -> Self {
@@ -1306,7 +1362,7 @@ impl<E> PrioSet<E> {
 
     #[inline(always)]
     fn key(e: &Entry<E>) -> Key {
-        (e.prio, std::cmp::Reverse(e.seq))
+        (e.prio, Reverse(e.seq))
     }
 
     /// Puts ready child `i` with rank `k` into the queue.
@@ -1754,6 +1810,9 @@ impl<E> PrioSet<E> {
                 }
             }
         }
+        for &(_, i) in self.queue.many.iter().flatten() {
+            f(self.kids.at(i as usize).1);
+        }
     }
 
     /// The child running on `cpu` (as planned).
@@ -1903,7 +1962,7 @@ impl<E> PrioSet<E> {
             debug_assert_eq!(self.queue.iter().count(), self.ready);
             debug_assert_eq!(self.on.iter().flatten().count(), self.running);
         }
-        let rank = |e: &Entry<E>| (e.prio, std::cmp::Reverse(e.seq));
+        let rank = |e: &Entry<E>| (e.prio, Reverse(e.seq));
         let mut best: Option<(usize, &Entry<E>)> = None;
         let mut worst: Option<(usize, &Entry<E>)> = None;
         for (i, (_, e)) in self.kids.iter().enumerate() {
@@ -2291,11 +2350,12 @@ mod tests {
     use super::{ReadyQueue, MAX_LEVELS};
     use std::cmp::Reverse;
 
-    /// More priorities ready at once than the non-empty bits cover: the
-    /// queue still gives the children in rank order, and once the levels
-    /// are dropped and counted afresh the bits find the best child again.
+    /// More priorities than the levels hold: the queue moves its children
+    /// into one ordered set and still gives them in rank order (best,
+    /// least, removal, renumbering), and after a clear the levels and their
+    /// bits take over again.
     #[test]
-    fn ready_queue_pops_in_rank_order_past_the_level_bits() {
+    fn ready_queue_keeps_rank_order_past_the_levels() {
         let mut q = ReadyQueue::default();
         let prios = MAX_LEVELS as u32 + 6;
         let mut want = Vec::new();
@@ -2307,17 +2367,27 @@ mod tests {
             q.push(prio, seq, i);
             want.push((prio, Reverse(seq), i));
         }
-        assert_eq!(q.levels.len(), prios as usize);
+        assert!(q.many.is_some() && q.levels.is_empty());
         want.sort_unstable();
+        let keys: Vec<_> = q.iter_keys().map(|((p, s), i)| (p, s, i)).collect();
+        assert_eq!(keys, want);
+        assert!(q.iter().eq(want.iter().map(|w| w.2)));
+        // The least child is the back of the lowest priority.
+        assert_eq!(q.least(), Some(want[0].2));
+        let (p, Reverse(s), i) = want.remove(0);
+        q.remove(p, s, i);
+        q.renumber(want[0].0, want[0].1 .0, want[0].2, 999);
+        want[0].2 = 999;
         for &(_, _, i) in want.iter().rev() {
             assert_eq!(q.best(), Some(i));
             assert_eq!(q.pop_best(), Some(i));
         }
-        assert_eq!(q.best(), None);
-        // A new priority drops the empty levels; the bits take over.
+        assert_eq!((q.best(), q.least()), (None, None));
+        q.clear();
         q.push(1_000, seq + 1, 7);
         q.push(-5, seq + 2, 8);
         q.push(1_000, seq + 3, 9);
+        assert!(q.many.is_none());
         assert_eq!(q.levels.len(), 2);
         assert_eq!(q.nonempty, 0b11);
         assert_eq!(q.pop_best(), Some(7));
