@@ -11,6 +11,7 @@ pub mod best;
 pub mod best_rate;
 mod budget;
 pub mod coop;
+pub mod dl;
 pub mod fp;
 pub mod join;
 pub mod limit;

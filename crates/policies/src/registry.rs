@@ -152,6 +152,7 @@ pub fn builtin() -> &'static [PolicyInfo] {
         crate::linux24::INFO,
         crate::coop::INFO,
         crate::realrate::INFO,
+        crate::dl::INFO,
     ];
     ALL
 }

@@ -34,6 +34,10 @@ pub fn random_value(rng: &mut Rng, spec: &ParamSpec, period_ms: u64) -> Option<P
         "cap" => ParamValue::Float(0.85),
         "mode" => ParamValue::Str(if rng.chance(50) { "rr" } else { "fp" }.into()),
         "domain" => ParamValue::Int(rng.range(0, 3) as i64),
+        // dl's: processors of its root domain, and its budget-check tick
+        // (best's `tick`, default 1.25ms, keeps its default as before).
+        "processors" => ParamValue::Int(rng.range(1, 5) as i64),
+        "tick" if spec.default == "0" => ms(rng.range(0, 5)),
         _ => return None,
     })
 }
