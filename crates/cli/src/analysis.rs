@@ -65,7 +65,8 @@ pub struct Translation {
 
 /// The instance parameters the guarantee mapping of `policy` understands
 /// (`rez`: `cap`; `limit`: `amount`, `period`; `ps`: `quantum`;
-/// `realrate`: `overload`, `floor`, `default_period`).
+/// `realrate`: `overload`, `floor`, `default_period`; `dl`: `processors`,
+/// `tick`, `cap`).
 fn instance_params(policy: &str, p: &Params, issues: &mut Vec<String>) -> InstanceParams {
     let mut out = InstanceParams::default();
     match policy {
@@ -78,6 +79,11 @@ fn instance_params(policy: &str, p: &Params, issues: &mut Vec<String>) -> Instan
         // A plug-in's declared template may name its instance's quantum.
         plugin if hsched_plugin::is_plugin_name(plugin) => {
             out.quantum = read(p.duration("quantum"), issues)
+        }
+        "dl" => {
+            out.processors = read(p.u64("processors"), issues);
+            out.tick = read(p.duration("tick"), issues);
+            out.cap = read(p.f64("cap"), issues);
         }
         "realrate" => {
             out.overload = read(p.f64("overload"), issues);

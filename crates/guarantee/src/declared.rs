@@ -227,7 +227,12 @@ impl Mapping for DeclaredMapping {
             Gives::TopPriority => FixedPriority
                 .child_guarantees(received, children)
                 .into_iter()
-                .map(|r| r.map(|p| Provision { rule: RULE, ..p }))
+                .map(|r| {
+                    r.map(|p| Provision {
+                        rule: RULE.into(),
+                        ..p
+                    })
+                })
                 .collect(),
             Gives::Template(t) => {
                 let limit = self.decl.cap * received.first().map_or(0.0, Guarantee::rate);

@@ -12,6 +12,7 @@
 //! | `limit` | [`Limit`] | RESBS (at least its amount/period) | RESBH at its amount/period | 5.3.1.3 |
 //! | `ps`, `sfq` | [`Sfq`] | PSBE, RESU (Theorem 5.1) or PS; several VPs on a multiprocessor | PSBE by Equation 5.2, or PS; on several VPs PS of their total rate | 5.3.1.4, 7.1 |
 //! | `rez` | [`Rez`] | ALL or RESU | RESBH per child, EDF admission against its cap | 5.3.1.5 |
+//! | `dl` | [`Dl`] | ALL on each of its `processors` | RESBH (amount − tick) per child while the servers, each with a tick of overrun, pass the global EDF bound `Σu ≤ m − (m − 1)·u_max`; NULL otherwise | Linux kernel/sched/deadline.c; 5.2.2 |
 //! | `ts` | [`BestEffort`] | anything (as NULL) | NULL | 5.3.1.6 |
 //! | `best`, `best-rate` | [`BestEffort`] | anything (as NULL) | NULL | — |
 //! | `linux24` | [`BestEffort`] | anything (as NULL) | NULL | Table 5.1 "Linux" |
@@ -44,7 +45,8 @@ use GuaranteeKind as K;
 
 /// Parameters of a scheduler instance. Which ones a policy takes: `rez`:
 /// `cap` (default 0.85); `limit`: `amount`, `period`; `ps`: `quantum`
-/// (default 10 ms). Others take none.
+/// (default 10 ms); `dl`: `processors`, `tick`, `cap` (default 0.95).
+/// Others take none.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct InstanceParams {
     /// Rez: the largest total utilization it admits, in (0, 1].
@@ -63,6 +65,10 @@ pub struct InstanceParams {
     /// Real-rate: the period of aperiodic, real-rate and misc children
     /// (default 30 ms).
     pub default_period: Option<Duration>,
+    /// dl: the processors of its root domain (default 1).
+    pub processors: Option<u64>,
+    /// dl: the budget-check tick (default 0, exact enforcement).
+    pub tick: Option<Duration>,
 }
 
 impl InstanceParams {
@@ -88,6 +94,12 @@ impl InstanceParams {
         }
         if self.default_period.is_some() {
             v.push("default_period");
+        }
+        if self.processors.is_some() {
+            v.push("processors");
+        }
+        if self.tick.is_some() {
+            v.push("tick");
         }
         v
     }
@@ -194,8 +206,9 @@ pub struct ChildRequest<'a> {
 pub struct Provision {
     /// The guarantees the child may take; never empty.
     pub options: Vec<Guarantee>,
-    /// The Table 5.1 conversion used.
-    pub rule: &'static str,
+    /// The Table 5.1 conversion used, or a note on why the guarantee is
+    /// what it is (dl's schedulability test, with the load and the bound).
+    pub rule: std::borrow::Cow<'static, str>,
 }
 
 impl Provision {
@@ -203,7 +216,15 @@ impl Provision {
     pub fn one(g: Guarantee, rule: &'static str) -> Provision {
         Provision {
             options: vec![g],
-            rule,
+            rule: rule.into(),
+        }
+    }
+
+    /// A single guarantee with a note built for this child.
+    pub fn noted(g: Guarantee, note: String) -> Provision {
+        Provision {
+            options: vec![g],
+            rule: note.into(),
         }
     }
 
@@ -522,6 +543,149 @@ impl Mapping for Rez {
     }
 }
 
+/// Default admission cap per processor of `dl` (`sched_rt_runtime_us` /
+/// `sched_rt_period_us` = 0.95).
+pub const DEFAULT_DL_CAP: f64 = 0.95;
+
+/// `dl`, Linux's deadline class (Linux kernel/sched/deadline.c): global EDF
+/// over constant-bandwidth servers on `m = processors` processors, budgets
+/// checked every `tick` (so a server may run up to one tick over its
+/// runtime, taken from its next budget). It needs ALL on each processor.
+/// Children are admitted in order while Σ amount/period stays within
+/// `m × cap`, as the policy admits them. With `u_i' = (amount_i + τ) /
+/// period_i` (τ the tick, each server counted with one tick of overrun),
+/// if `Σ u_i' ≤ m − (m − 1)·max u_i'` (Goossens, Funk and Baruah 2003; on
+/// one processor EDF's `Σ ≤ 1`) every server job meets its deadline, and
+/// child `i`, charged at most `amount_i + τ` and repaying any overrun from
+/// its next budget, gets at least `amount_i − τ` every period: `RESBH
+/// (amount_i − τ) period_i`, a basic hard reservation (Regehr 2001,
+/// §5.2.2), or NULL when `amount_i ≤ τ`. Otherwise global EDF may miss
+/// server deadlines: it still keeps long-run shares with bounded tardiness
+/// (Devi and Anderson 2005), which no guarantee type of Regehr 2001, §5.2
+/// expresses, so every child gets NULL with a note naming the load and the
+/// bound (the test `hsched run --backend kernel` applies at admission).
+#[derive(Clone, Copy, Debug)]
+pub struct Dl {
+    /// Processors of the root domain, `m`.
+    pub processors: u64,
+    /// Budget-check tick `τ`; zero for exact enforcement.
+    pub tick: Duration,
+    /// Admission cap per processor, in (0, 1].
+    pub cap: f64,
+}
+
+impl Mapping for Dl {
+    fn policy(&self) -> &str {
+        "dl"
+    }
+    fn title(&self) -> &str {
+        "dl"
+    }
+    fn needs(&self) -> String {
+        "ALL on each processor (a root, or FP's top child)".into()
+    }
+    fn max_parents(&self) -> Option<usize> {
+        None
+    }
+    fn accepts(&self, g: &Guarantee) -> Result<Guarantee, String> {
+        match *g {
+            Guarantee::All => Ok(*g),
+            _ => Err(format!(
+                "{g} is not a whole processor: dl is the deadline class, which runs above everything but stop tasks and needs ALL (Linux kernel/sched/deadline.c)"
+            )),
+        }
+    }
+    fn child_guarantees(
+        &self,
+        _received: &[Guarantee],
+        children: &[ChildRequest<'_>],
+    ) -> Vec<Result<Provision, String>> {
+        const RULE: &str =
+            "Linux kernel/sched/deadline.c, Regehr 2001 §5.2.2: dl ALL ↦ RESBH⁺ within the global EDF bound";
+        let m = self.processors.max(1) as f64;
+        let tick = self.tick.as_nanos() as f64;
+        let limit = m * self.cap;
+        let mut total = 0.0;
+        let sized: Vec<Result<(Duration, Duration), String>> = children
+            .iter()
+            .map(|child| {
+                let (amount, period) = Rez::sizing(child).map_err(|e| e.replacen("rez", "dl", 1))?;
+                Guarantee::reservation(K::ResBH, amount, period)
+                    .map_err(|e| format!("'{}': {e}", child.name))?;
+                let util = ratio(amount, period);
+                if total + util > limit + EPS {
+                    return Err(format!(
+                        "admission refused: a server of {} every {} needs {:.1}% but {:.1}% of the {:.1}% limit ({} CPU(s) × cap {}) is already reserved",
+                        Ms(amount),
+                        Ms(period),
+                        util * 100.0,
+                        total * 100.0,
+                        limit * 100.0,
+                        self.processors,
+                        self.cap
+                    ));
+                }
+                total += util;
+                Ok((amount, period))
+            })
+            .collect();
+        let inflated = |(a, p): (Duration, Duration)| {
+            ((a.as_nanos() as f64 + tick) / p.as_nanos().max(1) as f64).min(1.0)
+        };
+        let (mut sum, mut max) = (0.0f64, 0.0f64);
+        for &(a, p) in sized.iter().flatten() {
+            let u = inflated((a, p));
+            sum += u;
+            max = max.max(u);
+        }
+        let bound = if self.processors <= 1 {
+            1.0
+        } else {
+            m - (m - 1.0) * max
+        };
+        let passes = sum <= bound + EPS;
+        let test = if self.processors <= 1 {
+            "the most EDF on one CPU schedules without a miss".to_string()
+        } else {
+            format!(
+                "the most global EDF on {} CPUs is known to schedule without a miss (m − (m − 1)·u_max with u_max {:.1}%)",
+                self.processors,
+                max * 100.0
+            )
+        };
+        sized
+            .into_iter()
+            .map(|r| {
+                let (amount, period) = r?;
+                if !passes {
+                    return Ok(Provision::noted(
+                        Guarantee::Null,
+                        format!(
+                            "the deadline load, each server counted with one tick ({}) of overrun, is {:.1}%, above {:.1}%, {test}: server deadlines may be missed; global EDF keeps long-run shares with bounded tardiness (Devi and Anderson 2005), which no guarantee type of Regehr 2001, §5.2 expresses: NULL",
+                            self.tick,
+                            sum * 100.0,
+                            bound * 100.0
+                        ),
+                    ));
+                }
+                if amount <= self.tick {
+                    return Ok(Provision::noted(
+                        Guarantee::Null,
+                        format!(
+                            "a runtime of {} is no more than the tick ({}): a period's overrun may take the next budget whole: NULL",
+                            Ms(amount),
+                            self.tick
+                        ),
+                    ));
+                }
+                Guarantee::reservation(K::ResBH, amount - self.tick, period)
+                    .map(|g| Provision::one(g, RULE))
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
+    }
+}
+
 /// Default SFQ quantum (a common quantum in general-purpose systems, §5.3.3.1).
 pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
 
@@ -827,7 +991,7 @@ impl Mapping for Join {
                 if i == 0 {
                     Ok(Provision {
                         options: options.clone(),
-                        rule,
+                        rule: rule.into(),
                     })
                 } else {
                     Err(format!(
@@ -1014,6 +1178,24 @@ fn build_rez(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>,
         ));
     }
     Ok(Box::new(Rez { cap }))
+}
+fn build_dl(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>, String> {
+    p.only("dl", &["processors", "tick", "cap"])?;
+    let cap = p.cap.unwrap_or(DEFAULT_DL_CAP);
+    if !(cap.is_finite() && cap > 0.0 && cap <= 1.0) {
+        return Err(format!(
+            "`cap` = {cap} must be a fraction in (0, 1], e.g. 0.95"
+        ));
+    }
+    let processors = p.processors.unwrap_or(1);
+    if processors == 0 {
+        return Err("`processors` must be at least 1".into());
+    }
+    Ok(Box::new(Dl {
+        processors,
+        tick: p.tick.unwrap_or(Duration::ZERO),
+        cap,
+    }))
 }
 fn build_ps(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>, String> {
     p.only("ps", &["quantum"])?;
@@ -1252,8 +1434,8 @@ fn build_coop(p: &InstanceParams, _: &MappingContext) -> Result<Box<dyn Mapping>
 impl Registry {
     /// The built-in mappings: `fp`, `ts`, `rez`, `ps` (alias `sfq`),
     /// `join`, `limit`, best-effort `best`, `best-rate` and `linux24`
-    /// (Linux's time sharing: `NULL ↦ NULL⁺`, Table 5.1), `realrate` and
-    /// `coop`.
+    /// (Linux's time sharing: `NULL ↦ NULL⁺`, Table 5.1), `realrate`,
+    /// `coop` and `dl` (Linux's deadline class).
     pub fn builtin() -> Registry {
         let entries: Vec<(String, Constructor)> = vec![
             ("fp".into(), build_fp as Constructor),
@@ -1268,6 +1450,7 @@ impl Registry {
             ("linux24".into(), build_linux24),
             ("realrate".into(), build_realrate),
             ("coop".into(), build_coop),
+            ("dl".into(), build_dl),
         ];
         Registry {
             entries: entries
@@ -1534,6 +1717,66 @@ mod tests {
             .as_ref()
             .unwrap_err()
             .contains("needs `amount` and `period`"));
+    }
+
+    /// dl on 2 processors: three 6/10 servers load 1.8 ≤ 2 but fail the
+    /// global EDF bound (1.8 > 2 − 0.6), so every child gets NULL with a
+    /// note (the simulator shows the miss: crates/policies/tests/dl.rs);
+    /// three 3/10 servers (0.9 ≤ 2 − 0.3) get RESBH, less a 1 ms tick
+    /// when enforcement is at the tick.
+    #[test]
+    fn dl_gives_resbh_within_the_global_edf_bound_and_null_beyond() {
+        let reg = Registry::builtin();
+        let ctx = MappingContext { cpus: 2 };
+        let two = |tick: Option<Duration>| InstanceParams {
+            processors: Some(2),
+            tick,
+            ..InstanceParams::default()
+        };
+        let dl = reg.build("dl", &two(None), &ctx).unwrap();
+        let heavy = EdgeParams {
+            amount: Some(ms(6.0)),
+            period: Some(ms(10.0)),
+            ..edge()
+        };
+        let kids = [child("a", &heavy), child("b", &heavy), child("c", &heavy)];
+        let out = dl.child_guarantees(&[Guarantee::All, Guarantee::All], &kids);
+        for o in &out {
+            let p = o.as_ref().unwrap();
+            assert_eq!(p.first(), Guarantee::Null);
+            assert!(
+                p.rule.contains("180.0%, above 140.0%")
+                    && p.rule.contains("Devi and Anderson 2005"),
+                "{}",
+                p.rule
+            );
+        }
+        let light = EdgeParams {
+            amount: Some(ms(3.0)),
+            period: Some(ms(10.0)),
+            ..edge()
+        };
+        let kids = [child("a", &light), child("b", &light), child("c", &light)];
+        let out = dl.child_guarantees(&[Guarantee::All, Guarantee::All], &kids);
+        assert!(out
+            .iter()
+            .all(|o| o.as_ref().unwrap().first() == g("RESBH 3 10")));
+        let ticked = reg.build("dl", &two(Some(ms(1.0))), &ctx).unwrap();
+        let out = ticked.child_guarantees(&[Guarantee::All, Guarantee::All], &kids);
+        assert!(out
+            .iter()
+            .all(|o| o.as_ref().unwrap().first() == g("RESBH 2 10")));
+        // A tick at least the runtime leaves nothing.
+        let big = reg.build("dl", &two(Some(ms(3.0))), &ctx).unwrap();
+        let out = big.child_guarantees(&[Guarantee::All], &kids[..1]);
+        assert_eq!(out[0].as_ref().unwrap().first(), Guarantee::Null);
+        // One processor: EDF's Σ ≤ 1; admission against 1 × 0.95.
+        let one = reg.build("dl", &InstanceParams::default(), &ctx).unwrap();
+        let out =
+            one.child_guarantees(&[Guarantee::All], &[child("a", &heavy), child("b", &heavy)]);
+        assert_eq!(out[0].as_ref().unwrap().first(), g("RESBH 6 10"));
+        assert!(out[1].as_ref().unwrap_err().contains("admission refused"));
+        assert!(one.accepts(&g("RESBH 5 10")).is_err());
     }
 
     #[test]

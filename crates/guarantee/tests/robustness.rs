@@ -206,6 +206,7 @@ fn random_hierarchies_never_panic() {
     let mut rng = rng_from_env(0xbad_0004);
     let policies = [
         "fp", "ts", "rez", "ps", "sfq", "join", "limit", "best", "edf", "", "realrate", "coop",
+        "dl",
     ];
     for _ in 0..1500 {
         let cpus = rng.range(0, 3) as u32;
@@ -244,6 +245,8 @@ fn random_hierarchies_never_panic() {
                 overload: rng.chance(10).then(|| weird_share(&mut rng)),
                 floor: rng.chance(10).then(|| weird_share(&mut rng)),
                 default_period: rng.chance(10).then(|| weird_duration(&mut rng)),
+                processors: rng.chance(10).then(|| *rng.pick(&[0, 1, 2, 64, u64::MAX])),
+                tick: rng.chance(10).then(|| weird_duration(&mut rng)),
             };
             for _ in 0..rng.range(0, 3) {
                 let parent = if rng.chance(25) {
