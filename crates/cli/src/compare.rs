@@ -44,6 +44,10 @@ pub struct Comparison {
     pub seed: u64,
     /// The simulator's threads in its order, then programs only live ran.
     pub rows: Vec<Row>,
+    /// What the simulated side models when it is not the file as written
+    /// (a kernel-backed run: `hsched_linux::kernel::simulate`), one line
+    /// each; empty otherwise.
+    pub model: Vec<String>,
 }
 
 /// How long to simulate: what the live run measured.
@@ -109,6 +113,7 @@ pub fn compare(live: &hsched_linux::Report, sim: &hsched_sim::Report) -> Compari
         duration_ns: live.duration_ns,
         seed: sim.seed,
         rows,
+        model: Vec::new(),
     }
 }
 
@@ -141,6 +146,7 @@ impl Comparison {
         serde_json::json!({
             "duration_ns": self.duration_ns,
             "seed": self.seed,
+            "model": self.model,
             "rows": rows,
         })
     }
@@ -154,6 +160,9 @@ impl Comparison {
             self.duration_ns as f64 / 1e9,
             self.seed
         );
+        for m in &self.model {
+            let _ = writeln!(s, "  {m}");
+        }
         let _ = writeln!(
             s,
             "{:<16} {:>17} {:>7} {:>13} {:>13} {:>21}",

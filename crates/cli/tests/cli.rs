@@ -1884,6 +1884,93 @@ fn run_compare_puts_the_simulation_beside_the_measurement() {
     );
 }
 
+/// `hsched run --enforce kernel --compare` (root, `SCHED_DEADLINE`): the
+/// simulated side is the file as the kernel enforces it, the `rez` as
+/// global EDF over deadline servers (`dl`), and says so; a periodic thread
+/// within its server gets the same share on both sides.
+#[test]
+fn run_compare_under_the_kernel_backend_simulates_the_kernel_enforcement() {
+    let _turn = live_turn();
+    if hsched_linux::sys::geteuid() != 0
+        || !Path::new("/proc/sys/kernel/sched_rt_runtime_us").exists()
+        || hsched_linux::kernel::apply::cpu_mount().is_none()
+    {
+        eprintln!("SKIPPED: the kernel backend needs root, SCHED_DEADLINE and a cpu cgroup");
+        return;
+    }
+    let cpus = hsched_linux::sys::online_cpus();
+    let _locks = hsched_linux::cpulock::CpuLocks::acquire_wait(
+        &cpus,
+        hsched_linux::cpulock::Sharing::WithChildren,
+        std::time::Duration::from_secs(120),
+    )
+    .expect("the CPUs, within 2 minutes");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-compare");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("k.toml");
+    std::fs::write(
+        &f,
+        format!(
+            r#"[machine]
+cpus = {}
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "res"
+policy = "rez"
+parent = "fp"
+params = {{ priority = 2 }}
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "fp"
+params = {{ priority = 1 }}
+[[thread]]
+name = "rt"
+scheduler = "res"
+params = {{ amount = "3ms", period = "10ms" }}
+workload = {{ kind = "periodic", period = "10ms", exec = "2ms" }}
+[[thread]]
+name = "hog"
+scheduler = "ts"
+workload = {{ kind = "cpu-bound" }}
+"#,
+            cpus.len()
+        ),
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let o = run(&[
+        "run",
+        f,
+        "--enforce",
+        "kernel",
+        "--duration",
+        "1s",
+        "--no-socket",
+        "--compare",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &r["compare"];
+    let model = c["model"].as_array().unwrap();
+    assert!(
+        model[0].as_str().unwrap().contains("each `rez` as `dl`"),
+        "{c}"
+    );
+    let rows = c["rows"].as_array().unwrap();
+    let rt = rows.iter().find(|x| x["name"] == "rt").unwrap();
+    let want = 0.2 / cpus.len() as f64;
+    let sim = rt["sim"]["share"].as_f64().unwrap();
+    assert!((sim - want).abs() < 0.005, "{c}");
+    assert_eq!(rt["sim"]["deadline_misses"], 0, "{c}");
+    let live = rt["live"]["share"].as_f64().unwrap();
+    assert!((live - sim).abs() < 0.03, "{c}");
+    assert!(rt["live"]["jobs"].as_u64().unwrap() > 50, "{c}");
+}
+
 /// A trace of one thread per name, each woken, switched in, blocked and
 /// woken again at `times` (seconds, as the trace writes them).
 fn trace_of(names: &[&str], times: [&str; 4]) -> String {

@@ -264,6 +264,9 @@ pub struct Report {
     pub lost_events: u64,
     /// Perf samples read.
     pub samples: u64,
+    /// The kernel's model, when the kernel backend enforced the run
+    /// (`--compare` simulates the file as it enforces it).
+    pub kernel: Option<crate::kernel::KernelModel>,
 }
 
 impl Report {
@@ -573,5 +576,6 @@ pub(crate) fn build(d: &mut Daemon, duration: u64) -> Report {
         },
         lost_events: d.obs.lost,
         samples: d.obs.samples,
+        kernel: None,
     }
 }

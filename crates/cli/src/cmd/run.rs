@@ -244,14 +244,24 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         progress: Some(Box::new(move |f| bar.borrow_mut().update(f))),
         ..Default::default()
     };
-    let sim = hsched_sim::run(&done.hierarchy, opts);
+    // A kernel-backed run is compared with the kernel's model of the file.
+    let model = done
+        .report
+        .kernel
+        .as_ref()
+        .map(|k| hsched_linux::kernel::simulate::as_enforced(&done.hierarchy, k));
+    let simulated = model.as_ref().map_or(&done.hierarchy, |m| &m.hierarchy);
+    let sim = hsched_sim::run(simulated, opts);
     progress.borrow_mut().finish();
     let interrupted = sim.as_ref().is_ok_and(|s| s.interrupted);
     let c = sim
         .as_ref()
         .ok()
         .filter(|_| !interrupted)
-        .map(|s| compare::compare(&done.report, s));
+        .map(|s| compare::Comparison {
+            model: model.map(|m| m.notes).unwrap_or_default(),
+            ..compare::compare(&done.report, s)
+        });
     if done.json {
         // The measured report as it is should it not take the key.
         let live = done.report.to_json();

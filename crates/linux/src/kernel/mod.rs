@@ -82,6 +82,7 @@ pub mod ops;
 pub mod run;
 pub mod serve;
 pub mod show;
+pub mod simulate;
 
 pub use compile::{
     compile, Admission, KernelModel, Mechanism, Node, NodeMap, Plan, Refusal, Shortfall,

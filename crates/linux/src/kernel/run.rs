@@ -917,6 +917,7 @@ impl Kernel<'_> {
             schedulers,
             principals,
             stats,
+            kernel: Some(super::machine_model()),
             ..Report::default()
         }
     }
