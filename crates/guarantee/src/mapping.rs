@@ -661,7 +661,7 @@ impl Mapping for Dl {
                     return Ok(Provision::noted(
                         Guarantee::Null,
                         format!(
-                            "the deadline load, each server counted with one tick ({}) of overrun, is {:.1}%, above {:.1}%, {test}: server deadlines may be missed; global EDF keeps long-run shares with bounded tardiness (Devi and Anderson 2005), which no guarantee type of Regehr 2001, §5.2 expresses: NULL",
+                            "the deadline load, each server counted with one tick ({}) of overrun, is {:.1}%, above {:.1}%, {test}: server deadlines may be missed; global EDF keeps long-run shares with bounded tardiness (Devi and Anderson 2005), which no guarantee type of Regehr 2001, §5.2 expresses",
                             self.tick,
                             sum * 100.0,
                             bound * 100.0
@@ -672,7 +672,7 @@ impl Mapping for Dl {
                     return Ok(Provision::noted(
                         Guarantee::Null,
                         format!(
-                            "a runtime of {} is no more than the tick ({}): a period's overrun may take the next budget whole: NULL",
+                            "a runtime of {} is no more than the tick ({}): a period's overrun may take the next budget whole",
                             Ms(amount),
                             self.tick
                         ),

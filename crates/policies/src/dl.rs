@@ -86,6 +86,11 @@
 //! Child: `amount` (duration, positive, at most `period`) and `period`
 //! (duration, positive).
 //!
+//! # Messages
+//! `Msg::SetParams` with `amount` and/or `period` changes a server
+//! (`sched_setattr`): admitted at once with the new bandwidth in place of
+//! the old, in force from the child's next replenishment or wake-up.
+//!
 //! # Guarantees (Regehr 2001, §5.2.2)
 //! With `m` processors, tick `τ` and `u_i' = (amount_i + τ)/period_i`, if
 //! `Σ u_i' ≤ m − (m − 1)·max u_i'` (Goossens, Funk and Baruah 2003) every
@@ -98,7 +103,7 @@
 use crate::registry::{Admission, PolicyInfo};
 use crate::sfq::{arm_timer, Held, Holder};
 use hsched_core::{
-    CpuId, Ctx, Duration, Instant, Node, ParamError, ParamSpec, Params, Policy, PolicyError,
+    CpuId, Ctx, Duration, Instant, Msg, Node, ParamError, ParamSpec, Params, Policy, PolicyError,
     RevokeReason, Side, VpId, VpState, VpTable,
 };
 use std::collections::BTreeSet;
@@ -733,6 +738,46 @@ impl Policy for Dl {
         self.on_revoke(ctx, parent_vp, reason);
         self.due(ctx);
         self.settle(ctx);
+    }
+
+    /// `SetParams` with `amount` and/or `period` changes a server, as
+    /// `sched_setattr` does: admitted at once against the new bandwidth,
+    /// in force from the child's next replenishment or wake-up (its
+    /// current runtime and deadline stay).
+    fn msg(&mut self, ctx: &mut Ctx<'_>, vp: VpId, msg: &Msg) -> Result<(), PolicyError> {
+        let Msg::SetParams(change) = msg else {
+            return Err(PolicyError::Unsupported(format!(
+                "dl accepts server changes (SetParams), not {msg:?}"
+            )));
+        };
+        if let Some(k) = change.unknown_keys(&["amount", "period"]).next() {
+            return Err(PolicyError::Unsupported(format!(
+                "a dl child has no parameter `{k}`; it accepts: amount, period"
+            )));
+        }
+        let Some(old) = self.children.get(ctx, vp).map(|c| c.util) else {
+            return Err(PolicyError::Refused(format!(
+                "{vp} is not a child of this scheduler"
+            )));
+        };
+        let merged = crate::registry::merge_change(ctx.vp_params(vp), change);
+        let srv = Server::from_params(&merged)?;
+        let util = util_fp(srv.amount, srv.period);
+        let load = self.load - old + util;
+        if load > self.cap + self.children.len() as u128 {
+            return Err(PolicyError::AdmissionRefused {
+                load: load as f64 / UTIL_ONE as f64,
+                cap: self.cfg.cap * self.cfg.processors as f64,
+                held: 0.0,
+            });
+        }
+        self.load = load;
+        if let Some(c) = self.children.get_mut(ctx, vp) {
+            c.srv = srv;
+            c.util = util;
+        }
+        ctx.set_vp_params(vp, merged);
+        Ok(())
     }
 
     fn timer(&mut self, ctx: &mut Ctx<'_>) {

@@ -319,3 +319,35 @@ fn fewer_granted_processors_run_the_earliest_deadlines() {
     assert_eq!(d.hsi.thread_received(a), dur_ms(5), "A throttled at 5");
     assert_eq!(d.hsi.thread_received(b), dur_ms(4), "B from 5");
 }
+
+/// A server change is admitted against the new bandwidth in place of the
+/// old, and takes effect at the next replenishment.
+#[test]
+fn a_server_change_is_admitted_and_applies_at_the_next_replenishment() {
+    let (mut hsi, dl) = dl_root(1, cfg(1, Duration::ZERO));
+    let a = hsi
+        .create_thread(ms(0), "a", dl, srv("2ms", "10ms"))
+        .unwrap();
+    hsi.create_thread(ms(0), "b", dl, srv("5ms", "10ms"))
+        .unwrap();
+    let mut d = Driver::new(hsi);
+    d.add(a, Behaviour::CpuBound).unwrap();
+    d.run_until(ms(5)).unwrap();
+    // 0.5 + 0.5 is over 0.95; 0.5 + 0.4 is not.
+    let change =
+        |amount: &str| Msg::SetParams(Params::new().with("amount", ParamValue::Str(amount.into())));
+    assert!(d.hsi.thread_msg(ms(5), a, &change("5ms")).is_err());
+    d.hsi.thread_msg(ms(5), a, &change("4ms")).unwrap();
+    d.run_until(ms(10)).unwrap();
+    assert_eq!(
+        d.hsi.thread_received(a),
+        dur_ms(2),
+        "this period's budget stays"
+    );
+    d.run_until(ms(20)).unwrap();
+    assert_eq!(
+        d.hsi.thread_received(a),
+        dur_ms(6),
+        "4 ms from the replenishment at 10"
+    );
+}

@@ -78,6 +78,7 @@ const KNOWN: &[&str] = &[
     "linux24",
     "coop",
     "realrate",
+    "dl",
 ];
 
 /// Policies whose children need no parameters and that take any number
@@ -125,6 +126,9 @@ struct Inst {
     /// A hard cap on its supply: its own (Limit) or its reservation under
     /// a Rez parent.
     cap_on_supply: Option<Budget>,
+    /// Processors a dl instance offers: a child instance may register a VP,
+    /// and a load, for each.
+    vps: u64,
     /// Creation time (µs).
     born: u64,
     next_priority: u64,
@@ -174,6 +178,9 @@ struct Gen {
     /// ones: `realrate` gets an explicit class, or an old class could
     /// contradict a new proportion.
     changing: bool,
+    /// Parameters are for a child instance, which registers one VP per
+    /// processor its parent offers it.
+    instance_child: bool,
     default: Option<usize>,
     principals: usize,
     queues: Vec<(String, u64, u64)>,
@@ -211,6 +218,7 @@ impl Gen {
             churn: false,
             catch_up: false,
             cap_on_supply: None,
+            vps: 1,
             born: self.now,
             next_priority: 0,
             feedback: false,
@@ -268,6 +276,22 @@ impl Gen {
             "ps" => {
                 if r.chance(50) {
                     keys.push(("quantum", dq(r.range(200, 20 * MS))));
+                }
+            }
+            "dl" => {
+                let processors = r.range(1, 4);
+                if processors > 1 || r.chance(50) {
+                    keys.push(("processors", processors.to_string()));
+                }
+                let mut cap = 0.95;
+                if r.chance(40) {
+                    cap = float(r, 0.3, 1.0);
+                    keys.push(("cap", format!("{cap:.3}")));
+                }
+                inst.cap = processors as f64 * cap;
+                inst.vps = processors;
+                if r.chance(50) {
+                    keys.push(("tick", dq(*r.pick(&[0, MS, 4 * MS, 10 * MS]))));
                 }
             }
             "join" => {
@@ -455,6 +479,24 @@ impl Gen {
                 }
                 format!("amount = \"{}\", period = \"{}\"", d(amount), d(period))
             }
+            "dl" => {
+                // Servers get no budget check: a wake-up with a fresh
+                // deadline and a tick's overrun both give more than
+                // `amount` in some window of `period`.
+                let period = r.range(2 * MS, 100 * MS);
+                let amount = (float(r, 0.01, 0.3) * period as f64).max(1.0) as u64;
+                let u = amount as f64 / period as f64;
+                let u = if self.instance_child {
+                    u * inst.vps as f64
+                } else {
+                    u
+                };
+                if !room(inst, u) {
+                    return None;
+                }
+                inst.load += copies as f64 * u;
+                format!("amount = \"{}\", period = \"{}\"", d(amount), d(period))
+            }
             "ps" => {
                 let mut p = Vec::new();
                 if r.chance(80) {
@@ -555,7 +597,10 @@ impl Gen {
             as usize;
         while inst.parents.len() < want {
             let avoid: Vec<usize> = inst.parents.iter().map(|p| p.0).collect();
-            let Some(link) = self.place(1, &avoid) else {
+            self.instance_child = true;
+            let link = self.place(1, &avoid);
+            self.instance_child = false;
+            let Some(link) = link else {
                 break;
             };
             if policy.max_parents == 1 && self.granted.is_some() {
@@ -1108,6 +1153,7 @@ fn generate(seed: u64) -> (String, Expect) {
         now: 0,
         granted: None,
         changing: false,
+        instance_child: false,
         default: None,
         principals: 0,
         queues: Vec::new(),
