@@ -466,10 +466,17 @@ fn instances(a: &Analysis<'_>, out: &mut String) {
                         .map(Guarantee::to_string)
                         .collect::<Vec<_>>()
                         .join(" or ");
-                    if s.policy == "rez" {
+                    if s.policy == "rez" || (s.policy == "dl" && p.first() != Guarantee::Null) {
                         extra = pct(p.first().rate());
                     }
-                    g
+                    // A note built for this child (dl's schedulability
+                    // test, with the load and the bound) says why NULL.
+                    match &p.rule {
+                        std::borrow::Cow::Owned(note) if p.first() == Guarantee::Null => {
+                            format!("NULL: {note}")
+                        }
+                        _ => g,
+                    }
                 }
                 Err(reason) if *c >= ns && a.is_tied_only(&child.name) => {
                     format!("NULL: {reason}")
