@@ -470,6 +470,7 @@ fn every_policy_has_a_guarantee_mapping_or_is_known_not_to() {
         "linux24",
         "realrate",
         "coop",
+        "dl",
     ] {
         assert!(names.contains(&must), "{must}");
     }
@@ -644,4 +645,42 @@ fn an_empty_reservation_scheduler_has_nothing_reserved_not_minus_zero() {
         "{out}"
     );
     assert!(!out.contains("-0.0%"), "{out}");
+}
+
+/// docs/policies/dl.md's hierarchy: `check` accepts it, each `video`
+/// server gets `RESBH 6 40` (10 ms less the 4 ms tick, within the global
+/// EDF bound), and with 20 ms servers the bound fails and `analyze` says
+/// why each gets NULL.
+#[test]
+fn dl_doc_hierarchy_gets_what_its_page_says() {
+    let doc = std::fs::read_to_string(root().join("docs/policies/dl.md")).unwrap();
+    let start = doc.find("## Hierarchy file").unwrap();
+    let block = &doc[start..];
+    let open = block.find("```toml\n").unwrap() + "```toml\n".len();
+    let text = &block[open..open + block[open..].find("```").unwrap()];
+    let path = tmp("dl-doc.toml");
+    std::fs::write(&path, text).unwrap();
+    let p = path.to_str().unwrap();
+    let o = run(&["check", p]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = stdout(&run(&["tree", p]));
+    assert_eq!(t.matches("gets RESBH 6 40").count(), 3, "{t}");
+    let o = run(&["sim", p]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = stdout(&o);
+    for k in 0..3 {
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(&format!("video.{k} ")))
+            .unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[4], "0", "misses of video.{k}: {s}");
+    }
+    std::fs::write(&path, text.replace("\"10ms\"", "\"20ms\"")).unwrap();
+    let a = stdout(&run(&["analyze", p]));
+    assert_eq!(
+        a.matches("NULL: the deadline load, each server counted with one tick (4ms) of overrun, is 180.0%, above 140.0%").count(),
+        3,
+        "{a}"
+    );
 }
