@@ -408,9 +408,11 @@ impl Dl {
         self.replenish.remove(&(c.key(), vp));
         c.throttled = false;
         let (a, p) = (c.srv.amount.as_nanos() as i64, c.srv.period);
-        while c.r <= 0 {
-            c.d += p;
-            c.r += a;
+        if c.r <= 0 {
+            // The periods `while r <= 0 { d += period; r += amount }` takes.
+            let k = c.r.unsigned_abs() / a as u64 + 1;
+            c.d += Duration::from_nanos(p.as_nanos().saturating_mul(k));
+            c.r += (k as i64).saturating_mul(a);
         }
         if c.d <= now {
             c.d = now + p;
