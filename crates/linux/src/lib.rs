@@ -54,6 +54,7 @@ pub mod loadable;
 pub mod observe;
 pub mod out;
 pub mod probe;
+pub mod procevents;
 pub mod progress;
 pub mod record;
 pub mod report;

@@ -1196,20 +1196,7 @@ struct SockDiag {
 
 impl SockDiag {
     fn open() -> io::Result<SockDiag> {
-        // SAFETY: plain system call with integer arguments; on success the
-        // descriptor is new and owned by nobody else.
-        let r = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-                4, // NETLINK_SOCK_DIAG
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `r` is a fresh descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(r) };
+        let fd = crate::sys::netlink_socket(libc::NETLINK_SOCK_DIAG, false)?;
         // The kernel answers within the `send`; the timeout only bounds a
         // daemon tick should it ever not.
         let tv = libc::timeval {

@@ -1400,6 +1400,20 @@ pub fn poll_many(fds: &[RawFd], timeout_ms: i32) -> Vec<usize> {
         .collect()
 }
 
+/// A new netlink socket of `protocol` (`NETLINK_SOCK_DIAG`,
+/// `NETLINK_CONNECTOR`, ...), close-on-exec, non-blocking if asked.
+pub fn netlink_socket(protocol: i32, nonblocking: bool) -> io::Result<OwnedFd> {
+    let flags =
+        libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | if nonblocking { libc::SOCK_NONBLOCK } else { 0 };
+    // SAFETY: plain system call with integer arguments.
+    let r = unsafe { libc::socket(libc::AF_NETLINK, flags, protocol) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `r` is a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(r) })
+}
+
 /// Makes `fd` non-blocking.
 pub fn set_nonblocking(fd: RawFd) {
     // SAFETY: fcntl on an fd we own; no memory effects.

@@ -528,3 +528,124 @@ exec = ["sh", "-c", "while :; do :; done"]
         assert_ne!(policy(t), Some(6));
     }
 }
+
+/// A thread that its program creates and names afterwards (as rt-app does)
+/// is placed by its `[[rule]]` as soon as the kernel announces the name
+/// (`procevents`), well before the daemon's look at every program, which
+/// comes every 2 s when the kernel announces threads.
+#[test]
+fn a_thread_named_after_it_starts_is_placed_by_its_rule_at_once() {
+    let Some(_g) = kernel_live() else {
+        return;
+    };
+    if !Command::new("python3")
+        .args(["-c", ""])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIPPED: no python3 to write the naming program in");
+        return;
+    }
+    // The worker names itself 0.5 s in (after the sweep that follows the
+    // launch), then spins for 1.5 s.
+    let script = write_file(
+        "namer.py",
+        "import ctypes, threading, time\n\
+         libc = ctypes.CDLL(None)\n\
+         def work():\n    \
+             time.sleep(0.5)\n    \
+             libc.prctl(15, b'hsched-named', 0, 0, 0)\n    \
+             t = time.time()\n    \
+             while time.time() - t < 1.5: pass\n\
+         w = threading.Thread(target=work)\n\
+         w.start()\n\
+         w.join()\n",
+    );
+    let file = write_file(
+        "namer.toml",
+        r#"
+default = "ts"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "fp"
+policy = "fp"
+[[scheduler]]
+name = "res"
+policy = "rez"
+parent = "fp"
+params = { priority = 2 }
+[[scheduler]]
+name = "ts"
+policy = "ts"
+parent = "fp"
+params = { priority = 1 }
+[[rule]]
+thread = "hsched-named"
+scheduler = "res"
+params = { amount = "5ms", period = "20ms" }
+"#,
+    );
+    let child = Command::new(bin())
+        .arg("run")
+        .arg(&file)
+        .args([
+            "--enforce",
+            "kernel",
+            "--duration",
+            "4s",
+            "--no-socket",
+            "--json",
+            "--",
+        ])
+        .arg("python3")
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The named thread, when first seen, and when first a deadline server.
+    let named_tid = || -> Option<i32> {
+        for p in std::fs::read_dir("/proc").ok()?.flatten() {
+            let dir = p.path();
+            let Ok(cmd) = std::fs::read(dir.join("cmdline")) else {
+                continue;
+            };
+            if !String::from_utf8_lossy(&cmd).contains("namer.py") {
+                continue;
+            }
+            for t in std::fs::read_dir(dir.join("task")).ok()?.flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                if comm.trim() == "hsched-named" {
+                    return t.file_name().to_str()?.parse().ok();
+                }
+            }
+        }
+        None
+    };
+    let start = Instant::now();
+    let (mut seen, mut placed) = (None, None);
+    while start.elapsed() < Duration::from_secs(3) && placed.is_none() {
+        if let Some(tid) = named_tid() {
+            let at = *seen.get_or_insert_with(Instant::now);
+            // 6: SCHED_DEADLINE.
+            if policy(tid) == Some(6) {
+                placed = Some(at.elapsed());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["live"]["rules"]["moved"], 1, "{r}");
+    let placed = placed.expect("the named thread never became a deadline server while seen");
+    assert!(
+        placed < Duration::from_millis(150),
+        "placed {placed:?} after its name was seen"
+    );
+}

@@ -22,10 +22,16 @@ use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
-/// How often the daemon looks for threads the programs created (a new
-/// thread runs with its creator's class and cgroup, reset to the fair
-/// class for a real-time or deadline creator, until then).
+/// How often the daemon looks for threads the programs created when the
+/// kernel does not announce them (a new thread runs with its creator's
+/// class and cgroup, reset to the fair class for a real-time or deadline
+/// creator, until then).
 const SWEEP_NS: u64 = 200_000_000;
+/// How often it looks at every program when the kernel announces new and
+/// renamed threads ([`crate::procevents`]): only a program attached with
+/// threads of its own, or one whose announcements were lost, needs it, and
+/// those are looked at at once.
+const SAFETY_SWEEP_NS: u64 = 2_000_000_000;
 /// How often it samples the threads' CPU time (and at the end).
 const SAMPLE_NS: u64 = 1_000_000_000;
 
@@ -251,6 +257,8 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
         cpus,
         stats: LiveStats::default(),
         clients,
+        events: crate::procevents::ProcEvents::open().ok(),
+        due: Default::default(),
         shutdown: false,
         limits: opts.control_limits,
     };
@@ -283,6 +291,12 @@ pub(super) struct Kernel<'a> {
     pub(super) stats: LiveStats,
     /// The control socket ([`super::ops`]), when the run serves one.
     pub(super) clients: Option<super::serve::Clients>,
+    /// The kernel's announcements of new and renamed threads, when it
+    /// makes them to this daemon.
+    events: Option<crate::procevents::ProcEvents>,
+    /// Programs to look at in the next sweep: attached ones, and those the
+    /// kernel announced a thread of.
+    due: std::collections::BTreeSet<usize>,
     /// A `shutdown` request ended the run.
     pub(super) shutdown: bool,
     pub(super) limits: crate::authz::ControlLimits,
@@ -347,8 +361,15 @@ impl Kernel<'_> {
             });
             self.reap(now);
             if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + SWEEP_NS;
+                self.sweep(now, true);
+                let every = if self.events.is_some() {
+                    SAFETY_SWEEP_NS
+                } else {
+                    SWEEP_NS
+                };
+                next_sweep = now + every;
+            } else if !self.due.is_empty() {
+                self.sweep(now, false);
             }
             if now >= next_sample {
                 self.sample();
@@ -392,8 +413,15 @@ impl Kernel<'_> {
             if let Some(c) = &self.clients {
                 fds.extend(c.fds());
             }
+            let clients_end = fds.len();
+            if let Some(e) = &self.events {
+                fds.push(e.fd());
+            }
             let ready = sys::poll_many(&fds, ms);
-            if ready.iter().any(|&i| i > 0) {
+            if ready.contains(&clients_end) {
+                self.take_events();
+            }
+            if ready.iter().any(|&i| i > 0 && i < clients_end) {
                 self.serve();
             }
             if ready.contains(&0) {
@@ -496,7 +524,44 @@ impl Kernel<'_> {
             exit_status: None,
             cpu_ns: None,
         });
-        self.programs.len() - 1
+        let g = self.programs.len() - 1;
+        // An attached program may have threads already.
+        self.due.insert(g);
+        g
+    }
+
+    /// Marks the programs the kernel announced a new thread of (or, with
+    /// `[[rule]]`s, a renamed one) for the next sweep; every program when
+    /// announcements were lost.
+    fn take_events(&mut self) {
+        let Some(ev) = &self.events else {
+            return;
+        };
+        let mut got = Vec::new();
+        let complete = match ev.drain(&mut got) {
+            Ok(c) => c,
+            Err(e) => {
+                // Back to looking at every program five times a second.
+                self.warn(
+                    "procevents",
+                    format!("--enforce kernel: process events failed ({e}); new threads are looked for every 200 ms"),
+                );
+                self.events = None;
+                false
+            }
+        };
+        let rules = !self.h.rules.is_empty();
+        for e in got {
+            if matches!(e, crate::procevents::ProcEvent::Renamed { .. }) && !rules {
+                continue;
+            }
+            if let Some(g) = self.programs.iter().rposition(|p| p.pid == e.tgid()) {
+                self.due.insert(g);
+            }
+        }
+        if !complete {
+            self.due.extend(0..self.programs.len());
+        }
     }
 
     /// Records thread `tid` of program `group` with the watchdog before
@@ -663,10 +728,15 @@ impl Kernel<'_> {
     /// gets its program's mechanism (a deadline server's threads stay in
     /// the fair class: each would need a reservation and an admission of
     /// its own). A thread not placed by a rule is looked at again when it
-    /// is renamed (rt-app names its threads after creating them).
-    fn sweep(&mut self, now: u64) {
+    /// is renamed (rt-app names its threads after creating them). Every
+    /// program with `all`, else those marked due.
+    fn sweep(&mut self, now: u64, all: bool) {
+        let due = std::mem::take(&mut self.due);
         for g in 0..self.programs.len() {
             if self.programs[g].exit_status.is_some() || !self.programs[g].whole {
+                continue;
+            }
+            if !all && !due.contains(&g) {
                 continue;
             }
             let pid = self.programs[g].pid;
