@@ -563,7 +563,7 @@ pub const DEFAULT_DL_CAP: f64 = 0.95;
 /// server deadlines: it still keeps long-run shares with bounded tardiness
 /// (Devi and Anderson 2005), which no guarantee type of Regehr 2001, §5.2
 /// expresses, so every child gets NULL with a note naming the load and the
-/// bound (the test `hsched run --backend kernel` applies at admission).
+/// bound (the test `hsched run --enforce kernel` applies at admission).
 #[derive(Clone, Copy, Debug)]
 pub struct Dl {
     /// Processors of the root domain, `m`.
