@@ -315,6 +315,9 @@ fn fewer_granted_processors_run_the_earliest_deadlines() {
     assert_eq!(d.hsi.thread_received(b), dur_ms(2));
     // A (d 10) keeps a processor, B (d 20) waits, whichever processor the
     // parent took.
+    d.run_until(Instant(2_500_000)).unwrap();
+    assert_eq!(d.hsi.thread_received(a), Duration::from_micros(2500));
+    assert_eq!(d.hsi.thread_received(b), dur_ms(2), "B gave way at 2");
     d.run_until(ms(7)).unwrap();
     assert_eq!(d.hsi.thread_received(a), dur_ms(5), "A throttled at 5");
     assert_eq!(d.hsi.thread_received(b), dur_ms(4), "B from 5");
