@@ -18,9 +18,10 @@
 //!   processors with 100 threads per processor under each policy that can
 //!   sit at the root over threads (default: all of them), 1 s of model
 //!   time; prints the time on the CPU per run. Multiprocessor policies
-//!   (`fp`, `ts`, `ps`, `best`, `best-rate`, `linux24`, `coop`) hold every
-//!   thread in one instance; the uniprocessor ones (`rez`, `realrate`) run
-//!   one instance per processor under an `fp` root, 100 threads each.
+//!   (`fp`, `ts`, `ps`, `best`, `best-rate`, `linux24`, `coop`, and `dl`
+//!   with a 4 ms tick) hold every thread in one instance; the uniprocessor
+//!   ones (`rez`, `realrate`) run one instance per processor under an `fp`
+//!   root, 100 threads each.
 //!   `limit` and `join` take a single child and are left out.
 //! - `sim_scale print POLICY CPUS`: prints the hierarchy file `cpus` runs
 //!   for POLICY on CPUS processors.
@@ -359,6 +360,7 @@ const ROOT_POLICIES: &[&str] = &[
     "coop",
     "rez",
     "realrate",
+    "dl",
 ];
 
 /// Uniprocessor policies: one instance per processor under an `fp` root.
@@ -404,7 +406,7 @@ fn thread_params(policy: &str, k: usize) -> String {
         "ts" => format!("params = {{ priority = {} }}\n", 1 + k % 16),
         "ps" => format!("params = {{ share = {} }}\n", 1 + k % 4),
         // 100 reservations of 0.8 % each: a load of 0.8 per instance.
-        "rez" => "params = { amount = \"80us\", period = \"10ms\" }\n".into(),
+        "rez" | "dl" => "params = { amount = \"80us\", period = \"10ms\" }\n".into(),
         _ => String::new(),
     }
 }
@@ -430,7 +432,17 @@ fn wide_hierarchy(policy: &str, cpus: usize) -> String {
             })
             .collect()
     } else {
-        let _ = writeln!(s, "[[scheduler]]\nname = \"root\"\npolicy = \"{policy}\"\n");
+        // `dl` is global EDF over every processor, its budgets checked at
+        // a 4 ms tick as Linux's deadline class does at HZ=250.
+        let extra = if policy == "dl" {
+            format!("processors = {cpus}\ntick = \"4ms\"\n")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "[[scheduler]]\nname = \"root\"\npolicy = \"{policy}\"\n{extra}"
+        );
         (0..cpus).map(|_| "root".to_string()).collect()
     };
     for (c, sched) in groups.iter().enumerate() {
