@@ -240,38 +240,9 @@ impl DlConfig {
     }
 }
 
-/// A server: `amount` of runtime every `period`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Server {
-    /// Runtime per period; positive, at most `period`.
-    pub amount: Duration,
-    /// The period and relative deadline; positive.
-    pub period: Duration,
-}
-
-impl Server {
-    /// Reads and checks `amount` and `period`.
-    ///
-    /// # Errors
-    /// Either is missing, not a duration, zero, or `amount > period`.
-    pub fn from_params(params: &Params) -> Result<Self, PolicyError> {
-        let amount = params.require_duration("amount")?;
-        let period = params.require_duration("period")?;
-        if period == Duration::ZERO {
-            return Err(param_err("period", "must be positive"));
-        }
-        if amount == Duration::ZERO {
-            return Err(param_err("amount", "must be positive"));
-        }
-        if amount > period {
-            return Err(param_err(
-                "amount",
-                format!("{amount} is longer than the period {period}"),
-            ));
-        }
-        Ok(Server { amount, period })
-    }
-}
+/// A server: `amount` of runtime every `period` (its relative deadline),
+/// read and checked as Rez reads a reservation.
+pub use crate::rez::Reservation as Server;
 
 /// Deadline, registration order: the EDF order with its tie-break.
 type Key = (Instant, u64);
