@@ -70,6 +70,25 @@ fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_nanos() as f64 / b.as_nanos().max(1) as f64
 }
 
+/// What hsched itself admits under reservation scheduler `s`, in CPUs:
+/// a `rez`'s `cap`, a `dl`'s `cap` on each of its `processors`.
+pub(super) fn reservation_cap(s: &SchedulerSpec) -> f64 {
+    let p = &s.params;
+    if s.policy == "dl" {
+        let m = p.u64("processors").ok().flatten().unwrap_or(1) as f64;
+        m * p
+            .f64("cap")
+            .ok()
+            .flatten()
+            .unwrap_or(hsched_guarantee::mapping::DEFAULT_DL_CAP)
+    } else {
+        p.f64("cap")
+            .ok()
+            .flatten()
+            .unwrap_or(hsched_guarantee::mapping::DEFAULT_REZ_CAP)
+    }
+}
+
 /// A node of the file.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Node {
@@ -551,7 +570,7 @@ impl<'h> Compiler<'h> {
         let cpus = self.root_cpus(root);
         match root.policy.as_str() {
             "fp" => self.fp_root(root, &cpus),
-            "rez" => self.rez(root, &cpus),
+            "rez" | "dl" => self.rez(root, &cpus),
             p if FAIR_POLICIES.contains(&p) => {
                 self.fair_tops += 1;
                 self.fair(root, "", 1024, &cpus);
@@ -771,7 +790,7 @@ impl<'h> Compiler<'h> {
             k.push(prio(params));
             match s.policy.as_str() {
                 "fp" if s.parents.len() == 1 => self.flatten_fp(s, &k, out),
-                "rez" => out.push(Item {
+                "rez" | "dl" => out.push(Item {
                     key: k,
                     kind: ItemKind::Deadline(s),
                 }),
@@ -805,6 +824,18 @@ impl<'h> Compiler<'h> {
                 format!("what would work: variant `basic`, or {}", &USER[17..]),
             );
             return;
+        }
+        if r.policy == "dl" {
+            // `dl` is the deadline class already; the kernel enforces it
+            // with its own tick and root domain, whatever the file models.
+            let tick = r.params.duration("tick").ok().flatten().unwrap_or_default();
+            let m = r.params.u64("processors").ok().flatten().unwrap_or(1);
+            if tick != self.model.tick || m != self.model.root_domain as u64 {
+                self.notes.push(format!(
+                    "note: `{}` models a tick of {tick} on {m} processor(s); the kernel enforces it with its own, {} on {} CPU(s), which the guarantees here assume",
+                    r.name, self.model.tick, self.model.root_domain
+                ));
+            }
         }
         self.map(
             Node::Scheduler(r.name.clone()),
@@ -1004,7 +1035,7 @@ impl<'h> Compiler<'h> {
                 continue;
             }
             if !FAIR_POLICIES.contains(&c.policy.as_str()) || c.parents.len() != 1 {
-                let reason = if c.policy == "fp" || c.policy == "rez" {
+                let reason = if matches!(c.policy.as_str(), "fp" | "rez" | "dl") {
                     format!(
                         "a `{}` scheduler inside the fair-class scheduler `{}`: real-time and deadline threads would escape its share",
                         c.policy, s.name
@@ -1012,7 +1043,7 @@ impl<'h> Compiler<'h> {
                 } else {
                     format!("a `{}` scheduler inside the fair class", c.policy)
                 };
-                if c.policy == "fp" || c.policy == "rez" {
+                if matches!(c.policy.as_str(), "fp" | "rez" | "dl") {
                     self.refuse(Node::Scheduler(c.name.clone()), reason, USER.into());
                 } else {
                     self.unsupported(c);
@@ -1242,8 +1273,7 @@ pub fn admit(h: &Hierarchy, model: &KernelModel, nodes: &[NodeMap], others: f64)
             .schedulers
             .iter()
             .find(|s| s.name == rez)
-            .and_then(|s| s.params.f64("cap").ok().flatten())
-            .unwrap_or(hsched_guarantee::mapping::DEFAULT_REZ_CAP);
+            .map_or(hsched_guarantee::mapping::DEFAULT_REZ_CAP, reservation_cap);
         let in_rez = per_rez.entry(rez).or_insert(0.0);
         *in_rez += u;
         if refused.is_some() {
@@ -1402,6 +1432,58 @@ name = "B"
 scheduler = "TS"
 params = { priority = 10 }
 "#;
+
+    /// `dl` is the deadline class itself: its threads are servers as under
+    /// `rez`, guaranteed with the kernel's tick (a note says the file
+    /// models another), and hsched admits up to `processors × cap` under
+    /// it.
+    #[test]
+    fn a_dl_scheduler_maps_to_the_deadline_class_it_models() {
+        let with_cap = |cap: &str| {
+            parse(&HOME.replace(
+                "policy = \"rez\"",
+                &format!("policy = \"dl\"\nprocessors = 2\ntick = \"1ms\"\ncap = {cap}"),
+            ))
+        };
+        let p = compile(&with_cap("0.2"), &model(), &[1], 0.0);
+        assert!(p.refusals.is_empty(), "{:?}", p.refusals);
+        assert!(p.admission.refused.is_none(), "{:?}", p.admission);
+        assert_eq!(
+            p.node(&Node::Scheduler("RES".into())).unwrap().mechanism,
+            Mechanism::DeadlineClass
+        );
+        assert_eq!(
+            p.thread("A").unwrap().mechanism,
+            Mechanism::Deadline {
+                runtime: Duration::from_millis(10),
+                deadline: Duration::from_millis(33),
+                period: Duration::from_millis(33),
+                reclaim: false
+            }
+        );
+        // The kernel's 4 ms tick, not the file's 1 ms.
+        assert_eq!(p.thread("A").unwrap().guarantee.to_string(), "RESBH 6 33");
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.contains("`RES` models a tick of 1ms on 2 processor(s)")),
+            "{:?}",
+            p.notes
+        );
+        // 30.3 % is within 2 × 20 %; 2 × 10 % is refused when the file is
+        // read, before anything is compiled.
+        let h = with_cap("0.2");
+        let res = h.schedulers.iter().find(|s| s.name == "RES").unwrap();
+        assert!((reservation_cap(res) - 0.4).abs() < 1e-9);
+        let text = HOME.replace(
+            "policy = \"rez\"",
+            "policy = \"dl\"\nprocessors = 2\ncap = 0.1",
+        );
+        let why = hsched_config::parse_str(&text, "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(why.contains("= 20.0%"), "{why}");
+    }
 
     #[test]
     fn classes_follow_the_fixed_priority_order() {

@@ -15,9 +15,10 @@
 //!
 //! | node | kernel mechanism | guarantee it gets |
 //! |---|---|---|
-//! | thread under `rez` | `SCHED_DEADLINE`, runtime = amount, deadline = period = period | `RESBH (amount − tick) period` |
+//! | thread under `rez` or `dl` | `SCHED_DEADLINE`, runtime = amount, deadline = period = period | `RESBH (amount − tick) period` |
 //! | `join` of `rez` and one best-effort parent, over one thread | that thread's server with `SCHED_FLAG_RECLAIM` (GRUB) | `RESBS (amount − tick) period` |
 //! | `rez` | the deadline class (global EDF over the servers, admission) | — |
+//! | `dl` | the deadline class it models, with the kernel's tick and root domain (a note when the file's differ) | — |
 //! | `fp` over threads (and nested `fp`) | `SCHED_FIFO` priorities in the children's order, ties kept as ties | NULL |
 //! | `ts`, `linux24` | a cpu cgroup; threads `SCHED_OTHER` with nice = 8 − priority | NULL |
 //! | `ps` | a cpu cgroup per child, `cpu.shares` ∝ share | NULL |

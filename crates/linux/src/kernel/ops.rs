@@ -432,13 +432,10 @@ impl Kernel<'_> {
             }
         }
         let u = ratio(a, p);
-        let cap = self
-            .h
-            .schedulers
-            .iter()
-            .find(|s| s.name == rez)
-            .and_then(|s| s.params.f64("cap").ok().flatten())
-            .unwrap_or(hsched_guarantee::mapping::DEFAULT_REZ_CAP);
+        let cap = self.h.schedulers.iter().find(|s| s.name == rez).map_or(
+            hsched_guarantee::mapping::DEFAULT_REZ_CAP,
+            compile::reservation_cap,
+        );
         let in_rez = u + servers
             .iter()
             .filter(|s| s.2 == rez)

@@ -3,7 +3,8 @@
 //! of what the kernel enforces in its place, so that the simulated side
 //! predicts the kernel's schedule rather than the user backend's.
 //!
-//! A `rez` becomes the simulator's `dl` policy (docs/policies/dl.md):
+//! A `rez` becomes the simulator's `dl` policy (docs/policies/dl.md), and
+//! a `dl` of the file takes the kernel's values:
 //! global EDF over constant-bandwidth servers on every processor of its
 //! root, with the wake-up rule, throttling and replenishment of Linux's
 //! deadline class, runtime checked at the tick when the kernel has no
@@ -31,7 +32,8 @@ pub fn as_enforced(h: &Hierarchy, model: &KernelModel) -> Simulated {
     let cap = (model.kernel_limit() / model.root_domain.max(1) as f64).clamp(1e-6, 1.0);
     let mut servers = 0;
     for i in 0..out.schedulers.len() {
-        if out.schedulers[i].policy != "rez" {
+        // A `dl` of the file is enforced with the kernel's values too.
+        if !matches!(out.schedulers[i].policy.as_str(), "rez" | "dl") {
             continue;
         }
         servers += 1;
