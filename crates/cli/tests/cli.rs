@@ -1957,7 +1957,10 @@ workload = {{ kind = "cpu-bound" }}
     let c = &r["compare"];
     let model = c["model"].as_array().unwrap();
     assert!(
-        model[0].as_str().unwrap().contains("each `rez` as `dl`"),
+        model[0]
+            .as_str()
+            .unwrap()
+            .contains("each `rez` and `dl` as `dl`"),
         "{c}"
     );
     let rows = c["rows"].as_array().unwrap();

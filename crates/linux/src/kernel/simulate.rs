@@ -20,7 +20,8 @@ use hsched_core::{ParamValue, Params};
 /// The hierarchy to simulate and what its model leaves out.
 #[derive(Clone, Debug)]
 pub struct Simulated {
-    /// The file's hierarchy, every `rez` as `dl`.
+    /// The file's hierarchy, every `rez` as `dl` and every `dl` with the
+    /// kernel's values.
     pub hierarchy: Hierarchy,
     /// One line each on what differs from the kernel's enforcement.
     pub notes: Vec<String>,
@@ -51,7 +52,7 @@ pub fn as_enforced(h: &Hierarchy, model: &KernelModel) -> Simulated {
     let mut notes = Vec::new();
     if servers > 0 {
         notes.push(format!(
-            "simulated as the kernel enforces it: each `rez` as `dl`, global EDF over deadline servers on its root's CPUs, runtime checked every {} tick, admission {:.1}% per CPU ({})",
+            "simulated as the kernel enforces it: each `rez` and `dl` as `dl` with the kernel's values, global EDF over deadline servers on its root's CPUs, runtime checked every {} tick, admission {:.1}% per CPU ({})",
             model.tick, cap * 100.0, model.source
         ));
         notes.push(
