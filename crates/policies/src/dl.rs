@@ -331,6 +331,19 @@ impl Dl {
         self.load as f64 / UTIL_ONE as f64
     }
 
+    /// Admission: `load` over `children` children within `processors ×
+    /// cap`, one unit per child for rounding.
+    fn admit(&self, load: u128, children: u128) -> Result<(), PolicyError> {
+        if load > self.cap + children {
+            return Err(PolicyError::AdmissionRefused {
+                load: load as f64 / UTIL_ONE as f64,
+                cap: self.cfg.cap * self.cfg.processors as f64,
+                held: 0.0,
+            });
+        }
+        Ok(())
+    }
+
     /// When a child dispatched now with `r > 0` is throttled: when `r`
     /// runs out, or at the first tick at or after it.
     fn exhaust_at(&self, now: Instant, r: i64) -> Instant {
@@ -628,14 +641,7 @@ impl Policy for Dl {
         crate::registry::check_child_params(&INFO, params)?;
         let srv = Server::from_params(params)?;
         let util = util_fp(srv.amount, srv.period);
-        let n = self.children.len() as u128 + 1;
-        if self.load + util > self.cap + n {
-            return Err(PolicyError::AdmissionRefused {
-                load: (self.load + util) as f64 / UTIL_ONE as f64,
-                cap: self.cfg.cap * self.cfg.processors as f64,
-                held: 0.0,
-            });
-        }
+        self.admit(self.load + util, self.children.len() as u128 + 1)?;
         self.load += util;
         let order = self.next_order;
         self.next_order += 1;
@@ -737,13 +743,7 @@ impl Policy for Dl {
         let srv = Server::from_params(&merged)?;
         let util = util_fp(srv.amount, srv.period);
         let load = self.load - old + util;
-        if load > self.cap + self.children.len() as u128 {
-            return Err(PolicyError::AdmissionRefused {
-                load: load as f64 / UTIL_ONE as f64,
-                cap: self.cfg.cap * self.cfg.processors as f64,
-                held: 0.0,
-            });
-        }
+        self.admit(load, self.children.len() as u128)?;
         self.load = load;
         if let Some(c) = self.children.get_mut(ctx, vp) {
             c.srv = srv;

@@ -87,21 +87,26 @@ fn two_servers_get_their_budgets_in_edf_order() {
 /// 3·20 > 5·4, so it gets a fresh deadline 35 and a full budget.
 #[test]
 fn a_waking_server_keeps_its_deadline_unless_it_would_overflow() {
-    let (mut hsi, dl) = dl_root(1, cfg(1, Duration::ZERO));
-    let t = hsi
-        .create_thread(ms(0), "t", dl, srv("4ms", "20ms"))
+    // A 4/20 server over a thread running `exec` every `period` ms.
+    let server = |period: u64, exec: u64| {
+        let (mut hsi, dl) = dl_root(1, cfg(1, Duration::ZERO));
+        let t = hsi
+            .create_thread(ms(0), "t", dl, srv("4ms", "20ms"))
+            .unwrap();
+        let vp = hsi.thread_vp(t);
+        let mut d = Driver::new(hsi);
+        d.add(
+            t,
+            Behaviour::Periodic {
+                period: dur_ms(period),
+                exec: dur_ms(exec),
+                offset: Duration::ZERO,
+            },
+        )
         .unwrap();
-    let vp = hsi.thread_vp(t);
-    let mut d = Driver::new(hsi);
-    d.add(
-        t,
-        Behaviour::Periodic {
-            period: dur_ms(8),
-            exec: dur_ms(2),
-            offset: Duration::ZERO,
-        },
-    )
-    .unwrap();
+        (d, t, vp)
+    };
+    let (mut d, t, vp) = server(8, 2);
     d.run_until(ms(1)).unwrap();
     assert_eq!(d.hsi.vp_deadline(vp), Some(ms(20)));
     d.run_until(ms(9)).unwrap();
@@ -115,21 +120,7 @@ fn a_waking_server_keeps_its_deadline_unless_it_would_overflow() {
     assert_eq!(d.hsi.thread_received(t), dur_ms(4));
     assert_eq!(d.hsi.running(CpuId(0)), None);
 
-    let (mut hsi, dl) = dl_root(1, cfg(1, Duration::ZERO));
-    let t = hsi
-        .create_thread(ms(0), "t", dl, srv("4ms", "20ms"))
-        .unwrap();
-    let vp = hsi.thread_vp(t);
-    let mut d = Driver::new(hsi);
-    d.add(
-        t,
-        Behaviour::Periodic {
-            period: dur_ms(15),
-            exec: dur_ms(1),
-            offset: Duration::ZERO,
-        },
-    )
-    .unwrap();
+    let (mut d, _, vp) = server(15, 1);
     d.run_until(ms(14)).unwrap();
     assert_eq!(d.hsi.vp_deadline(vp), Some(ms(20)));
     d.run_until(ms(16)).unwrap();
