@@ -326,6 +326,7 @@ impl Daemon {
         let freezer = Freezer::new().map_err(io_err("freezer cgroup"))?;
         let wd = Watchdog::start(
             Some((freezer.mount.clone(), freezer.root.clone())),
+            None,
             opts.daemon_priority.saturating_add(5).min(99),
             Some(&cpu_lock),
         )
@@ -2041,7 +2042,7 @@ impl Daemon {
             (Some(argv), _) => {
                 let ex = sys::Exec::new(argv)
                     .map_err(|e| LiveError::Usage(format!("`{}`: {e}", argv.join(" "))))?;
-                ex.spawn_gated(r.as_raw_fd(), last_fd)
+                ex.spawn_gated(r.as_raw_fd(), last_fd, None)
                     .map_err(io_err("fork"))?
             }
             (None, Some(wl)) => {

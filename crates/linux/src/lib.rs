@@ -44,6 +44,7 @@ pub mod cli_glue;
 pub mod control;
 mod coop;
 pub mod cpulock;
+pub mod cpuset;
 pub mod ctl;
 mod daemon;
 pub mod enforce;

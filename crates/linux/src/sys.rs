@@ -913,11 +913,14 @@ impl Exec {
     /// adopt it first. The child starts its own process group with default
     /// signal handling, and closes every descriptor above `last_fd` but
     /// `gate`; an exec that fails says so on standard error and exits 127
-    /// (no such program) or 126, as a shell would. Returns the child's pid.
+    /// (no such program) or 126, as a shell would. With `join`, a cgroup's
+    /// `tasks` file open for writing, the child first moves itself there
+    /// (while it runs, so it is on that cgroup's CPUs when it blocks).
+    /// Returns the child's pid.
     ///
     /// # Errors
     /// `fork` fails.
-    pub fn spawn_gated(&self, gate: RawFd, last_fd: RawFd) -> io::Result<i32> {
+    pub fn spawn_gated(&self, gate: RawFd, last_fd: RawFd, join: Option<RawFd>) -> io::Result<i32> {
         // Made before the fork: the child may not allocate.
         let failed = format!(
             "hsched: could not execute `{}`\n",
@@ -938,6 +941,9 @@ impl Exec {
                 libc::SIGPIPE,
             ] {
                 default_signal(s);
+            }
+            if let Some(j) = join {
+                let _ = write_all(j, b"0");
             }
             close_cloexec(last_fd, gate);
             let mut b = [0u8; 1];

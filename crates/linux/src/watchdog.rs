@@ -8,7 +8,8 @@
 //! every write end is closed (the daemon exited, crashed or was killed,
 //! since nothing else inherits the close-on-exec write end), `poll` reports
 //! the hang-up and the watchdog restores whatever is still recorded, thaws
-//! and removes hsched's freezer cgroups, removes the daemon's `coop_poll`
+//! and removes hsched's freezer cgroups (or the kernel backend's cpu
+//! cgroups and partitions, [`crate::cpuset`]), removes the daemon's `coop_poll`
 //! channel file, and exits. It keeps the daemon's CPU lock descriptors
 //! ([`crate::cpulock`]) open all along, so the CPUs of a killed daemon stay
 //! locked, the holder line naming the watchdog, until that is done, and a
@@ -31,6 +32,7 @@
 //! nothing would restore them after a `kill -9`.
 
 use crate::cpulock::CpuLocks;
+use crate::cpuset::Cpusets;
 use crate::enforce::{self, Original};
 use crate::sys::{self, CpuMask, SchedAttr};
 use std::io;
@@ -130,6 +132,7 @@ impl Watchdog {
     /// The pipe or the fork failed.
     pub fn start(
         freezer: Option<(PathBuf, PathBuf)>,
+        cpusets: Option<Cpusets>,
         priority: u32,
         locks: Option<&CpuLocks>,
     ) -> io::Result<Watchdog> {
@@ -138,7 +141,7 @@ impl Watchdog {
         let pid = sys::fork()?;
         if pid == 0 {
             drop(w);
-            let code = watchdog_main(r, freezer, priority, locks);
+            let code = watchdog_main(r, freezer, cpusets, priority, locks);
             sys::exit_now(code);
         }
         drop(r);
@@ -255,6 +258,7 @@ pub fn find(daemon: i32) -> Option<i32> {
 fn watchdog_main(
     r: OwnedFd,
     freezer: Option<(PathBuf, PathBuf)>,
+    cpusets: Option<Cpusets>,
     priority: u32,
     locks: Option<&CpuLocks>,
 ) -> i32 {
@@ -377,6 +381,11 @@ fn watchdog_main(
         Some((m, r)) => (Some(m.as_path()), Some(r.as_path())),
         None => (None, None),
     };
+    // Out of the partitions first: the move resets a thread's affinity to
+    // the top cpuset's CPUs, which its own restore then narrows again.
+    if let Some(cs) = &cpusets {
+        cs.release_tasks();
+    }
     let mut failed = 0;
     for o in &held {
         if enforce::restore(o, mount, root).is_err() {
@@ -385,6 +394,9 @@ fn watchdog_main(
     }
     if let (Some(m), Some(r)) = (mount, root) {
         enforce::cleanup_root(m, r, std::time::Duration::from_secs(2));
+    }
+    if let Some(cs) = &cpusets {
+        cs.remove();
     }
     // A daemon killed before its Drop leaves its coop_poll channel file.
     let _ = std::fs::remove_file(crate::coop::channel_path(daemon_pid as u32));

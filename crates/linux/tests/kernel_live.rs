@@ -92,6 +92,31 @@ fn hsched_cgroups() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The partitions (exclusive cpusets) runs left, and the top cpuset's
+/// balancing.
+fn hsched_cpusets() -> (Vec<String>, String) {
+    let Some(m) = hsched_linux::cpuset::mount() else {
+        return (Vec::new(), String::new());
+    };
+    let left = std::fs::read_dir(&m)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("hsched-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let balance = std::fs::read_to_string(m.join("cpuset.sched_load_balance")).unwrap_or_default();
+    (left, balance.trim().to_string())
+}
+
+fn cpuset_of(tid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{tid}/cpuset"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 const HOGS: &str = r#"
 [[thread]]
 name = "hog"
@@ -176,6 +201,7 @@ fn a_reservation_thread_meets_its_deadlines_beside_four_hogs() {
 #[test]
 fn a_stopped_daemon_leaves_the_kernel_enforcing_then_a_killed_one_leaves_everything_restored() {
     let Some(_g) = kernel_live() else { return };
+    let (_, balance) = hsched_cpusets();
     let file = write_file(
         "stop.toml",
         &reservation_file(1, r#"exec = ["sh", "-c", "while :; do :; done"]"#).replace(
@@ -212,9 +238,14 @@ exec = ["sh", "-c", "while :; do :; done"]
             .filter_map(|p| p.parse().ok())
             .collect();
         let rt = kids.iter().copied().find(|&k| policy(k) == Some(6));
+        // In a cpu cgroup of the run (every thread is in its cpuset).
         let fair = kids.iter().copied().find(|&k| {
-            std::fs::read_to_string(format!("/proc/{k}/cgroup"))
-                .is_ok_and(|c| c.contains("/hsched-"))
+            std::fs::read_to_string(format!("/proc/{k}/cgroup")).is_ok_and(|c| {
+                c.lines().any(|l| {
+                    let f: Vec<&str> = l.splitn(3, ':').collect();
+                    f.len() == 3 && f[1].split(',').any(|x| x == "cpu") && f[2].contains("/hsched-")
+                })
+            })
         });
         if let (Some(r), Some(f)) = (rt, fair) {
             break (r, f);
@@ -223,6 +254,13 @@ exec = ["sh", "-c", "while :; do :; done"]
     };
     let attr = hsched_linux::sys::sched_getattr(rt).unwrap();
     assert_eq!((attr.runtime, attr.period), (3_000_000, 10_000_000));
+    // A file for one CPU of several: its root is a root domain of its own,
+    // the server pinned there.
+    if hsched_linux::sys::online_cpus().len() > 1 && hsched_linux::cpuset::mount().is_some() {
+        assert!(cpuset_of(rt).starts_with("/hsched-"), "{}", cpuset_of(rt));
+        assert_eq!(hsched_linux::sys::get_affinity(rt).unwrap().cpus().len(), 1);
+        assert_eq!(hsched_cpusets().1, "0");
+    }
     // Stopped, the daemon decides nothing, yet the busy reservation thread
     // keeps to its 30 % until the watchdog restores it.
     let cpu = |t: i32| hsched_linux::enforce::proc_cpu_ns(t).unwrap();
@@ -270,12 +308,130 @@ exec = ["sh", "-c", "while :; do :; done"]
         "the fair thread is still in a cgroup of the run"
     );
     assert!(hsched_cgroups().is_empty(), "left {:?}", hsched_cgroups());
+    assert_eq!(hsched_cpusets(), (Vec::new(), balance));
     let all = hsched_linux::sys::online_cpus();
     for t in [rt, fair] {
+        assert_eq!(cpuset_of(t), "/");
         assert_eq!(policy(t), Some(0));
         assert_eq!(hsched_linux::sys::get_affinity(t).unwrap().cpus(), all);
         let _ = hsched_linux::sys::kill(t, libc::SIGKILL);
     }
+}
+
+/// Two roots on CPUs of their own: each is a root domain (an exclusive
+/// cpuset), so its servers are pinned and admitted there (partitioned
+/// EDF), and the cpusets and the top cpuset's balancing are put back.
+#[test]
+fn roots_on_their_own_cpus_get_root_domains_of_their_own_and_give_them_back() {
+    let Some(_g) = kernel_live() else { return };
+    let online = hsched_linux::sys::online_cpus();
+    if online.len() < 2 || hsched_linux::cpuset::mount().is_none() {
+        eprintln!("SKIPPED: needs two CPUs and the cgroup-v1 cpuset controller");
+        return;
+    }
+    let (_, balance) = hsched_cpusets();
+    let file = write_file(
+        "partitions.toml",
+        r#"
+[machine]
+cpus = 2
+[[scheduler]]
+name = "A"
+policy = "rez"
+cpus = [0]
+[[scheduler]]
+name = "B"
+policy = "fp"
+cpus = [1]
+[[scheduler]]
+name = "RB"
+policy = "rez"
+parent = "B"
+params = { priority = 2 }
+[[scheduler]]
+name = "TS"
+policy = "ts"
+parent = "B"
+params = { priority = 1 }
+[[thread]]
+name = "a"
+count = 2
+scheduler = "A"
+params = { amount = "5ms", period = "20ms" }
+workload = { kind = "periodic", period = "20ms", exec = "3ms" }
+[[thread]]
+name = "b"
+scheduler = "RB"
+params = { amount = "10ms", period = "20ms" }
+workload = { kind = "periodic", period = "20ms", exec = "8ms" }
+[[thread]]
+name = "hog"
+count = 2
+scheduler = "TS"
+workload = { kind = "cpu-bound" }
+"#,
+    );
+    let daemon = Command::new(bin())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--enforce",
+            "kernel",
+            "--duration",
+            "3s",
+            "--no-socket",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dpid = daemon.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let servers = loop {
+        assert!(Instant::now() < deadline, "the servers never started");
+        let kids: Vec<i32> = std::fs::read_to_string(format!("/proc/{dpid}/task/{dpid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .filter(|&k| policy(k) == Some(6))
+            .collect();
+        if kids.len() == 3 {
+            break kids;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(hsched_cpusets().1, "0");
+    for t in servers {
+        let runtime = hsched_linux::sys::sched_getattr(t).unwrap().runtime;
+        // `a`'s servers (5 ms) on CPU 0, `b`'s (10 ms) on CPU 1.
+        let cpu = if runtime == 5_000_000 {
+            online[0]
+        } else {
+            online[1]
+        };
+        assert_eq!(
+            hsched_linux::sys::get_affinity(t).unwrap().cpus(),
+            vec![cpu]
+        );
+        assert!(
+            cpuset_of(t).starts_with(&format!("/hsched-{dpid}-")),
+            "{}",
+            cpuset_of(t)
+        );
+    }
+    let out = daemon.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("sched_load_balance"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in v["programs"].as_array().unwrap() {
+        if p["name"].as_str().is_some_and(|n| !n.starts_with("hog")) {
+            assert!(p["jobs"].as_u64().unwrap() >= 140, "{p}");
+            assert_eq!(p["deadline_misses"].as_u64(), Some(0), "{p}");
+        }
+    }
+    assert_eq!(hsched_cpusets(), (Vec::new(), balance));
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! changed, so it is restored however the daemon ends.
 
 use super::compile::{Mechanism, NodeMap, Plan};
+use crate::cpuset::Cpusets;
 use crate::sys::{self, CpuMask, SchedAttr};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -170,17 +171,27 @@ pub fn attr_for(m: &Mechanism) -> Option<SchedAttr> {
     Some(a)
 }
 
-/// Sets `node`'s mechanism on thread `tid`: its cgroup, its affinity (the
-/// whole online set for a deadline server, which the kernel requires),
-/// then its policy.
+/// Sets `node`'s mechanism on thread `tid`: its partition (an exclusive
+/// cpuset) and cgroup, its affinity (the whole root domain for a deadline
+/// server, which the kernel requires), then its policy.
 ///
 /// # Errors
-/// A system call failed; `EBUSY` from `sched_setattr` is the kernel's
-/// deadline admission refusing the server.
-pub fn apply(tid: i32, node: &NodeMap, cg: Option<&Cgroups>) -> io::Result<()> {
+/// A system call failed; `EBUSY` from `sched_setattr` (or from the move
+/// into a partition) is the kernel's deadline admission refusing the
+/// server; `EPERM` for a server in a partition, that the thread has not
+/// run there yet.
+pub fn apply(
+    tid: i32,
+    node: &NodeMap,
+    cg: Option<&Cgroups>,
+    cs: Option<&Cpusets>,
+) -> io::Result<()> {
     let Some(attr) = attr_for(&node.mechanism) else {
         return Ok(());
     };
+    if let (Some(k), Some(cs)) = (node.partition, cs) {
+        cs.attach(tid, k)?;
+    }
     if let (Mechanism::Fair { cgroup, .. }, Some(cg)) = (&node.mechanism, cg) {
         cg.attach(tid, cgroup)?;
     }
@@ -191,7 +202,15 @@ pub fn apply(tid: i32, node: &NodeMap, cg: Option<&Cgroups>) -> io::Result<()> {
         node.cpus.iter().for_each(|&c| mask.set(c));
     }
     sys::set_affinity(tid, &mask)?;
-    sys::sched_setattr(tid, &attr)
+    match sys::sched_setattr(tid, &attr) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) && node.partition.is_some() => {
+            Err(io::Error::new(
+                e.kind(),
+                format!("{e}: the kernel makes a thread a deadline server of a partition only once it has run there (this one is asleep on a CPU outside {}); try again after it has run", crate::cpuset::cpu_list(&node.cpus)),
+            ))
+        }
+        r => r,
+    }
 }
 
 #[cfg(test)]

@@ -15,8 +15,14 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelModel {
     /// CPUs of the root domain the deadline servers are scheduled on
-    /// (global EDF across them).
+    /// (global EDF across them) while the run does not partition it.
     pub root_domain: usize,
+    /// The online CPUs (what the root domain spans).
+    pub online: Vec<usize>,
+    /// Whether the run can split the root domain with exclusive cpusets
+    /// (the cgroup-v1 `cpuset` controller is mounted): the roots of a file
+    /// on disjoint CPU sets then get a root domain each.
+    pub cpusets: bool,
     /// The scheduler tick (`1 / CONFIG_HZ`): without `HRTICK_DL` a
     /// deadline server's runtime is checked at the tick, so it can run up
     /// to one tick past its budget before it is throttled.
@@ -42,6 +48,8 @@ impl KernelModel {
     pub fn defaults(cpus: usize, hz: u32) -> KernelModel {
         KernelModel {
             root_domain: cpus.max(1),
+            online: (0..cpus.max(1)).collect(),
+            cpusets: true,
             tick: Duration::from_nanos(1_000_000_000 / u64::from(hz.max(1))),
             rt_runtime_us: Some(950_000),
             rt_period_us: 1_000_000,
@@ -63,6 +71,14 @@ impl KernelModel {
 
     fn fair_server_util(&self) -> f64 {
         ratio(self.fair_server.0, self.fair_server.1)
+    }
+
+    /// The same kernel with a root domain of `cpus` CPUs (a partition).
+    pub fn with_root_domain(&self, cpus: usize) -> KernelModel {
+        KernelModel {
+            root_domain: cpus.max(1),
+            ..self.clone()
+        }
     }
 }
 
@@ -242,6 +258,9 @@ pub struct NodeMap {
     /// Linux CPUs a thread is pinned to (empty: the whole root domain,
     /// which `SCHED_DEADLINE` requires).
     pub cpus: Vec<usize>,
+    /// The partition (an exclusive cpuset, its own root domain) a thread
+    /// is moved into, when the plan partitions the machine.
+    pub partition: Option<usize>,
     /// What the kernel's enforcement guarantees it.
     pub guarantee: Guarantee,
     /// Why it gets that guarantee (when it is less than the file's).
@@ -322,6 +341,29 @@ pub struct Plan {
     /// The cgroup of each thread under `ps` (its own, weighted by its
     /// share) and its `cpu.shares`.
     pub leaf_groups: Vec<(String, u64)>,
+    /// The root domains the run makes with exclusive cpusets, one per root
+    /// of the file and one for the online CPUs no root owns; empty when the
+    /// deadline servers share the machine's one root domain.
+    pub partitions: Vec<Partition>,
+}
+
+/// A root domain of its own: an exclusive cpuset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    /// Its Linux CPUs.
+    pub cpus: Vec<usize>,
+    /// The file's root it holds (`None`: the CPUs no root owns).
+    pub root: Option<String>,
+}
+
+impl Partition {
+    fn describe(&self) -> String {
+        let cpus = crate::cpuset::cpu_list(&self.cpus);
+        match &self.root {
+            Some(r) => format!("the root domain of `{r}` (CPU {cpus})"),
+            None => format!("the root domain of CPU {cpus}"),
+        }
+    }
 }
 
 impl Plan {
@@ -452,6 +494,12 @@ struct Compiler<'h> {
     notes: Vec<String>,
     fair_tops: usize,
     leaf_groups: Vec<(String, u64)>,
+    /// The root being compiled, and the root of each mapped node.
+    cur_root: usize,
+    node_root: Vec<usize>,
+    /// Whether a root with deadline servers owns fewer CPUs than the root
+    /// domain.
+    narrow: bool,
 }
 
 /// Compiles `h` for the kernel backend. `cpus` are the Linux CPUs the run
@@ -468,10 +516,20 @@ pub fn compile(h: &Hierarchy, model: &KernelModel, cpus: &[usize], others: f64) 
         notes: Vec::new(),
         fair_tops: 0,
         leaf_groups: Vec::new(),
+        cur_root: 0,
+        node_root: Vec::new(),
+        narrow: false,
     };
-    for root in h.schedulers.iter().filter(|s| s.parents.is_empty()) {
+    let roots: Vec<&SchedulerSpec> = h
+        .schedulers
+        .iter()
+        .filter(|s| s.parents.is_empty())
+        .collect();
+    for (k, root) in roots.iter().enumerate() {
+        c.cur_root = k;
         c.root(root);
     }
+    let partitions = c.partition(&roots);
     for t in &h.threads {
         if !c.tree.by_name.contains_key(t.scheduler.as_str()) {
             c.refuse(
@@ -481,21 +539,35 @@ pub fn compile(h: &Hierarchy, model: &KernelModel, cpus: &[usize], others: f64) 
             );
         }
     }
-    let admission = admit(h, model, &c.nodes, others);
+    let admission = admit(h, model, &c.nodes, &partitions, others);
     c.derive_guarantees(admission.refused.is_none());
     let shortfalls = c.shortfalls();
+    let domains = if partitions.is_empty() {
+        format!(
+            "global EDF over deadline servers on a root domain of {} CPU(s)",
+            model.root_domain
+        )
+    } else {
+        format!(
+            "EDF over deadline servers in each of {} root domains made with exclusive cpusets ({}; partitioned EDF: a server runs, and is admitted, only in its root's)",
+            partitions.len(),
+            partitions.iter().map(|p| format!("CPU {}", crate::cpuset::cpu_list(&p.cpus))).collect::<Vec<_>>().join(", ")
+        )
+    };
     c.notes.insert(
         0,
         format!(
-            "note: kernel enforcement model ({}): global EDF over deadline servers on a root domain of {} CPU(s), runtime enforced at the tick ({}), deadline limit {:.1}% of one CPU (sched_rt_runtime_us / sched_rt_period_us on every CPU, less each CPU's fair server {} per {})",
+            "note: kernel enforcement model ({}): {domains}, runtime enforced at the tick ({}), deadline limit {:.1}% of one CPU (sched_rt_runtime_us / sched_rt_period_us on every CPU, less each CPU's fair server {} per {})",
             model.source,
-            model.root_domain,
             model.tick,
             admission.kernel_limit * 100.0,
             model.fair_server.0,
             model.fair_server.1,
         ),
     );
+    if !partitions.is_empty() {
+        c.notes.push("note: while the run lasts the kernel does not balance the machine's other tasks across these root domains (the top cpuset's sched_load_balance is off); it is put back when the run ends".into());
+    }
     // Schedulers first, then threads, each in file order.
     let order = |n: &Node| match n {
         Node::Scheduler(s) => (0, h.schedulers.iter().position(|x| &x.name == s)),
@@ -521,6 +593,7 @@ pub fn compile(h: &Hierarchy, model: &KernelModel, cpus: &[usize], others: f64) 
         shortfalls,
         admission,
         notes: c.notes,
+        partitions,
     }
 }
 
@@ -550,9 +623,63 @@ impl<'h> Compiler<'h> {
             node,
             mechanism,
             cpus,
+            partition: None,
             guarantee: Guarantee::Null,
             note: None,
         });
+        self.node_root.push(self.cur_root);
+    }
+
+    /// The root domains the plan needs: none while every deadline server's
+    /// root spans the machine's root domain (or no cpuset controller can
+    /// split it); otherwise one per root and one for the online CPUs no
+    /// root owns, with every node in its root's and every deadline server
+    /// pinned to it (the kernel lets a server's affinity be its root
+    /// domain).
+    fn partition(&mut self, roots: &[&SchedulerSpec]) -> Vec<Partition> {
+        let root_cpus: Vec<Vec<usize>> = roots.iter().map(|r| self.root_cpus(r)).collect();
+        let holds_servers = |k: usize| {
+            self.nodes
+                .iter()
+                .zip(&self.node_root)
+                .any(|(n, &r)| r == k && matches!(n.mechanism, Mechanism::Deadline { .. }))
+        };
+        let narrow = (0..roots.len())
+            .any(|k| holds_servers(k) && root_cpus[k].len() < self.model.online.len());
+        self.narrow = narrow;
+        if !narrow || !self.model.cpusets || root_cpus.iter().any(Vec::is_empty) {
+            return Vec::new();
+        }
+        let owned: std::collections::BTreeSet<usize> =
+            root_cpus.iter().flatten().copied().collect();
+        let rest: Vec<usize> = self
+            .model
+            .online
+            .iter()
+            .copied()
+            .filter(|c| !owned.contains(c))
+            .collect();
+        let mut parts: Vec<Partition> = roots
+            .iter()
+            .zip(&root_cpus)
+            .map(|(r, c)| Partition {
+                cpus: c.clone(),
+                root: Some(r.name.clone()),
+            })
+            .collect();
+        if !rest.is_empty() {
+            parts.push(Partition {
+                cpus: rest,
+                root: None,
+            });
+        }
+        for (n, &r) in self.nodes.iter_mut().zip(&self.node_root) {
+            n.partition = Some(r);
+            if matches!(n.mechanism, Mechanism::Deadline { .. }) {
+                n.cpus = root_cpus[r].clone();
+            }
+        }
+        parts
     }
 
     /// The Linux CPUs of a root (all managed ones when it names none).
@@ -1148,12 +1275,13 @@ impl<'h> Compiler<'h> {
             .nodes
             .iter()
             .any(|n| matches!(n.mechanism, Mechanism::Deadline { .. }))
-            && self.model.root_domain > self.cpus.len()
+            && self.narrow
+            && self.nodes.iter().all(|n| n.partition.is_none())
         {
             self.notes.push(format!(
-                "note: deadline servers run on every CPU of the root domain ({} CPUs; SCHED_DEADLINE refuses a narrower affinity), not only on the file's {}",
+                "note: deadline servers run on every CPU of the root domain ({} CPUs; SCHED_DEADLINE refuses a narrower affinity), not only on their root's{}",
                 self.model.root_domain,
-                self.cpus.len()
+                if self.model.cpusets { "" } else { " (no cgroup-v1 cpuset controller is mounted to give the file's roots root domains of their own)" }
             ));
         }
     }
@@ -1230,8 +1358,51 @@ fn fp_ancestor(tree: &Tree<'_>, s: &SchedulerSpec, root: &str) -> bool {
 /// server's possible overrun of one tick (Goossens, Funk and Baruah's
 /// utilization bound `U ≤ m − (m − 1)·u_max`; on one CPU, EDF's `U ≤ 1`).
 /// The first thread, in file order, at which a sum crosses its limit is
-/// named with the load and the limit.
-pub fn admit(h: &Hierarchy, model: &KernelModel, nodes: &[NodeMap], others: f64) -> Admission {
+/// named with the load and the limit. With `partitions`, each root domain
+/// is admitted on its own CPUs (partitioned EDF), every one beside all of
+/// `others` (the kernel places other programs' deadline tasks by the CPU
+/// they run on).
+pub fn admit(
+    h: &Hierarchy,
+    model: &KernelModel,
+    nodes: &[NodeMap],
+    partitions: &[Partition],
+    others: f64,
+) -> Admission {
+    if partitions.is_empty() {
+        return admit_domain(h, model, nodes, None, "the root domain", others);
+    }
+    let mut all = Admission {
+        servers: Vec::new(),
+        others,
+        kernel_limit: model.kernel_limit(),
+        refused: None,
+    };
+    for (k, p) in partitions.iter().enumerate() {
+        let a = admit_domain(
+            h,
+            &model.with_root_domain(p.cpus.len()),
+            nodes,
+            Some(k),
+            &p.describe(),
+            others,
+        );
+        all.servers.extend(a.servers);
+        all.refused = all.refused.or(a.refused);
+    }
+    all
+}
+
+/// [`admit`] on one root domain: the servers of `partition` (every one
+/// when `None`), on `model.root_domain` CPUs, named `label` in refusals.
+fn admit_domain(
+    h: &Hierarchy,
+    model: &KernelModel,
+    nodes: &[NodeMap],
+    partition: Option<usize>,
+    label: &str,
+    others: f64,
+) -> Admission {
     let mut servers = Vec::new();
     let mut refused = None;
     let kernel_limit = model.kernel_limit();
@@ -1250,9 +1421,10 @@ pub fn admit(h: &Hierarchy, model: &KernelModel, nodes: &[NodeMap], others: f64)
                 runtime, period, ..
             },
             ..
-        }) = nodes
-            .iter()
-            .find(|n| n.node == Node::Thread(t.name.clone()))
+        }) = nodes.iter().find(|n| {
+            n.node == Node::Thread(t.name.clone())
+                && (partition.is_none() || n.partition == partition)
+        })
         else {
             continue;
         };
@@ -1294,7 +1466,7 @@ pub fn admit(h: &Hierarchy, model: &KernelModel, nodes: &[NodeMap], others: f64)
             ))
         } else if sum > kernel_limit + 1e-9 {
             Some(format!(
-                "admission refused: thread `{}` ({runtime} every {period}, {:.1}%) brings the deadline load of the root domain to {:.1}% (with {:.1}% held by other tasks), above the kernel's limit of {:.1}% ({} CPU(s) × sched_rt_runtime_us/sched_rt_period_us, less the fair servers)",
+                "admission refused: thread `{}` ({runtime} every {period}, {:.1}%) brings the deadline load of {label} to {:.1}% (with {:.1}% held by other tasks), above the kernel's limit of {:.1}% ({} CPU(s) × sched_rt_runtime_us/sched_rt_period_us, less the fair servers)",
                 t.name,
                 u * 100.0,
                 sum * 100.0,
@@ -1313,7 +1485,7 @@ pub fn admit(h: &Hierarchy, model: &KernelModel, nodes: &[NodeMap], others: f64)
                 )
             };
             Some(format!(
-                "admission refused: thread `{}` ({runtime} every {period}) brings the deadline load, each server counted with one tick ({}) of overrun and the fair servers included, to {:.1}% (with {:.1}% held by other tasks), above {:.1}%, {test}",
+                "admission refused: thread `{}` ({runtime} every {period}) brings the deadline load of {label}, each server counted with one tick ({}) of overrun and the fair servers included, to {:.1}% (with {:.1}% held by other tasks), above {:.1}%, {test}",
                 t.name,
                 model.tick,
                 sum_inflated * 100.0,
@@ -1512,9 +1684,25 @@ params = { priority = 10 }
                 cgroup: "s-TS".into()
             }
         );
-        // Fixed-priority and fair threads are pinned; deadline ones are not.
+        // A file for one CPU of two: its root gets a root domain of its
+        // own (an exclusive cpuset), so its deadline servers are pinned
+        // there too, and the other CPU is a partition of its own.
         assert_eq!(p.thread("Hi").unwrap().cpus, vec![1]);
-        assert!(p.thread("A").unwrap().cpus.is_empty());
+        assert_eq!(p.thread("A").unwrap().cpus, vec![1]);
+        assert_eq!(p.thread("A").unwrap().partition, Some(0));
+        assert_eq!(
+            p.partitions,
+            vec![
+                Partition {
+                    cpus: vec![1],
+                    root: Some("FP".into())
+                },
+                Partition {
+                    cpus: vec![0],
+                    root: None
+                }
+            ]
+        );
         // 10 ms less a 4 ms tick.
         assert_eq!(p.thread("A").unwrap().guarantee.to_string(), "RESBH 6 33");
         assert!(p.shortfalls.is_empty(), "{:?}", p.shortfalls);
@@ -1683,11 +1871,90 @@ scheduler = "J"
         assert!(p.shortfalls.is_empty(), "{:?}", p.shortfalls);
     }
 
+    /// Roots on disjoint CPUs get a root domain each (exclusive cpusets):
+    /// partitioned EDF, admitted per CPU set, where one root domain of two
+    /// CPUs would need the global-EDF bound.
+    #[test]
+    fn roots_on_their_own_cpus_are_admitted_as_partitions() {
+        let file = |extra: &str| {
+            parse(&format!(
+                r#"
+[machine]
+cpus = 2
+[[scheduler]]
+name = "A"
+policy = "rez"
+cap = 1.0
+cpus = [0]
+[[scheduler]]
+name = "B"
+policy = "rez"
+cap = 1.0
+cpus = [1]
+[[thread]]
+name = "T0"
+scheduler = "A"
+params = {{ amount = "5ms", period = "20ms" }}
+[[thread]]
+name = "T1"
+scheduler = "A"
+params = {{ amount = "5ms", period = "20ms" }}
+[[thread]]
+name = "T2"
+scheduler = "B"
+params = {{ amount = "10ms", period = "20ms" }}
+{extra}"#
+            ))
+        };
+        let p = compile(&file(""), &model(), &[0, 1], 0.0);
+        assert!(p.keeps_promises(), "{:?}", p.admission.refused);
+        assert_eq!(p.partitions.len(), 2);
+        assert_eq!(
+            (
+                p.thread("T1").unwrap().partition,
+                p.thread("T1").unwrap().cpus.clone()
+            ),
+            (Some(0), vec![0])
+        );
+        assert_eq!(p.thread("T2").unwrap().cpus, vec![1]);
+        assert!(p.notes[0].contains("partitioned EDF"), "{}", p.notes[0]);
+        // Each CPU set on its own: a third server on CPU 0 does not fit
+        // EDF's bound there, whatever CPU 1 has left.
+        let more = "[[thread]]\nname = \"T3\"\nscheduler = \"A\"\nparams = { amount = \"2ms\", period = \"20ms\" }\n";
+        let why = compile(&file(more), &model(), &[0, 1], 0.0)
+            .admission
+            .refused
+            .unwrap();
+        assert!(
+            why.contains("thread `T3`") && why.contains("the root domain of `A` (CPU 0)"),
+            "{why}"
+        );
+        // Without a cpuset controller the servers share one root domain of
+        // two CPUs, where global EDF's bound refuses the same three.
+        let flat = KernelModel {
+            cpusets: false,
+            ..model()
+        };
+        let g = compile(&file(""), &flat, &[0, 1], 0.0);
+        assert!(g.partitions.is_empty());
+        assert!(g.thread("T0").unwrap().cpus.is_empty());
+        assert!(g
+            .admission
+            .refused
+            .unwrap()
+            .contains("global EDF on 2 CPUs"));
+        assert!(g
+            .notes
+            .iter()
+            .any(|n| n.contains("no cgroup-v1 cpuset controller")));
+    }
+
     #[test]
     fn admission_names_the_thread_the_load_and_the_limit() {
-        let servers = |n: usize, amount: &str| {
-            let mut text =
-                String::from("[[scheduler]]\nname = \"R\"\npolicy = \"rez\"\ncap = 1.0\n");
+        let on = |cpus: usize, n: usize, amount: &str| {
+            let mut text = format!(
+                "[machine]\ncpus = {cpus}\n[[scheduler]]\nname = \"R\"\npolicy = \"rez\"\ncap = 1.0\n",
+            );
             for i in 0..n {
                 text.push_str(&format!(
                     "[[thread]]\nname = \"T{i}\"\nscheduler = \"R\"\nparams = {{ amount = \"{amount}\", period = \"10ms\" }}\n"
@@ -1695,6 +1962,7 @@ scheduler = "J"
             }
             parse(&text)
         };
+        let servers = |n: usize, amount: &str| on(2, n, amount);
         // Two CPUs: 3 × 30 % is well within the kernel's 180 %, but with a
         // tick of overrun each server counts 70 %: beyond what global EDF
         // is known to schedule.
@@ -1705,12 +1973,7 @@ scheduler = "J"
             "{why}"
         );
         // One CPU: EDF's bound, the same servers with their ticks.
-        let p1 = compile(
-            &servers(2, "4ms"),
-            &KernelModel::defaults(1, 250),
-            &[0],
-            0.0,
-        );
+        let p1 = compile(&on(1, 2, "4ms"), &KernelModel::defaults(1, 250), &[0], 0.0);
         let why = p1.admission.refused.unwrap();
         assert!(
             why.contains("thread `T1`") && why.contains("165.4%") && why.contains("EDF on one CPU"),

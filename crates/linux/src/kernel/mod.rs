@@ -23,14 +23,16 @@
 //! | `ts`, `linux24` | a cpu cgroup; threads `SCHED_OTHER` with nice = 8 − priority | NULL |
 //! | `ps` | a cpu cgroup per child, `cpu.shares` ∝ share | NULL |
 //! | `limit` | a cpu cgroup with `cpu.cfs_quota_us`/`cpu.cfs_period_us` = amount/period | NULL |
-//! | CPU placement | affinity of real-time and fair threads to the root's CPUs | — |
+//! | CPU placement | affinity of real-time and fair threads to the root's CPUs; where a root with deadline servers owns fewer CPUs than the machine, an exclusive cpuset per root ([`crate::cpuset`]) | — |
 //!
 //! - **`rez` → `SCHED_DEADLINE`.** A deadline server is a constant
 //!   bandwidth server: EDF over per-period budgets with admission, the
 //!   basic hard reservation of Regehr 2001, §5.2.2, that Rez provides
 //!   (§5.3.1.5, Table 5.1: `ALL ↦ RESBH⁺`). Two things differ, and the
 //!   guarantee says so. The kernel schedules all servers of a root domain
-//!   by *global* EDF, which on several CPUs does not meet every deadline
+//!   by *global* EDF (a file whose roots own CPU sets of their own gets a
+//!   root domain per root from exclusive cpusets, so its servers are
+//!   scheduled and admitted per root: partitioned EDF), which on several CPUs does not meet every deadline
 //!   at any load below the admission limit; hsched admits a server only
 //!   where Goossens, Funk and Baruah's bound (`U ≤ m − (m − 1)·u_max`)
 //!   shows global EDF meets them all ([`compile::admit`]), and the
@@ -121,12 +123,15 @@ impl std::str::FromStr for Enforce {
 /// `CONFIG_HZ` from `/proc/config.gz` (250 with a note when it cannot be
 /// read), `sched_rt_runtime_us`/`sched_rt_period_us`.
 pub fn machine_model() -> KernelModel {
-    let online = crate::sys::online_cpus().len().max(1);
+    let cpus = crate::sys::online_cpus();
+    let online = cpus.len().max(1);
     let (hz, from) = match read_hz() {
         Some(hz) => (hz, "CONFIG_HZ from /proc/config.gz"),
         None => (250, "CONFIG_HZ unknown here, 250 assumed"),
     };
     let mut m = KernelModel::defaults(online, hz);
+    m.online = cpus;
+    m.cpusets = crate::cpuset::mount().is_some();
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .ok()

@@ -293,10 +293,17 @@ impl Kernel<'_> {
             .threads
             .get(&tid)
             .map_or_else(|| format!("{tid}"), |m| m.name.clone());
+        // Partitioned, a thread goes into its new root's cpuset, pinned
+        // to its CPUs.
+        let partition = mapped.partition;
+        let part_cpus = partition
+            .and_then(|k| self.plan.partitions.get(k))
+            .map(|p| p.cpus.clone());
         let mut node = NodeMap {
             node: Node::Thread(name.clone()),
             mechanism: Mechanism::DeadlineClass,
-            cpus: self.cpus.clone(),
+            cpus: part_cpus.clone().unwrap_or_else(|| self.cpus.clone()),
+            partition,
             guarantee: hsched_guarantee::Guarantee::Null,
             note: None,
         };
@@ -323,7 +330,7 @@ impl Kernel<'_> {
                     period: p,
                     reclaim,
                 };
-                node.cpus = Vec::new();
+                node.cpus = part_cpus.unwrap_or_default();
             }
             Mechanism::FifoBand { .. } => {
                 // Its children's real-time priorities were fixed when the
@@ -409,10 +416,15 @@ impl Kernel<'_> {
         p: Duration,
     ) -> Result<(), String> {
         let rez = self.rez_of(sched);
+        // Partitioned, a server is admitted in its root domain only.
+        let partition = self
+            .plan
+            .node(&Node::Scheduler(rez.to_string()))
+            .and_then(|n| n.partition);
         let mut servers: Vec<(Duration, Duration, &str)> = self
             .threads
             .iter()
-            .filter(|(&t, m)| t != tid && m.exited_ns.is_none())
+            .filter(|(&t, m)| t != tid && m.exited_ns.is_none() && m.node.partition == partition)
             .filter_map(|(_, m)| match m.node.mechanism {
                 Mechanism::Deadline {
                     runtime, period, ..
@@ -424,9 +436,16 @@ impl Kernel<'_> {
             if self.programs.iter().any(|g| g.spec == Some(i)) {
                 continue;
             }
-            if let Some(Mechanism::Deadline {
-                runtime, period, ..
-            }) = self.plan.thread(&t.name).map(|n| &n.mechanism)
+            if let Some(NodeMap {
+                mechanism:
+                    Mechanism::Deadline {
+                        runtime, period, ..
+                    },
+                ..
+            }) = self
+                .plan
+                .thread(&t.name)
+                .filter(|n| n.partition == partition)
             {
                 servers.push((*runtime, *period, self.rez_of(&t.scheduler)));
             }
@@ -451,7 +470,11 @@ impl Kernel<'_> {
         }
         let mut all: Vec<(Duration, Duration)> = servers.iter().map(|s| (s.0, s.1)).collect();
         all.push((a, p));
-        compile::admit_servers(&super::machine_model(), &all, self.plan.admission.others)
+        let mut model = super::machine_model();
+        if let Some(p) = partition.and_then(|k| self.plan.partitions.get(k)) {
+            model = model.with_root_domain(p.cpus.len());
+        }
+        compile::admit_servers(&model, &all, self.plan.admission.others)
             .map_err(|why| format!("thread `{name}` ({a} every {p}, {:.1}%): {why}", u * 100.0))
     }
 
@@ -499,7 +522,7 @@ impl Kernel<'_> {
             sys::sched_setattr(tid, &sys::SchedAttr::other())
                 .map_err(|e| fail("internal", format!("thread `{name}`: sched_setattr: {e}")))?;
         }
-        match apply::apply(tid, &node, self.cg.as_ref()) {
+        match apply::apply(tid, &node, self.cg.as_ref(), self.cs.as_ref()) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                 let held = super::run::others_bandwidth();

@@ -191,7 +191,8 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
         }
     }
     for n in &plan.notes {
-        if n.contains("surplus") || n.contains("root domain (") {
+        if n.contains("surplus") || n.contains("root domain (") || n.contains("sched_load_balance")
+        {
             crate::diag!("hsched: {n}");
         }
     }
@@ -215,8 +216,26 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
             return Err(io_err("cpu cgroup")(e));
         }
     };
+    let cs = if plan.partitions.is_empty() {
+        None
+    } else {
+        let sets: Vec<Vec<usize>> = plan.partitions.iter().map(|p| p.cpus.clone()).collect();
+        match crate::cpuset::Cpusets::create(&sets, sys::getpid()) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                if let Some(c) = &cg {
+                    c.cleanup();
+                }
+                if let Some(c) = clients.take() {
+                    c.close();
+                }
+                return Err(io_err("exclusive cpusets for the file's root domains")(e));
+            }
+        }
+    };
     let wd = match Watchdog::start(
         cg.as_ref().map(|c| (c.base.clone(), c.root.clone())),
+        cs.clone(),
         opts.daemon_priority.saturating_add(5).min(99),
         Some(&lock),
     ) {
@@ -224,6 +243,9 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
         Err(e) => {
             if let Some(c) = &cg {
                 c.cleanup();
+            }
+            if let Some(c) = &cs {
+                c.remove();
             }
             if let Some(c) = clients.take() {
                 c.close();
@@ -244,6 +266,7 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
         h: &h,
         plan: &plan,
         cg,
+        cs,
         wd: Some(wd),
         epoch: sys::now_ns(),
         end_at: None,
@@ -277,6 +300,8 @@ pub(super) struct Kernel<'a> {
     pub(super) h: &'a Hierarchy,
     pub(super) plan: &'a Plan,
     pub(super) cg: Option<Cgroups>,
+    /// The plan's partitions, when it has them.
+    pub(super) cs: Option<crate::cpuset::Cpusets>,
     pub(super) wd: Option<Watchdog>,
     pub(super) epoch: u64,
     end_at: Option<u64>,
@@ -445,6 +470,13 @@ impl Kernel<'_> {
                 LiveError::Hierarchy(format!("thread `{}` is not mapped", spec.name))
             })?;
         let (r, w) = sys::pipe().map_err(io_err("pipe"))?;
+        // A deadline server of a partition must have run there: the child
+        // moves itself in before it waits at the gate.
+        let join = match (node.partition, &self.cs) {
+            (Some(k), Some(cs)) => Some(cs.join_fd(k).map_err(io_err("cpuset"))?),
+            _ => None,
+        };
+        let jfd = join.as_ref().map(|f| f.as_raw_fd());
         let last_fd = sys::highest_fd();
         let slot = spec.exec.is_none().then_some(i);
         let pid = match (&spec.exec, &spec.workload) {
@@ -458,7 +490,7 @@ impl Kernel<'_> {
                         argv.join(" ")
                     ))
                 })?;
-                ex.spawn_gated(r.as_raw_fd(), last_fd)
+                ex.spawn_gated(r.as_raw_fd(), last_fd, jfd)
                     .map_err(io_err("fork"))?
             }
             (None, Some(wl)) => {
@@ -469,9 +501,14 @@ impl Kernel<'_> {
                     self.h.sim.seed.unwrap_or(0) ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 let slots = &self.slots;
                 let daemon = sys::getpid();
-                sys::spawn_fn(&[0, 1, 2, rfd], move || {
+                let keep: Vec<i32> = [0, 1, 2, rfd].into_iter().chain(jfd).collect();
+                sys::spawn_fn(&keep, move || {
                     sys::setpgid_self();
                     sys::die_with_parent(daemon);
+                    if let Some(j) = jfd {
+                        let _ = sys::write_all(j, b"0");
+                        sys::close(j);
+                    }
                     let mut b = [0u8; 1];
                     let _ = sys::read(rfd, &mut b);
                     crate::probe::run_workload(&wl, slot.and_then(|i| slots.get(i)), end, seed);
@@ -487,6 +524,7 @@ impl Kernel<'_> {
             }
         };
         drop(r);
+        drop(join);
         // What it would have had without hsched: the daemon's own.
         let _ = sys::sched_setattr(pid, &self.self_attr);
         let _ = sys::set_affinity(pid, &self.self_mask);
@@ -607,6 +645,7 @@ impl Kernel<'_> {
                 cgroup: String::new(),
             },
             cpus: self.cpus.clone(),
+            partition: None,
             guarantee: hsched_guarantee::Guarantee::Null,
             note: None,
         }
@@ -616,6 +655,9 @@ impl Kernel<'_> {
     /// failed half way) and forgets it.
     pub(super) fn release(&mut self, tid: i32) {
         if let Some(m) = self.threads.remove(&tid) {
+            if let Some(c) = &self.cs {
+                let _ = c.leave(tid);
+            }
             let base = self
                 .cg
                 .as_ref()
@@ -638,7 +680,7 @@ impl Kernel<'_> {
         node: &NodeMap,
     ) -> Result<(), LiveError> {
         self.record(tid, name, group)?;
-        match apply::apply(tid, node, self.cg.as_ref()) {
+        match apply::apply(tid, node, self.cg.as_ref(), self.cs.as_ref()) {
             Ok(()) => {
                 if let Some(m) = self.threads.get_mut(&tid) {
                     m.node = node.clone();
@@ -846,6 +888,11 @@ impl Kernel<'_> {
                 p.exit_status.is_none() && p.spec.is_some_and(|i| h.threads[i].exec.is_none())
             })
             .collect();
+        // Out of the partitions first (the move resets affinities, which
+        // the restore then sets).
+        if let Some(c) = &self.cs {
+            c.release_tasks();
+        }
         for m in self.threads.values() {
             let base = self
                 .cg
@@ -858,6 +905,9 @@ impl Kernel<'_> {
         }
         if let Some(c) = &self.cg {
             c.cleanup();
+        }
+        if let Some(c) = &self.cs {
+            c.remove();
         }
         for p in &self.programs {
             if p.exit_status.is_none() {

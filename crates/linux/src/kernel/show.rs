@@ -2,12 +2,19 @@
 //! print: the mapping of every node, the guarantee the kernel's
 //! enforcement gives it, what is refused and why.
 
-use super::compile::{Node, NodeMap, Plan};
+use super::compile::{Mechanism, Node, NodeMap, Plan};
 use hsched_config::Hierarchy;
 
 /// One line per node: what it becomes and what the kernel guarantees it.
 pub fn node_note(n: &NodeMap) -> String {
-    format!("→ {} (kernel: gets {})", n.mechanism, n.guarantee)
+    let place = match (&n.mechanism, n.partition) {
+        (Mechanism::Deadline { .. }, Some(_)) => format!(
+            " on CPU {} (its root's root domain, an exclusive cpuset)",
+            crate::cpuset::cpu_list(&n.cpus)
+        ),
+        _ => String::new(),
+    };
+    format!("→ {}{place} (kernel: gets {})", n.mechanism, n.guarantee)
 }
 
 /// The kernel check of `h` on this machine: the plan, and the text of

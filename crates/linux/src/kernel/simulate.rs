@@ -6,7 +6,8 @@
 //! A `rez` becomes the simulator's `dl` policy (docs/policies/dl.md), and
 //! a `dl` of the file takes the kernel's values:
 //! global EDF over constant-bandwidth servers on every processor of its
-//! root, with the wake-up rule, throttling and replenishment of Linux's
+//! root (a root domain of its own where the run partitions the machine
+//! with exclusive cpusets, [`crate::cpuset`]), with the wake-up rule, throttling and replenishment of Linux's
 //! deadline class, runtime checked at the tick when the kernel has no
 //! `HRTICK_DL`, and the kernel's admission limit per CPU. The children
 //! keep their `amount` and `period`, which are the servers' runtime and
@@ -55,6 +56,11 @@ pub fn as_enforced(h: &Hierarchy, model: &KernelModel) -> Simulated {
             "simulated as the kernel enforces it: each `rez` and `dl` as `dl` with the kernel's values, global EDF over deadline servers on its root's CPUs, runtime checked every {} tick, admission {:.1}% per CPU ({})",
             model.tick, cap * 100.0, model.source
         ));
+        if !model.cpusets {
+            notes.push(
+                "the kernel ran the servers on every CPU of its root domain (no cpuset controller to partition it), the simulation on their root's CPUs".into(),
+            );
+        }
         notes.push(
             "not modelled: GRUB reclaiming (a join's reclaiming server runs as the file's join), the fair servers' reserve, and push/pull migration delays".into(),
         );
