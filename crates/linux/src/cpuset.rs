@@ -72,13 +72,18 @@ pub struct Cpusets {
 impl Cpusets {
     /// Makes an exclusive cpuset for each of `partitions` (CPU sets,
     /// disjoint) named `hsched-PID-K`, then stops the top cpuset's
-    /// balancing, which makes each its own root domain. Undoes what it did
-    /// when a step fails.
+    /// balancing, which makes each its own root domain. When `rest` is set
+    /// the last partition is the CPUs no root of the file owns
+    /// (`hsched-PID-rest`, which holds no thread and only keeps the kernel
+    /// balancing the machine's other tasks across those CPUs). Runs on
+    /// disjoint CPUs may partition the machine side by side: a run takes
+    /// its CPUs out of the other runs' rest partitions, and leaves theirs
+    /// out of its own. Undoes what it did when a step fails.
     ///
     /// # Errors
     /// No cpuset controller, an overlapping exclusive cpuset of another
     /// program, or a write the kernel refused.
-    pub fn create(partitions: &[Vec<usize>], pid: i32) -> io::Result<Cpusets> {
+    pub fn create(partitions: &[Vec<usize>], rest: bool, pid: i32) -> io::Result<Cpusets> {
         let mount = mount().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
@@ -87,14 +92,44 @@ impl Cpusets {
         })?;
         let top = |f: &str| std::fs::read_to_string(mount.join(f)).map(|s| s.trim().to_string());
         let mems = top("cpuset.mems")?;
+        let roots = partitions.len().saturating_sub(usize::from(rest));
+        let mine: Vec<usize> = partitions[..roots].iter().flatten().copied().collect();
+        for (dir, cpus) in other_runs(&mount, pid) {
+            if dir.to_string_lossy().ends_with("-rest") && cpus.iter().any(|c| mine.contains(c)) {
+                let left: Vec<usize> = cpus.into_iter().filter(|c| !mine.contains(c)).collect();
+                if left.is_empty() {
+                    let _ = std::fs::remove_dir(&dir);
+                } else {
+                    let _ = std::fs::write(dir.join("cpuset.cpus"), cpu_list(&left));
+                }
+            }
+        }
+        let others = other_runs(&mount, pid);
+        let taken: Vec<usize> = others.iter().flat_map(|(_, c)| c.iter().copied()).collect();
         let mut cs = Cpusets {
-            balance_was: top("cpuset.sched_load_balance")?,
+            // Another run turned the balancing off; the last run to end
+            // turns it back on.
+            balance_was: if others.is_empty() {
+                top("cpuset.sched_load_balance")?
+            } else {
+                "1".into()
+            },
             mount: mount.clone(),
             dirs: Vec::new(),
         };
         let made = (|| {
             for (k, cpus) in partitions.iter().enumerate() {
-                let dir = mount.join(format!("hsched-{pid}-{k}"));
+                let mut cpus = cpus.clone();
+                let name = if k < roots {
+                    format!("hsched-{pid}-{k}")
+                } else {
+                    cpus.retain(|c| !taken.contains(c));
+                    if cpus.is_empty() {
+                        break;
+                    }
+                    format!("hsched-{pid}-rest")
+                };
+                let dir = mount.join(name);
                 std::fs::create_dir(&dir)?;
                 cs.dirs.push(dir.clone());
                 let set = |f: &str, v: &str| {
@@ -102,7 +137,7 @@ impl Cpusets {
                         io::Error::new(e.kind(), format!("{}: {v}: {e}", dir.join(f).display()))
                     })
                 };
-                set("cpuset.cpus", &cpu_list(cpus))?;
+                set("cpuset.cpus", &cpu_list(&cpus))?;
                 set("cpuset.mems", &mems)?;
                 set("cpuset.cpu_exclusive", "1")?;
                 set("cpuset.sched_load_balance", "1")?;
@@ -166,12 +201,20 @@ impl Cpusets {
     }
 
     /// Removes the partitions (moving any task left in them out first)
-    /// and gives the top cpuset its balancing back.
+    /// and gives the top cpuset its balancing back, unless another run's
+    /// partitions are still there.
     pub fn remove(&self) {
-        let _ = std::fs::write(
-            self.mount.join("cpuset.sched_load_balance"),
-            &self.balance_was,
-        );
+        let pid = self
+            .dirs
+            .first()
+            .and_then(|d| run_of(&d.file_name()?.to_string_lossy()))
+            .unwrap_or(0);
+        if other_runs(&self.mount, pid).is_empty() {
+            let _ = std::fs::write(
+                self.mount.join("cpuset.sched_load_balance"),
+                &self.balance_was,
+            );
+        }
         for d in &self.dirs {
             release(&self.mount, d);
             // A task that is exiting may hold the directory a moment.
@@ -184,6 +227,32 @@ impl Cpusets {
             }
         }
     }
+}
+
+/// The daemon pid in a partition's name `hsched-PID-K`.
+fn run_of(name: &str) -> Option<i32> {
+    name.strip_prefix("hsched-")?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The partitions of other live runs than `pid`'s, with their CPUs.
+fn other_runs(mount: &Path, pid: i32) -> Vec<(PathBuf, Vec<usize>)> {
+    let Ok(rd) = std::fs::read_dir(mount) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let run = run_of(&e.file_name().to_string_lossy())?;
+            (run != pid && Path::new(&format!("/proc/{run}")).exists()).then(|| {
+                let cpus =
+                    std::fs::read_to_string(e.path().join("cpuset.cpus")).unwrap_or_default();
+                (e.path(), crate::sys::parse_cpu_list(&cpus))
+            })
+        })
+        .collect()
 }
 
 fn release(mount: &Path, dir: &Path) {
@@ -203,5 +272,12 @@ mod tests {
         assert_eq!(cpu_list(&[0]), "0");
         assert_eq!(cpu_list(&[3, 1, 2, 5, 7, 6]), "1-3,5-7");
         assert_eq!(cpu_list(&[]), "");
+        assert_eq!(
+            crate::sys::parse_cpu_list(&cpu_list(&[3, 1, 2, 5, 7, 6])),
+            vec![1, 2, 3, 5, 6, 7]
+        );
+        assert!(crate::sys::parse_cpu_list("").is_empty());
+        assert_eq!(run_of("hsched-41-0"), Some(41));
+        assert_eq!(run_of("system"), None);
     }
 }

@@ -268,6 +268,15 @@ pub fn set_affinity(tid: i32, m: &CpuMask) -> io::Result<()> {
 /// The CPUs that are online (`/sys/devices/system/cpu/online`).
 pub fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut out = parse_cpu_list(&text);
+    if out.is_empty() {
+        out.push(0);
+    }
+    out
+}
+
+/// The CPUs of a list in the kernel's format (`0-2,5`).
+pub fn parse_cpu_list(text: &str) -> Vec<usize> {
     let mut out = Vec::new();
     for part in text.trim().split(',') {
         let mut it = part.split('-');
@@ -278,9 +287,6 @@ pub fn online_cpus() -> Vec<usize> {
             (Some(a), None) => out.push(a),
             _ => {}
         }
-    }
-    if out.is_empty() {
-        out.push(0);
     }
     out
 }

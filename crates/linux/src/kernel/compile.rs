@@ -348,12 +348,46 @@ pub struct Plan {
 }
 
 /// A root domain of its own: an exclusive cpuset.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Partition {
     /// Its Linux CPUs.
     pub cpus: Vec<usize>,
     /// The file's root it holds (`None`: the CPUs no root owns).
     pub root: Option<String>,
+    /// Deadline bandwidth other tasks hold on these CPUs, in CPUs.
+    pub others: f64,
+}
+
+/// Deadline bandwidth other tasks hold: each task's bandwidth (in CPUs)
+/// and the CPUs it may run on (empty: any). A plain number is held on
+/// every CPU.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Held(pub Vec<(f64, Vec<usize>)>);
+
+impl From<f64> for Held {
+    fn from(u: f64) -> Held {
+        Held(if u > 0.0 {
+            vec![(u, Vec::new())]
+        } else {
+            Vec::new()
+        })
+    }
+}
+
+impl Held {
+    /// All of it, in CPUs.
+    pub fn total(&self) -> f64 {
+        self.0.iter().map(|h| h.0).sum()
+    }
+
+    /// What is held by tasks that may run on one of `cpus`.
+    pub fn on(&self, cpus: &[usize]) -> f64 {
+        self.0
+            .iter()
+            .filter(|(_, c)| c.is_empty() || c.iter().any(|x| cpus.contains(x)))
+            .map(|h| h.0)
+            .sum()
+    }
 }
 
 impl Partition {
@@ -504,9 +538,16 @@ struct Compiler<'h> {
 
 /// Compiles `h` for the kernel backend. `cpus` are the Linux CPUs the run
 /// manages (processor `k` of the file is `cpus[k]`); `others` is the
-/// deadline bandwidth already held on the root domain by tasks hsched does
-/// not manage, in CPUs (0 offline).
-pub fn compile(h: &Hierarchy, model: &KernelModel, cpus: &[usize], others: f64) -> Plan {
+/// deadline bandwidth already held by tasks hsched does not manage (in
+/// CPUs, 0 offline; with their CPUs, so that a partition counts only what
+/// is held on its own).
+pub fn compile(
+    h: &Hierarchy,
+    model: &KernelModel,
+    cpus: &[usize],
+    others: impl Into<Held>,
+) -> Plan {
+    let others: Held = others.into();
     let mut c = Compiler {
         tree: Tree::new(h),
         model,
@@ -529,7 +570,10 @@ pub fn compile(h: &Hierarchy, model: &KernelModel, cpus: &[usize], others: f64) 
         c.cur_root = k;
         c.root(root);
     }
-    let partitions = c.partition(&roots);
+    let mut partitions = c.partition(&roots);
+    for p in &mut partitions {
+        p.others = others.on(&p.cpus);
+    }
     for t in &h.threads {
         if !c.tree.by_name.contains_key(t.scheduler.as_str()) {
             c.refuse(
@@ -539,7 +583,7 @@ pub fn compile(h: &Hierarchy, model: &KernelModel, cpus: &[usize], others: f64) 
             );
         }
     }
-    let admission = admit(h, model, &c.nodes, &partitions, others);
+    let admission = admit(h, model, &c.nodes, &partitions, others.total());
     c.derive_guarantees(admission.refused.is_none());
     let shortfalls = c.shortfalls();
     let domains = if partitions.is_empty() {
@@ -665,12 +709,14 @@ impl<'h> Compiler<'h> {
             .map(|(r, c)| Partition {
                 cpus: c.clone(),
                 root: Some(r.name.clone()),
+                others: 0.0,
             })
             .collect();
         if !rest.is_empty() {
             parts.push(Partition {
                 cpus: rest,
                 root: None,
+                others: 0.0,
             });
         }
         for (n, &r) in self.nodes.iter_mut().zip(&self.node_root) {
@@ -1359,9 +1405,8 @@ fn fp_ancestor(tree: &Tree<'_>, s: &SchedulerSpec, root: &str) -> bool {
 /// utilization bound `U ≤ m − (m − 1)·u_max`; on one CPU, EDF's `U ≤ 1`).
 /// The first thread, in file order, at which a sum crosses its limit is
 /// named with the load and the limit. With `partitions`, each root domain
-/// is admitted on its own CPUs (partitioned EDF), every one beside all of
-/// `others` (the kernel places other programs' deadline tasks by the CPU
-/// they run on).
+/// is admitted on its own CPUs (partitioned EDF), beside what other tasks
+/// hold there ([`Partition::others`]); `others` is all they hold.
 pub fn admit(
     h: &Hierarchy,
     model: &KernelModel,
@@ -1385,7 +1430,7 @@ pub fn admit(
             nodes,
             Some(k),
             &p.describe(),
-            others,
+            p.others,
         );
         all.servers.extend(a.servers);
         all.refused = all.refused.or(a.refused);
@@ -1695,11 +1740,13 @@ params = { priority = 10 }
             vec![
                 Partition {
                     cpus: vec![1],
-                    root: Some("FP".into())
+                    root: Some("FP".into()),
+                    others: 0.0
                 },
                 Partition {
                     cpus: vec![0],
-                    root: None
+                    root: None,
+                    others: 0.0
                 }
             ]
         );
@@ -1929,6 +1976,21 @@ params = {{ amount = "10ms", period = "20ms" }}
             why.contains("thread `T3`") && why.contains("the root domain of `A` (CPU 0)"),
             "{why}"
         );
+        // Another program's deadline task counts where it may run only.
+        let held = |cpu: usize| Held(vec![(0.5, vec![cpu])]);
+        let why = compile(&file(""), &model(), &[0, 1], held(1))
+            .admission
+            .refused
+            .unwrap();
+        assert!(
+            why.contains("thread `T2`") && why.contains("(with 50.0% held by other tasks)"),
+            "{why}"
+        );
+        let why = compile(&file(""), &model(), &[0, 1], held(0))
+            .admission
+            .refused
+            .unwrap();
+        assert!(why.contains("thread `T0`"), "{why}");
         // Without a cpuset controller the servers share one root domain of
         // two CPUs, where global EDF's bound refuses the same three.
         let flat = KernelModel {

@@ -88,7 +88,8 @@ pub mod show;
 pub mod simulate;
 
 pub use compile::{
-    compile, Admission, KernelModel, Mechanism, Node, NodeMap, Plan, Refusal, Shortfall,
+    compile, Admission, Held, KernelModel, Mechanism, Node, NodeMap, Partition, Plan, Refusal,
+    Shortfall,
 };
 
 /// Which backend enforces a live run (`hsched run --enforce`).

@@ -471,10 +471,12 @@ impl Kernel<'_> {
         let mut all: Vec<(Duration, Duration)> = servers.iter().map(|s| (s.0, s.1)).collect();
         all.push((a, p));
         let mut model = super::machine_model();
+        let mut others = self.plan.admission.others;
         if let Some(p) = partition.and_then(|k| self.plan.partitions.get(k)) {
             model = model.with_root_domain(p.cpus.len());
+            others = p.others;
         }
-        compile::admit_servers(&model, &all, self.plan.admission.others)
+        compile::admit_servers(&model, &all, others)
             .map_err(|why| format!("thread `{name}` ({a} every {p}, {:.1}%): {why}", u * 100.0))
     }
 
@@ -522,7 +524,14 @@ impl Kernel<'_> {
             sys::sched_setattr(tid, &sys::SchedAttr::other())
                 .map_err(|e| fail("internal", format!("thread `{name}`: sched_setattr: {e}")))?;
         }
-        match apply::apply(tid, &node, self.cg.as_ref(), self.cs.as_ref()) {
+        let before = m.node.clone();
+        let result = apply::apply(tid, &node, self.cg.as_ref(), self.cs.as_ref());
+        if result.is_err() {
+            // The cgroup, cpuset or affinity may have changed before the
+            // kernel refused: put back the mechanism it had.
+            let _ = apply::apply(tid, &before, self.cg.as_ref(), self.cs.as_ref());
+        }
+        match result {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                 let held = super::run::others_bandwidth();

@@ -72,12 +72,18 @@ pub(super) struct Program {
     cpu_ns: Option<u64>,
 }
 
-/// Deadline bandwidth held on the machine by tasks other than `except`'s,
-/// in CPUs: every `SCHED_DEADLINE` thread found in `/proc`.
+/// Deadline bandwidth held on the machine by other tasks, in CPUs: every
+/// `SCHED_DEADLINE` thread found in `/proc`.
 pub fn others_bandwidth() -> f64 {
-    let mut sum = 0.0;
+    others_held().0.iter().map(|h| h.0).sum()
+}
+
+/// Every `SCHED_DEADLINE` thread found in `/proc`: its bandwidth and its
+/// CPUs (the root domain it is admitted in, which its affinity spans).
+pub fn others_held() -> compile::Held {
+    let mut held = Vec::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
-        return 0.0;
+        return compile::Held(held);
     };
     for p in procs.flatten() {
         let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
@@ -86,12 +92,13 @@ pub fn others_bandwidth() -> f64 {
         for tid in enforce::proc_threads(pid).unwrap_or_default() {
             if let Ok(a) = sys::sched_getattr(tid) {
                 if a.policy == apply::SCHED_DEADLINE && a.period > 0 {
-                    sum += a.runtime as f64 / a.period as f64;
+                    let cpus = sys::get_affinity(tid).map(|m| m.cpus()).unwrap_or_default();
+                    held.push((a.runtime as f64 / a.period as f64, cpus));
                 }
             }
         }
     }
-    sum
+    compile::Held(held)
 }
 
 /// The hierarchy with `-- COMMAND` as one more thread (under
@@ -135,7 +142,7 @@ pub fn with_command(h: &Hierarchy, opts: &RunOptions) -> Result<Hierarchy, LiveE
 /// and limit of a refused admission.
 pub fn plan_for(h: &Hierarchy, opts: &RunOptions) -> Result<(Plan, Vec<usize>), LiveError> {
     let cpus = crate::managed_cpus(h, opts)?;
-    let plan = compile::compile(h, &super::machine_model(), &cpus, others_bandwidth());
+    let plan = compile::compile(h, &super::machine_model(), &cpus, others_held());
     if !plan.is_enforceable() {
         return Err(LiveError::Usage(format!(
             "--enforce kernel: the kernel backend cannot enforce {} exactly (nothing was changed):\n  {}",
@@ -220,7 +227,8 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
         None
     } else {
         let sets: Vec<Vec<usize>> = plan.partitions.iter().map(|p| p.cpus.clone()).collect();
-        match crate::cpuset::Cpusets::create(&sets, sys::getpid()) {
+        let rest = plan.partitions.last().is_some_and(|p| p.root.is_none());
+        match crate::cpuset::Cpusets::create(&sets, rest, sys::getpid()) {
             Ok(c) => Some(c),
             Err(e) => {
                 if let Some(c) = &cg {

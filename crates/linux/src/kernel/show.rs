@@ -78,10 +78,5 @@ pub fn check_text(h: &Hierarchy, plan: &Plan) -> String {
 pub fn plan_here(h: &Hierarchy) -> Plan {
     let opts = crate::RunOptions::default();
     let cpus = crate::managed_cpus(h, &opts).unwrap_or_else(|_| crate::sys::online_cpus());
-    super::compile(
-        h,
-        &super::machine_model(),
-        &cpus,
-        super::run::others_bandwidth(),
-    )
+    super::compile(h, &super::machine_model(), &cpus, super::run::others_held())
 }
