@@ -154,11 +154,12 @@ params = {{ amount = "3ms", period = "10ms" }}
     )
 }
 
-/// At HZ=250 a 3 ms server is not longer than the tick, so the analysis
-/// promises it nothing (kernel/compile.rs); in practice the kernel meets
-/// nearly every deadline (0–1 misses in 400 seen here, where the same
-/// thread under `SCHED_OTHER` beside the hogs misses nearly all), and the
-/// test holds it to 1 %.
+/// A 2 ms job every 20 ms under a 6 ms / 20 ms server, which the analysis
+/// guarantees `RESBH 2 20` at HZ=250 (6 ms less a tick; kernel/compile.rs):
+/// every deadline is met but for the host's own disturbances, which the
+/// test allows up to 1 %. (Under a 3 ms / 10 ms server, not longer than
+/// the tick and so promised nothing, 0–1 misses in 400 were seen here
+/// and once 6 in a CI run.)
 #[test]
 fn a_reservation_thread_meets_its_deadlines_beside_four_hogs() {
     let Some(_g) = kernel_live() else { return };
@@ -168,7 +169,11 @@ fn a_reservation_thread_meets_its_deadlines_beside_four_hogs() {
         // it preempts a hog.
         &reservation_file(
             2,
-            r#"workload = { kind = "periodic", period = "10ms", exec = "2ms" }"#,
+            r#"workload = { kind = "periodic", period = "20ms", exec = "2ms" }"#,
+        )
+        .replace(
+            r#"amount = "3ms", period = "10ms""#,
+            r#"amount = "6ms", period = "20ms""#,
         ),
     );
     let out = run_kernel(&file, "4s", &["--json"]);
@@ -186,7 +191,7 @@ fn a_reservation_thread_meets_its_deadlines_beside_four_hogs() {
     };
     let rt = prog("rt");
     let jobs = rt["jobs"].as_u64().unwrap();
-    assert!(jobs >= 380, "{rt}");
+    assert!(jobs >= 190, "{rt}");
     let misses = rt["deadline_misses"].as_u64().unwrap();
     assert!(misses <= jobs / 100, "{misses} of {jobs} missed: {rt}");
     // The hogs run beside it (the reservation takes only its own time; how

@@ -534,6 +534,8 @@ struct Compiler<'h> {
     /// Whether a root with deadline servers owns fewer CPUs than the root
     /// domain.
     narrow: bool,
+    /// Each `dl` of the file: its tick, its processors and its root.
+    dl_models: Vec<(String, Duration, usize, usize)>,
 }
 
 /// Compiles `h` for the kernel backend. `cpus` are the Linux CPUs the run
@@ -560,6 +562,7 @@ pub fn compile(
         cur_root: 0,
         node_root: Vec::new(),
         narrow: false,
+        dl_models: Vec::new(),
     };
     let roots: Vec<&SchedulerSpec> = h
         .schedulers
@@ -571,6 +574,17 @@ pub fn compile(
         c.root(root);
     }
     let mut partitions = c.partition(&roots);
+    for (name, tick, m, root) in std::mem::take(&mut c.dl_models) {
+        let domain = partitions
+            .get(root)
+            .map_or(model.root_domain, |p| p.cpus.len());
+        if tick != model.tick || m != domain {
+            c.notes.push(format!(
+                "note: `{name}` models a tick of {tick} on {m} processor(s); the kernel enforces it with its own, {} on {domain} CPU(s), which the guarantees here assume",
+                model.tick
+            ));
+        }
+    }
     for p in &mut partitions {
         p.others = others.on(&p.cpus);
     }
@@ -1001,14 +1015,11 @@ impl<'h> Compiler<'h> {
         if r.policy == "dl" {
             // `dl` is the deadline class already; the kernel enforces it
             // with its own tick and root domain, whatever the file models.
+            // Compared with the root domain once the plan knows it.
             let tick = r.params.duration("tick").ok().flatten().unwrap_or_default();
             let m = r.params.u64("processors").ok().flatten().unwrap_or(1);
-            if tick != self.model.tick || m != self.model.root_domain as u64 {
-                self.notes.push(format!(
-                    "note: `{}` models a tick of {tick} on {m} processor(s); the kernel enforces it with its own, {} on {} CPU(s), which the guarantees here assume",
-                    r.name, self.model.tick, self.model.root_domain
-                ));
-            }
+            self.dl_models
+                .push((r.name.clone(), tick, m as usize, self.cur_root));
         }
         self.map(
             Node::Scheduler(r.name.clone()),

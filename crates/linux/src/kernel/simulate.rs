@@ -53,7 +53,7 @@ pub fn as_enforced(h: &Hierarchy, model: &KernelModel) -> Simulated {
     let mut notes = Vec::new();
     if servers > 0 {
         notes.push(format!(
-            "simulated as the kernel enforces it: each `rez` and `dl` as `dl` with the kernel's values, global EDF over deadline servers on its root's CPUs, runtime checked every {} tick, admission {:.1}% per CPU ({})",
+            "simulated as the kernel enforces it: each `rez` and `dl` as `dl` with the kernel's values, EDF over deadline servers on its root's CPUs (global where the root owns several), runtime checked every {} tick, admission {:.1}% per CPU ({})",
             model.tick, cap * 100.0, model.source
         ));
         if !model.cpusets {
