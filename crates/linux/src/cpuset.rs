@@ -27,12 +27,7 @@ use std::path::{Path, PathBuf};
 
 /// The cgroup-v1 `cpuset` controller's mount point.
 pub fn mount() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 3 && f[2] == "cgroup" && f[3].split(',').any(|o| o == "cpuset"))
-            .then(|| PathBuf::from(f[1]))
-    })
+    crate::sys::cgroup_v1_mount("cpuset")
 }
 
 /// A CPU list in the kernel's format (`0-2,5`).

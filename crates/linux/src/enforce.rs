@@ -271,12 +271,7 @@ impl Original {
 
 /// The v1 freezer mount point, if the freezer controller is mounted.
 pub fn freezer_mount() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() >= 4 && f[2] == "cgroup" && f[3].split(',').any(|o| o == "freezer"))
-            .then(|| PathBuf::from(f[1]))
-    })
+    sys::cgroup_v1_mount("freezer")
 }
 
 /// Where hsched mounts a v1 freezer hierarchy of its own when none is

@@ -275,6 +275,16 @@ pub fn online_cpus() -> Vec<usize> {
     out
 }
 
+/// Where the cgroup-v1 hierarchy with `controller` is mounted, if it is.
+pub fn cgroup_v1_mount(controller: &str) -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 3 && f[2] == "cgroup" && f[3].split(',').any(|o| o == controller))
+            .then(|| std::path::PathBuf::from(f[1]))
+    })
+}
+
 /// The CPUs of a list in the kernel's format (`0-2,5`).
 pub fn parse_cpu_list(text: &str) -> Vec<usize> {
     let mut out = Vec::new();

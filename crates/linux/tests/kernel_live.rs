@@ -74,6 +74,15 @@ fn run_kernel(file: &std::path::Path, duration: &str, extra: &[&str]) -> std::pr
         .unwrap()
 }
 
+/// The daemon's children: its watchdog and its programs.
+fn children(daemon: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{daemon}/task/{daemon}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
 fn policy(tid: i32) -> Option<u32> {
     hsched_linux::sys::sched_getattr(tid).ok().map(|a| a.policy)
 }
@@ -237,11 +246,7 @@ exec = ["sh", "-c", "while :; do :; done"]
     // The daemon's children: the watchdog and the two programs.
     let (rt, fair) = loop {
         assert!(Instant::now() < deadline, "the programs never started");
-        let kids: Vec<i32> = std::fs::read_to_string(format!("/proc/{dpid}/task/{dpid}/children"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect();
+        let kids = children(dpid);
         let rt = kids.iter().copied().find(|&k| policy(k) == Some(6));
         // In a cpu cgroup of the run (every thread is in its cpuset).
         let fair = kids.iter().copied().find(|&k| {
@@ -395,10 +400,8 @@ workload = { kind = "cpu-bound" }
     let deadline = Instant::now() + Duration::from_secs(10);
     let servers = loop {
         assert!(Instant::now() < deadline, "the servers never started");
-        let kids: Vec<i32> = std::fs::read_to_string(format!("/proc/{dpid}/task/{dpid}/children"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
+        let kids: Vec<i32> = children(dpid)
+            .into_iter()
             .filter(|&k| policy(k) == Some(6))
             .collect();
         if kids.len() == 3 {

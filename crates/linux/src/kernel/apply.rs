@@ -33,12 +33,7 @@ pub struct Cgroups {
 
 /// The cgroup-v1 `cpu` controller's mount point.
 pub fn cpu_mount() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 3 && f[2] == "cgroup" && f[3].split(',').any(|o| o == "cpu"))
-            .then(|| PathBuf::from(f[1]))
-    })
+    sys::cgroup_v1_mount("cpu")
 }
 
 impl Cgroups {
