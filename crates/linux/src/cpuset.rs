@@ -62,6 +62,8 @@ pub struct Cpusets {
     pub dirs: Vec<PathBuf>,
     /// The top cpuset's `cpuset.sched_load_balance` before the run.
     pub balance_was: String,
+    /// The daemon whose partitions these are.
+    pub pid: i32,
 }
 
 impl Cpusets {
@@ -111,6 +113,7 @@ impl Cpusets {
             },
             mount: mount.clone(),
             dirs: Vec::new(),
+            pid,
         };
         let made = (|| {
             for (k, cpus) in partitions.iter().enumerate() {
@@ -199,12 +202,7 @@ impl Cpusets {
     /// and gives the top cpuset its balancing back, unless another run's
     /// partitions are still there.
     pub fn remove(&self) {
-        let pid = self
-            .dirs
-            .first()
-            .and_then(|d| run_of(&d.file_name()?.to_string_lossy()))
-            .unwrap_or(0);
-        if other_runs(&self.mount, pid).is_empty() {
+        if other_runs(&self.mount, self.pid).is_empty() {
             let _ = std::fs::write(
                 self.mount.join("cpuset.sched_load_balance"),
                 &self.balance_was,

@@ -75,7 +75,7 @@ pub(super) struct Program {
 /// Deadline bandwidth held on the machine by other tasks, in CPUs: every
 /// `SCHED_DEADLINE` thread found in `/proc`.
 pub fn others_bandwidth() -> f64 {
-    others_held().0.iter().map(|h| h.0).sum()
+    others_held().total()
 }
 
 /// Every `SCHED_DEADLINE` thread found in `/proc`: its bandwidth and its

@@ -7,9 +7,10 @@
 //! a `dl` of the file takes the kernel's values:
 //! global EDF over constant-bandwidth servers on every processor of its
 //! root (a root domain of its own where the run partitions the machine
-//! with exclusive cpusets, [`crate::cpuset`]), with the wake-up rule, throttling and replenishment of Linux's
-//! deadline class, runtime checked at the tick when the kernel has no
-//! `HRTICK_DL`, and the kernel's admission limit per CPU. The children
+//! with exclusive cpusets, [`crate::cpuset`]), with the wake-up rule,
+//! throttling and replenishment of Linux's deadline class, runtime
+//! checked at the tick when the kernel has no `HRTICK_DL`, and the
+//! kernel's admission limit per CPU. The children
 //! keep their `amount` and `period`, which are the servers' runtime and
 //! period. Everything else is simulated as written; the notes say what
 //! that leaves out.
