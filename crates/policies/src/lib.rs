@@ -17,6 +17,7 @@ pub mod join;
 pub mod limit;
 pub mod linux24;
 pub mod ps;
+pub mod rate_control;
 pub mod realrate;
 pub mod registry;
 pub mod rez;

@@ -91,6 +91,10 @@
 //! Miscellaneous children get `P' = P + kp·misc_pressure·Δ` (constant
 //! pressure) or the same shrink when too generous.
 //!
+//! The controller's arithmetic lives in [`crate::rate_control`], which the
+//! kernel backend's adaptive reservations drive too; this policy feeds it
+//! the budget its dispatcher saw a child leave unused.
+//!
 //! # Overload: squishing (§3.3)
 //! The adaptive children (real-rate and misc) share
 //! `A = overload − Σ real-time proportions`. When their proposed
@@ -139,6 +143,7 @@
 
 use crate::budget::{share_down, share_up, SHARE_ONE};
 use crate::budget::{Budgets, Charging, Rules, Slot};
+use crate::rate_control::{self, Feedback};
 use crate::registry::{Admission, PolicyInfo};
 use hsched_core::{
     CpuId, Ctx, Duration, Instant, Msg, ParamError, ParamSpec, ParamValue, Params, Policy,
@@ -268,7 +273,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     min_parents: 1,
     max_parents: 1,
     build,
-    check_child: |p| read_spec(&RealRateConfig::default(), p).map(drop),
+    check_child: |p| child_spec(&RealRateConfig::default(), p).map(drop),
     exclusive: None,
     admission: Some(ADMISSION),
     merge_change,
@@ -447,36 +452,25 @@ impl Class {
         }
     }
 
-    fn adaptive(self) -> bool {
+    /// Whether the controller sizes it (real-rate and misc).
+    pub fn adaptive(self) -> bool {
         matches!(self, Class::RealRate | Class::Misc)
     }
 }
 
-/// Role of a thread on a queue (Fig 3's R).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Fills the queue: R = −1.
-    Producer,
-    /// Drains the queue: R = +1.
-    Consumer,
-}
-
-#[derive(Clone, Debug)]
-struct Queue {
-    name: String,
-    fill: f64,
-    size: f64,
-    role: Role,
-}
-
-/// What a child asked for, read from its parameters.
+/// What a child asked for, read from its parameters ([`child_spec`]).
 #[derive(Clone, Copy, Debug)]
-struct Spec {
-    class: Class,
-    explicit: bool,
-    proportion: Option<f64>,
-    period: Duration,
-    importance: f64,
+pub struct Spec {
+    /// Its class, given or inferred (Fig 2).
+    pub class: Class,
+    /// Whether `class` was given.
+    pub explicit: bool,
+    /// Its proportion (real-time and aperiodic children).
+    pub proportion: Option<f64>,
+    /// Its reservation period (`default_period` when none is given).
+    pub period: Duration,
+    /// Its weight when squishing.
+    pub importance: f64,
 }
 
 /// What admission control counts for a child: its proportion when it is
@@ -495,7 +489,7 @@ const ADMISSION: Admission = Admission {
     cap_key: "overload",
     load: |instance, p| {
         let cfg = RealRateConfig::from_params(instance).unwrap_or_default();
-        read_spec(&cfg, p).map_or(0, |spec| load_of(&cfg, &spec))
+        child_spec(&cfg, p).map_or(0, |spec| load_of(&cfg, &spec))
     },
     per_child: 1,
     one: SHARE_ONE,
@@ -520,7 +514,12 @@ fn merge_change(current: &Params, change: &Params) -> Params {
     merged
 }
 
-fn read_spec(cfg: &RealRateConfig, p: &Params) -> Result<Spec, PolicyError> {
+/// Reads a child's parameters as `register_vp` does.
+///
+/// # Errors
+/// A value out of range, an unknown class, or a proportion a class does
+/// not take.
+pub fn child_spec(cfg: &RealRateConfig, p: &Params) -> Result<Spec, PolicyError> {
     let proportion = p.f64("proportion")?;
     if let Some(x) = proportion {
         if !(x > 0.0 && x <= 1.0) {
@@ -603,19 +602,8 @@ struct Child {
     proportion: f64,
     period: Duration,
     pending_period: Option<Duration>,
-    queues: Vec<Queue>,
-    filtered: f64,
-    integral: f64,
-    prev: Option<f64>,
-    /// What the controller asked for before squishing.
-    wanted: f64,
-    /// Too-generous window: start, allocation and unused budget in it.
-    win_start: Instant,
-    win_alloc: f64,
-    win_unused: f64,
-    generous: bool,
-    qex_armed: bool,
-    qex: u64,
+    /// The controller's state ([`crate::rate_control`]).
+    fb: Feedback,
     misses: u64,
     /// What admission control counts for it (`load_of`).
     counted: u128,
@@ -668,7 +656,7 @@ impl Rules for RateMonotonic {
             if runnable {
                 c.misses += 1;
             } else {
-                c.win_unused += c.slot.budget.as_secs_f64();
+                c.fb.unused(c.slot.budget.as_secs_f64());
             }
         }
         if let Some(p) = c.pending_period.take() {
@@ -687,7 +675,8 @@ impl Rules for RateMonotonic {
     ) {
         if skipped > 0 {
             // Whole periods spent waiting were unused allocation.
-            c.win_unused += skipped as f64 * c.proportion * period.as_secs_f64();
+            c.fb
+                .unused(skipped as f64 * c.proportion * period.as_secs_f64());
         }
         c.slot.amount = amount_of(c.proportion, period);
     }
@@ -816,7 +805,7 @@ impl RealRate {
                 continue;
             }
             if !c.slot.started {
-                c.win_unused += c.proportion * dt;
+                c.fb.unused(c.proportion * dt);
             } else if now >= c.slot.deadline {
                 self.core.roll_period(ctx, vp, false);
             }
@@ -827,58 +816,7 @@ impl RealRate {
             if !c.class.adaptive() {
                 continue;
             }
-            // Too-generous test over a window of at least one period and
-            // four ticks.
-            c.win_alloc += c.proportion * dt;
-            let window = c.period.max(cfg.control_period.mul_div(4, 1));
-            let closed = now.saturating_since(c.win_start) >= window;
-            if closed {
-                c.generous = c.win_alloc > 0.0 && c.win_unused > cfg.generous * c.win_alloc;
-                c.win_start = now;
-                c.win_alloc = 0.0;
-                c.win_unused = 0.0;
-            }
-            // A too-generous verdict shrinks once, when its window closes,
-            // and holds the allocation until the next window: growing on the
-            // ticks in between would settle an allocation nobody uses at the
-            // level where growth and shrinking balance.
-            let cut = if closed { 1.0 - cfg.shrink } else { 1.0 };
-            let p = c.proportion;
-            let next = match c.class {
-                Class::RealRate => {
-                    let raw: f64 = c
-                        .queues
-                        .iter()
-                        .map(|q| {
-                            let f = (q.fill / q.size).clamp(0.0, 1.0) - 0.5;
-                            match q.role {
-                                Role::Producer => -f,
-                                Role::Consumer => f,
-                            }
-                        })
-                        .sum();
-                    c.filtered = cfg.filter * raw + (1.0 - cfg.filter) * c.filtered;
-                    let e = c.filtered;
-                    c.integral =
-                        (c.integral + e * dt).clamp(-cfg.integral_limit, cfg.integral_limit);
-                    let d = e - c.prev.unwrap_or(e);
-                    c.prev = Some(e);
-                    let q = cfg.kp * e * dt + cfg.ki * c.integral * dt + cfg.kd * d;
-                    if c.generous && q >= 0.0 {
-                        p * cut
-                    } else {
-                        p + q
-                    }
-                }
-                _ => {
-                    if c.generous {
-                        p * cut
-                    } else {
-                        p + cfg.kp * cfg.misc_pressure * dt
-                    }
-                }
-            };
-            c.wanted = next.clamp(cfg.floor, 1.0);
+            c.fb.step(&cfg, c.class, c.proportion, c.period, now, dt);
         }
         let room = self.adaptive_room();
         let granted = self.squish(room);
@@ -886,22 +824,15 @@ impl RealRate {
             let (vp, c) = self.core.children.at_mut(i);
             // Quality exceptions: a real-rate child far behind and held
             // below what it asked for.
-            if c.class == Class::RealRate {
-                let behind = c.filtered >= cfg.qex_level;
-                if behind && c.qex_armed && g + 1e-9 < c.wanted {
-                    c.qex_armed = false;
-                    c.qex += 1;
-                    self.qex_total += 1;
-                    notes.push(format!(
-                        "quality exception: {vp} is behind (pressure {:.2}) but gets {:.1}% of the \
-                         {:.1}% it needs; lower its requirements",
-                        c.filtered,
-                        g * 100.0,
-                        c.wanted * 100.0
-                    ));
-                } else if c.filtered < cfg.qex_level / 2.0 {
-                    c.qex_armed = true;
-                }
+            if c.class == Class::RealRate && c.fb.quality(&cfg, g) {
+                self.qex_total += 1;
+                notes.push(format!(
+                    "quality exception: {vp} is behind (pressure {:.2}) but gets {:.1}% of the \
+                     {:.1}% it needs; lower its requirements",
+                    c.fb.filtered,
+                    g * 100.0,
+                    c.fb.wanted * 100.0
+                ));
             }
             if (g - c.proportion).abs() > 1e-12 {
                 self.set_proportion(ctx, vp, g);
@@ -915,53 +846,16 @@ impl RealRate {
     }
 
     /// Squishes the adaptive children's wanted proportions into `room`
-    /// (§3.3 "Responding to Overload"): cuts proportional to
-    /// allocation / importance, never below the floor, water filling what
-    /// a child at its floor cannot give. Returns (index, granted).
+    /// ([`rate_control::squish`]). Returns (index, granted).
     fn squish(&self, room: f64) -> Vec<(usize, f64)> {
-        let floor = self.cfg.floor;
-        let mut out: Vec<(usize, f64, f64)> = Vec::new();
+        let mut wanted = Vec::new();
         for i in 0..self.core.children.len() {
             let (_, c) = self.core.children.at(i);
             if c.class.adaptive() {
-                out.push((i, c.wanted.min(room.max(floor)), c.importance));
+                wanted.push((i, c.fb.wanted, c.importance));
             }
         }
-        let mut free: Vec<bool> = vec![true; out.len()];
-        for _ in 0..=out.len() {
-            let sum: f64 = out.iter().map(|o| o.1).sum();
-            let excess = sum - room;
-            if excess <= 1e-12 {
-                break;
-            }
-            let weight: f64 = out
-                .iter()
-                .zip(&free)
-                .filter(|(_, f)| **f)
-                .map(|(o, _)| (o.1 - floor).max(0.0) / o.2)
-                .sum();
-            if weight <= 0.0 {
-                break;
-            }
-            let mut pinned = false;
-            for (o, f) in out.iter_mut().zip(free.iter_mut()) {
-                if !*f {
-                    continue;
-                }
-                let cut = excess * ((o.1 - floor).max(0.0) / o.2) / weight;
-                if o.1 - cut <= floor {
-                    o.1 = floor;
-                    *f = false;
-                    pinned = true;
-                } else {
-                    o.1 -= cut;
-                }
-            }
-            if !pinned {
-                break;
-            }
-        }
-        out.into_iter().map(|(i, g, _)| (i, g)).collect()
+        rate_control::squish(self.cfg.floor, room, &wanted)
     }
 
     /// Applies a squish of the current allocations at once (after a
@@ -971,7 +865,7 @@ impl RealRate {
         for i in 0..self.core.children.len() {
             let (_, c) = self.core.children.at_mut(i);
             if c.class.adaptive() {
-                c.wanted = c.proportion;
+                c.fb.wanted = c.proportion;
             }
         }
         let room = self.adaptive_room();
@@ -999,63 +893,11 @@ impl RealRate {
     }
 
     fn progress(&mut self, ctx: &Ctx<'_>, vp: VpId, p: &Params) -> Result<(), PolicyError> {
-        let known = ["queue", "fill", "size", "role", "remove"];
-        if let Some(k) = p.unknown_keys(&known).next() {
-            return Err(PolicyError::Unsupported(format!(
-                "a progress message has no parameter `{k}`; it accepts: {}",
-                known.join(", ")
-            )));
-        }
-        let name = match p.get("queue") {
-            Some(ParamValue::Str(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => return Err(param_err("queue", "is required (the queue's name)")),
-        };
-        let remove = p.bool("remove")?.unwrap_or(false);
         let c = self.core.children.get_mut(ctx, vp).ok_or_else(|| {
             PolicyError::Refused(format!("{vp} is not a child of this scheduler"))
         })?;
-        if remove {
-            c.queues.retain(|q| q.name != name);
-            return Ok(());
-        }
-        let fill = p
-            .f64("fill")?
-            .ok_or_else(|| param_err("fill", "is required"))?;
-        let size = p
-            .f64("size")?
-            .ok_or_else(|| param_err("size", "is required"))?;
-        if size <= 0.0 || fill < 0.0 {
-            return Err(param_err(
-                "size",
-                format!("need size > 0 and fill >= 0, found {fill}/{size}"),
-            ));
-        }
-        let role = match p.str("role")? {
-            Some("producer") => Role::Producer,
-            Some("consumer") => Role::Consumer,
-            other => {
-                return Err(param_err(
-                    "role",
-                    format!("expected \"producer\" or \"consumer\", found {other:?}"),
-                ))
-            }
-        };
-        match c.queues.iter_mut().find(|q| q.name == name) {
-            Some(q) => {
-                q.fill = fill;
-                q.size = size;
-                q.role = role;
-            }
-            None => c.queues.push(Queue {
-                name,
-                fill,
-                size,
-                role,
-            }),
-        }
         // Fig 2: a thread with a progress metric and no proportion is real-rate.
-        if c.class == Class::Misc && !c.explicit {
+        if c.fb.progress(p)? && c.class == Class::Misc && !c.explicit {
             c.class = Class::RealRate;
         }
         Ok(())
@@ -1082,7 +924,7 @@ impl RealRate {
         let merged = merge_change(ctx.vp_params(vp), change);
         // An adaptive child changing to real-time drops the old absent
         // proportion rule: read the merged parameters as a new request.
-        let spec = read_spec(&self.cfg, &merged)?;
+        let spec = child_spec(&self.cfg, &merged)?;
         let was_rt = !old.class.adaptive();
         let is_rt = !spec.class.adaptive();
         let rt_after = self.rt_load - if was_rt { old.proportion } else { 0.0 }
@@ -1119,7 +961,7 @@ impl RealRate {
                     c.period = spec.period;
                 }
             }
-            c.wanted = new_p;
+            c.fb.wanted = new_p;
         }
         self.set_proportion(ctx, vp, new_p);
         self.rebalance(ctx);
@@ -1145,7 +987,7 @@ impl Policy for RealRate {
         params: &Params,
     ) -> Result<(), PolicyError> {
         crate::registry::check_child_params(&INFO, params)?;
-        let spec = read_spec(&self.cfg, params)?;
+        let spec = child_spec(&self.cfg, params)?;
         let rt = !spec.class.adaptive();
         let rt_after = self.rt_load
             + if rt {
@@ -1170,17 +1012,7 @@ impl Policy for RealRate {
             proportion,
             period: spec.period,
             pending_period: None,
-            queues: Vec::new(),
-            filtered: 0.0,
-            integral: 0.0,
-            prev: None,
-            wanted: proportion,
-            win_start: now,
-            win_alloc: 0.0,
-            win_unused: 0.0,
-            generous: false,
-            qex_armed: true,
-            qex: 0,
+            fb: Feedback::new(now, proportion),
             misses: 0,
             counted,
         };
@@ -1333,8 +1165,8 @@ impl Policy for RealRate {
                 c.class.name(),
                 c.proportion * 100.0,
                 c.period,
-                if c.qex + c.misses > 0 {
-                    format!(" qex={} misses={}", c.qex, c.misses)
+                if c.fb.qex + c.misses > 0 {
+                    format!(" qex={} misses={}", c.fb.qex, c.misses)
                 } else {
                     String::new()
                 }
