@@ -23,7 +23,8 @@
 //!    from a consumer with `pidfd_open` + `pidfd_getfd`, `ioctl(FIONREAD)`
 //!    gives the bytes queued and `fcntl(F_GETPIPE_SZ)` the capacity;
 //! 3. **reports** `Msg::App { kind: "progress", params: { queue: "pipe:INO",
-//!    fill, size, role } }` through [`Hsi::thread_msg`] about every
+//!    fill, size, role } }` through a [`Sink`] (the user backend's HSI,
+//!    [`Hsi::thread_msg`]; the kernel backend's adaptive reservations) about every
 //!    `realrate` thread of each consumer (role `consumer`) and each producer
 //!    (role `producer`). A queue that disappears is reported once more with
 //!    `remove = true`, so the controller forgets it, and so is a queue to a
@@ -340,11 +341,16 @@ impl ProgressMonitor {
     /// When the next sample is due (daemon clock), if the monitor is on and
     /// `hsi` has a `realrate` instance.
     pub fn due(&self, hsi: &Hsi) -> Option<u64> {
-        (self.period_ns > 0 && !realrate_instances(hsi).is_empty()).then_some(self.next_at)
+        self.due_if(!realrate_instances(hsi).is_empty())
+    }
+
+    /// When the next sample is due, if the monitor is on and `wanted`.
+    pub(crate) fn due_if(&self, wanted: bool) -> Option<u64> {
+        (self.period_ns > 0 && wanted).then_some(self.next_at)
     }
 
     /// Counts `sent` progress messages and warns about a refused one.
-    fn count_reports(&mut self, sent: u64, refused: Option<hsched_core::HsiError>) {
+    fn count_reports(&mut self, sent: u64, refused: Option<String>) {
         self.stats.messages += sent;
         if let Some(e) = refused {
             self.warn("msg", format!("the scheduler refused a message: {e}"));
@@ -358,9 +364,9 @@ impl ProgressMonitor {
         }
     }
 
-    /// One monitor step at daemon time `now` (`epoch` is the HSI's time
-    /// zero): discovers when due, samples every queue and sends the progress
-    /// messages. Does nothing before the next due time.
+    /// One monitor step of the user backend at daemon time `now` (`epoch`
+    /// is the HSI's time zero), for the threads of `hsi`'s `realrate`
+    /// instances ([`ProgressMonitor::step`]).
     pub(crate) fn tick(
         &mut self,
         now: u64,
@@ -371,24 +377,47 @@ impl ProgressMonitor {
         if self.period_ns == 0 || now < self.next_at {
             return;
         }
+        let insts = realrate_instances(hsi);
+        let monitored: Vec<(ThreadId, i32, i32)> = threads
+            .values()
+            .filter(|m| insts.contains(&hsi.thread_parent(m.hsi)))
+            .map(|m| (m.hsi, m.tid, m.orig.tgid))
+            .collect();
+        let mut sink = HsiSink { hsi, insts };
+        self.step(now, epoch, &mut sink, &monitored);
+    }
+
+    /// One monitor step at daemon time `now` (`epoch` is the sink's time
+    /// zero) for `monitored` threads (key, tid, process): discovers when
+    /// due, samples every queue and sends the progress messages to `sink`.
+    /// Does nothing before the next due time.
+    pub(crate) fn step(
+        &mut self,
+        now: u64,
+        epoch: u64,
+        hsi: &mut dyn Sink,
+        monitored: &[(ThreadId, i32, i32)],
+    ) {
+        if self.period_ns == 0 || now < self.next_at {
+            return;
+        }
         // Stay on the period grid; skip ticks missed while busy.
         self.next_at = if self.next_at == 0 || now >= self.next_at + self.period_ns {
             now + self.period_ns
         } else {
             self.next_at + self.period_ns
         };
-        let insts = realrate_instances(hsi);
-        if insts.is_empty() {
+        if monitored.is_empty() {
             return;
         }
         self.stats.ticks += 1;
         let at = Instant(now.saturating_sub(epoch));
         // Monitored threads per process, in tid order.
         let mut by_proc: BTreeMap<i32, Vec<(ThreadId, i32)>> = BTreeMap::new();
-        for m in threads.values() {
-            if insts.contains(&hsi.thread_parent(m.hsi)) {
-                by_proc.entry(m.orig.tgid).or_default().push((m.hsi, m.tid));
-            }
+        let mut sorted = monitored.to_vec();
+        sorted.sort_by_key(|m| m.1);
+        for (t, tid, tgid) in sorted {
+            by_proc.entry(tgid).or_default().push((t, tid));
         }
         let procs: Vec<i32> = by_proc.keys().copied().collect();
         let t0 = crate::sys::thread_cpu_ns();
@@ -452,12 +481,12 @@ impl ProgressMonitor {
         self.sample_shm(at, hsi, &by_proc);
         self.stats.sample_ns += crate::sys::thread_cpu_ns() - t1;
         if self.trace.is_some() {
-            self.trace_threads(at, hsi, &insts, &by_proc);
+            self.trace_threads(at, hsi, &by_proc);
         }
     }
 
     /// Rebuilds the queue table from `/proc` for processes `procs`.
-    fn discover(&mut self, procs: &[i32], at: Instant, hsi: &mut Hsi) {
+    fn discover(&mut self, procs: &[i32], at: Instant, hsi: &mut dyn Sink) {
         self.stats.discoveries += 1;
         // Pipe key -> (readers with one of their fds, writers).
         let mut ends: BTreeMap<PipeKey, Ends> = BTreeMap::new();
@@ -593,7 +622,7 @@ impl ProgressMonitor {
         &mut self,
         sockets: &BTreeMap<u32, BTreeSet<i32>>,
         at: Instant,
-        hsi: &mut Hsi,
+        hsi: &mut dyn Sink,
     ) {
         let mut found: BTreeMap<u32, (u32, Vec<i32>, Vec<i32>)> = BTreeMap::new();
         if !sockets.is_empty() {
@@ -648,7 +677,7 @@ impl ProgressMonitor {
     fn sample_socks(
         &mut self,
         at: Instant,
-        hsi: &mut Hsi,
+        hsi: &mut dyn Sink,
         by_proc: &BTreeMap<i32, Vec<(ThreadId, i32)>>,
         consuming: &BTreeSet<i32>,
     ) {
@@ -721,7 +750,7 @@ impl ProgressMonitor {
 
     /// Finds the `hsched-progress` queues of processes `procs`: files
     /// `SHM_DIR/<pid>.<queue>` whose `pid` (the producer) is monitored.
-    fn discover_shm(&mut self, procs: &[i32], at: Instant, hsi: &mut Hsi) {
+    fn discover_shm(&mut self, procs: &[i32], at: Instant, hsi: &mut dyn Sink) {
         let mut found: BTreeMap<String, i32> = BTreeMap::new();
         if let Ok(dir) = std::fs::read_dir(SHM_DIR) {
             for e in dir.flatten() {
@@ -771,7 +800,7 @@ impl ProgressMonitor {
     fn sample_shm(
         &mut self,
         at: Instant,
-        hsi: &mut Hsi,
+        hsi: &mut dyn Sink,
         by_proc: &BTreeMap<i32, Vec<(ThreadId, i32)>>,
     ) {
         let keys: Vec<String> = self.shm.keys().cloned().collect();
@@ -895,42 +924,27 @@ impl ProgressMonitor {
         Ok(OwnedFd::from(f))
     }
 
-    /// Trace lines: each monitored thread's proportion (from the instance's
-    /// `describe`), CPU time and its process's bytes read and written.
+    /// Trace lines: each monitored thread's proportion, CPU time and its
+    /// process's bytes read and written.
     fn trace_threads(
         &mut self,
         at: Instant,
-        hsi: &Hsi,
-        insts: &[InstanceId],
+        hsi: &dyn Sink,
         by_proc: &BTreeMap<i32, Vec<(ThreadId, i32)>>,
     ) {
-        let mut props: BTreeMap<String, f64> = BTreeMap::new();
-        for &i in insts {
-            if let Some(p) = hsi.instance_policy(i) {
-                for part in p.describe().split('[').skip(1) {
-                    let mut w = part.split_whitespace();
-                    let (Some(vp), Some(_class), Some(pp)) = (w.next(), w.next(), w.next()) else {
-                        continue;
-                    };
-                    if let Some(v) = pp.split('%').next().and_then(|s| s.parse::<f64>().ok()) {
-                        props.insert(vp.to_string(), v / 100.0);
-                    }
-                }
-            }
-        }
         let Some(w) = self.trace.as_mut() else {
             return;
         };
         for (pid, ts) in by_proc {
             let (rchar, wchar) = proc_io(*pid).unwrap_or((0, 0));
             for &(t, tid) in ts {
-                let vp = hsi.thread_vp(t).to_string();
+                let (name, proportion) = hsi.traced(t);
                 let _ = writeln!(
                     w,
                     "p,{:.4},{},{},{},{},{},{}",
                     at.0 as f64 / 1e9,
-                    hsi.thread_name(t),
-                    props.get(&vp).copied().unwrap_or(f64::NAN),
+                    name,
+                    proportion,
                     crate::enforce::proc_cpu_ns(tid).unwrap_or(0),
                     rchar,
                     wchar,
@@ -999,14 +1013,14 @@ impl ShmHeader {
 
 /// Sends one progress message about thread `t`.
 fn send(
-    hsi: &mut Hsi,
+    hsi: &mut dyn Sink,
     at: Instant,
     t: ThreadId,
     queue: &str,
     fill: u64,
     size: u64,
     role: &str,
-) -> Result<(), hsched_core::HsiError> {
+) -> Result<(), String> {
     let msg = Msg::App {
         kind: "progress".into(),
         params: Params::new()
@@ -1015,7 +1029,7 @@ fn send(
             .with("size", ParamValue::Float(size as f64))
             .with("role", ParamValue::Str(role.into())),
     };
-    hsi.thread_msg(at, t, &msg)
+    hsi.progress(at, t, &msg)
 }
 
 /// Sends one sample of queue `name` about each of `targets`, and tells the
@@ -1027,14 +1041,14 @@ fn send(
 /// without pressure at half its rate. Returns the messages sent and the
 /// last refusal.
 fn report(
-    hsi: &mut Hsi,
+    hsi: &mut dyn Sink,
     at: Instant,
     name: &str,
     fill: u64,
     size: u64,
     targets: &[(ThreadId, &'static str)],
     told: &mut BTreeSet<ThreadId>,
-) -> (u64, Option<hsched_core::HsiError>) {
+) -> (u64, Option<String>) {
     let stale: Vec<ThreadId> = told
         .iter()
         .filter(|t| !targets.iter().any(|(u, _)| u == *t))
@@ -1059,7 +1073,7 @@ fn report(
 
 /// Tells threads `told` that queue `name` is gone (`remove = true`).
 fn forget<'a>(
-    hsi: &mut Hsi,
+    hsi: &mut dyn Sink,
     at: Instant,
     name: &str,
     told: impl IntoIterator<Item = &'a ThreadId>,
@@ -1072,9 +1086,62 @@ fn forget<'a>(
     };
     for &t in told {
         // A thread that exited is no longer live: nothing to tell.
-        if hsi.thread_live(t) {
-            let _ = hsi.thread_msg(at, t, &msg);
+        if hsi.live(t) {
+            let _ = hsi.progress(at, t, &msg);
         }
+    }
+}
+
+/// Where the monitor's progress messages go.
+pub(crate) trait Sink {
+    /// Delivers a progress message about thread `t` at `at`.
+    ///
+    /// # Errors
+    /// The scheduler refused it.
+    fn progress(&mut self, at: Instant, t: ThreadId, msg: &Msg) -> Result<(), String>;
+    /// Whether `t` still lives (one that exited needs no removal).
+    fn live(&self, t: ThreadId) -> bool;
+    /// For the trace: `t`'s name and its proportion now (NaN unknown).
+    fn traced(&self, t: ThreadId) -> (String, f64);
+}
+
+/// The user backend's sink: the HSI, whose `realrate` instances get the
+/// messages as `Msg::App` about their child VPs.
+struct HsiSink<'a> {
+    hsi: &'a mut Hsi,
+    insts: Vec<InstanceId>,
+}
+
+impl Sink for HsiSink<'_> {
+    fn progress(&mut self, at: Instant, t: ThreadId, msg: &Msg) -> Result<(), String> {
+        self.hsi.thread_msg(at, t, msg).map_err(|e| e.to_string())
+    }
+
+    fn live(&self, t: ThreadId) -> bool {
+        self.hsi.thread_live(t)
+    }
+
+    /// The proportion from the instance's `describe` (`[vp class P%/…]`).
+    fn traced(&self, t: ThreadId) -> (String, f64) {
+        let vp = self.hsi.thread_vp(t).to_string();
+        let mut proportion = f64::NAN;
+        for &i in &self.insts {
+            let Some(p) = self.hsi.instance_policy(i) else {
+                continue;
+            };
+            for part in p.describe().split('[').skip(1) {
+                let mut w = part.split_whitespace();
+                let (Some(v), Some(_class), Some(pp)) = (w.next(), w.next(), w.next()) else {
+                    continue;
+                };
+                if v == vp {
+                    if let Some(x) = pp.split('%').next().and_then(|s| s.parse::<f64>().ok()) {
+                        proportion = x / 100.0;
+                    }
+                }
+            }
+        }
+        (self.hsi.thread_name(t).to_string(), proportion)
     }
 }
 
@@ -1608,6 +1675,10 @@ mod tests {
         .collect();
         let mut m = ProgressMonitor::new(Duration(DEFAULT_PERIOD_NS), DupMode::Cached);
         let mut hsi = Hsi::new(1);
+        let mut hsi = HsiSink {
+            hsi: &mut hsi,
+            insts: Vec::new(),
+        };
         m.discover_sockets(&holders, Instant(0), &mut hsi);
         let got: Vec<(u32, u32, Vec<i32>, Vec<i32>)> = m
             .socks
@@ -1664,10 +1735,14 @@ mod tests {
         let (mut told_a, mut told_b) = (BTreeSet::new(), BTreeSet::new());
         let me = [(sink, "consumer")];
         let at = Instant::ZERO;
-        assert_eq!(report(&mut hsi, at, "a", 0, 64, &me, &mut told_a).0, 1);
-        assert_eq!(report(&mut hsi, at, "b", 64, 64, &me, &mut told_b).0, 1);
+        let mut s = HsiSink {
+            hsi: &mut hsi,
+            insts: vec![rr],
+        };
+        assert_eq!(report(&mut s, at, "a", 0, 64, &me, &mut told_a).0, 1);
+        assert_eq!(report(&mut s, at, "b", 64, 64, &me, &mut told_b).0, 1);
         let again: &[(ThreadId, &str)] = if still_a_consumer { &me } else { &[] };
-        let (sent, refused) = report(&mut hsi, at, "a", 0, 64, again, &mut told_a);
+        let (sent, refused) = report(&mut s, at, "a", 0, 64, again, &mut told_a);
         assert!(refused.is_none());
         assert_eq!(sent, u64::from(still_a_consumer));
         assert_eq!(told_a.contains(&sink), still_a_consumer);

@@ -128,6 +128,10 @@ pub struct LiveStats {
     pub rule_placed: u64,
     /// Threads a `[[rule]]` moved when they were renamed or called `execve`.
     pub rule_moves: u64,
+    /// The kernel backend's adaptive reservations (`realrate`): controller
+    /// ticks, runtimes written, runtime changes the kernel refused,
+    /// quality exceptions, queue samples and progress messages.
+    pub adapt: [u64; 6],
     /// Per fatal thaw found from a record, from the record's kernel time
     /// (the signal, or a sibling's exit) to the thaw, ns.
     pub fatal_latency_ns: Vec<u64>,
@@ -356,6 +360,9 @@ impl Report {
         });
         // Apart: one more key inside the macro passes its recursion limit.
         v["live"]["rules"] = json!({"placed": st.rule_placed, "moved": st.rule_moves});
+        let a = st.adapt;
+        v["live"]["adaptive"] = json!({"ticks": a[0], "runtime_changes": a[1], "refused": a[2],
+            "quality_exceptions": a[3], "queue_samples": a[4], "progress_messages": a[5]});
         v["live"]["policy_changes"] = st.policy_changes.iter().map(|c| c.to_json()).collect();
         v["live"]["launch_failures"] = st
             .launch_failures
@@ -405,6 +412,14 @@ impl Report {
                 sc.name,
                 sc.policy,
                 sc.supply_ns as f64 / 1e6
+            );
+        }
+        let a = self.stats.adapt;
+        if a[0] > 0 {
+            let _ = writeln!(
+                s,
+                "adaptive reservations: {} controller ticks, {} runtime changes ({} refused by the kernel), {} quality exceptions; {} queue samples, {} progress messages",
+                a[0], a[1], a[2], a[3], a[4], a[5]
             );
         }
         for c in &self.stats.policy_changes {

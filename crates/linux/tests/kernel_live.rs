@@ -469,7 +469,7 @@ parent = "RES"
 params = {{ amount = "2ms", period = "10ms" }}
 [[scheduler]]
 name = "RR"
-policy = "realrate"
+policy = "best"
 parent = "FP"
 params = {{ priority = 1 }}
 [[thread]]
@@ -815,4 +815,153 @@ params = { amount = "5ms", period = "20ms" }
         placed < Duration::from_millis(150),
         "placed {placed:?} after its name was seen"
     );
+}
+
+/// A pipeline stage for the adaptive-reservation test: `source` writes
+/// 200 KB/s into a FIFO, burning 0.25 µs of CPU per byte; `sink` reads it,
+/// burning 1.25 µs per byte (25 % of a CPU at that rate), and logs
+/// `seconds bytes` every 32 KiB.
+const STAGE: &str = r#"
+import os, sys, time
+role, path = sys.argv[1], sys.argv[2]
+CHUNK = 4096
+RATE = 200e3
+COST = {"source": 0.25e-6, "sink": 1.25e-6}[role]
+def burn(n):
+    end = time.thread_time() + n * COST
+    while time.thread_time() < end:
+        pass
+t0 = time.monotonic()
+if role == "source":
+    fd = os.open(path, os.O_WRONLY)
+    made = 0
+    while True:
+        need = made + CHUNK - RATE * (time.monotonic() - t0)
+        if need > 0:
+            time.sleep(need / RATE + 0.0005)
+            continue
+        burn(CHUNK)
+        os.write(fd, bytes(CHUNK))
+        made += CHUNK
+else:
+    fd = os.open(path, os.O_RDONLY)
+    log = open(sys.argv[3], "w")
+    got = 0
+    while True:
+        b = os.read(fd, CHUNK)
+        if not b:
+            break
+        burn(len(b))
+        got += len(b)
+        if got % (CHUNK * 8) == 0:
+            log.write(f"{time.monotonic() - t0:.3f} {got}\n")
+            log.flush()
+"#;
+
+/// `realrate` under the kernel backend: its children are deadline servers
+/// whose runtimes the daemon's controller sizes from the fill level of the
+/// FIFO between them. The sink starts at 5 % (40 KB/s at its cost) and must
+/// be given about 25 % to keep up with its source, beside a CPU hog that
+/// takes what the controller leaves.
+#[test]
+fn a_realrate_sink_under_the_kernel_backend_is_given_what_keeps_up_with_its_source() {
+    let Some(_g) = kernel_live() else { return };
+    if Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        eprintln!("SKIPPED: no python3 for the pipeline");
+        return;
+    }
+    let stage = write_file("stage.py", STAGE);
+    let dir = stage.parent().unwrap().to_path_buf();
+    let fifo = dir.join("q");
+    let log = dir.join("sink.log");
+    let _ = std::fs::remove_file(&fifo);
+    let _ = std::fs::remove_file(&log);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (s, q, l) = (stage.display(), fifo.display(), log.display());
+    let file = write_file(
+        "realrate.toml",
+        &format!(
+            r#"
+[machine]
+cpus = 1
+
+[[scheduler]]
+name = "rr"
+policy = "realrate"
+cpus = [0]
+overload = 0.6
+filter = 0.3
+default_period = "60ms"
+
+[[thread]]
+name = "source"
+scheduler = "rr"
+exec = ["python3", "{s}", "source", "{q}"]
+
+[[thread]]
+name = "sink"
+scheduler = "rr"
+exec = ["python3", "{s}", "sink", "{q}", "{l}"]
+
+[[thread]]
+name = "hog"
+scheduler = "rr"
+workload = {{ kind = "cpu-bound" }}
+"#
+        ),
+    );
+    let out = run_kernel(&file, "8s", &["--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let share = |n: &str| {
+        v["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == n)
+            .and_then(|p| p["share"].as_f64())
+            .unwrap_or_else(|| panic!("no program {n} in {v}"))
+    };
+    let a = &v["live"]["adaptive"];
+    assert!(a["ticks"].as_u64().unwrap() > 400, "{a}");
+    assert!(a["runtime_changes"].as_u64().unwrap() > 0, "{a}");
+    assert!(a["progress_messages"].as_u64().unwrap() > 0, "{a}");
+    // The sink keeps up from 3 s on: at least 80 % of the source's rate.
+    let points: Vec<(f64, f64)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    let from = points.iter().find(|p| p.0 >= 3.0).copied();
+    let to = points.last().copied();
+    let (Some(from), Some(to)) = (from, to) else {
+        panic!("the sink logged too little: {points:?}\n{stderr}");
+    };
+    let rate = (to.1 - from.1) / (to.0 - from.0).max(1e-3);
+    assert!(
+        rate > 160e3,
+        "sink {rate:.0} B/s from {from:?} to {to:?}; {v}"
+    );
+    // It got far beyond its first 5 %, and no child beyond the threshold.
+    assert!(share("sink") > 0.18, "{v}");
+    assert!(
+        share("sink") + share("source") + share("hog") < 0.6 + 0.05,
+        "{v}"
+    );
+    assert!(share("hog") > 0.05, "the hog is squished, not starved: {v}");
+    assert!(hsched_cgroups().is_empty(), "left {:?}", hsched_cgroups());
+    assert!(hsched_cpusets().0.is_empty(), "left {:?}", hsched_cpusets());
 }

@@ -297,7 +297,14 @@ mod tests {
         for (fill, up) in [(90.0, true), (10.0, false)] {
             let mut f = Feedback::new(Instant::ZERO, 0.2);
             assert!(f.progress(&msg(fill, "consumer")).unwrap());
-            f.step(&cfg, Class::RealRate, 0.2, ms(30), Instant::ZERO + ms(10), 0.01);
+            f.step(
+                &cfg,
+                Class::RealRate,
+                0.2,
+                ms(30),
+                Instant::ZERO + ms(10),
+                0.01,
+            );
             assert_eq!(f.wanted > 0.2, up, "fill {fill}: wanted {}", f.wanted);
         }
     }
@@ -311,7 +318,14 @@ mod tests {
         for k in 1..=4u64 {
             // Uses nothing of its allocation.
             f.unused(p * 0.01);
-            f.step(&cfg, Class::Misc, p, ms(30), Instant::ZERO + ms(10 * k), 0.01);
+            f.step(
+                &cfg,
+                Class::Misc,
+                p,
+                ms(30),
+                Instant::ZERO + ms(10 * k),
+                0.01,
+            );
             if k < 4 {
                 assert!(f.wanted > p, "tick {k}: constant pressure grows it");
             }

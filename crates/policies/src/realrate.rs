@@ -675,8 +675,7 @@ impl Rules for RateMonotonic {
     ) {
         if skipped > 0 {
             // Whole periods spent waiting were unused allocation.
-            c.fb
-                .unused(skipped as f64 * c.proportion * period.as_secs_f64());
+            c.fb.unused(skipped as f64 * c.proportion * period.as_secs_f64());
         }
         c.slot.amount = amount_of(c.proportion, period);
     }

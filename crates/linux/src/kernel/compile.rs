@@ -8,6 +8,7 @@
 use hsched_config::{Hierarchy, SchedulerSpec, ThreadSpec};
 use hsched_core::{Duration, Params};
 use hsched_guarantee::{satisfies, Guarantee};
+use hsched_policies::realrate::{child_spec, RealRateConfig};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -90,6 +91,9 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 /// a `rez`'s `cap`, a `dl`'s `cap` on each of its `processors`.
 pub(super) fn reservation_cap(s: &SchedulerSpec) -> f64 {
     let p = &s.params;
+    if s.policy == "realrate" {
+        return RealRateConfig::from_params(p).map_or(0.9, |c| c.overload);
+    }
     if s.policy == "dl" {
         let m = p.u64("processors").ok().flatten().unwrap_or(1) as f64;
         m * p
@@ -152,6 +156,15 @@ pub enum Mechanism {
     /// A `join` of a reservation and a best-effort parent over one thread:
     /// realised by that thread's reclaiming deadline server.
     ReclaimingJoin,
+    /// A `realrate` instance: the deadline class, each child a deadline
+    /// server whose runtime the daemon sets from real-rate's controller
+    /// (adaptive reservations, [`super::adapt`]).
+    AdaptiveClass {
+        /// Its overload threshold: the most its servers hold in all.
+        overload: f64,
+        /// How often the controller runs.
+        control_period: Duration,
+    },
     /// An `fp` instance: a band of real-time priorities.
     FifoBand {
         /// Lowest `SCHED_FIFO` priority in the band.
@@ -190,9 +203,10 @@ impl Mechanism {
     /// The scheduling class the node lives in.
     pub fn class(&self) -> &'static str {
         match self {
-            Mechanism::DeadlineClass | Mechanism::Deadline { .. } | Mechanism::ReclaimingJoin => {
-                "deadline"
-            }
+            Mechanism::DeadlineClass
+            | Mechanism::Deadline { .. }
+            | Mechanism::ReclaimingJoin
+            | Mechanism::AdaptiveClass { .. } => "deadline",
             Mechanism::FifoBand { .. } | Mechanism::Fifo { .. } | Mechanism::ClassOrder => {
                 "real-time"
             }
@@ -218,6 +232,14 @@ impl fmt::Display for Mechanism {
                 if *reclaim { " reclaim" } else { "" }
             ),
             Mechanism::ReclaimingJoin => f.write_str("its thread's reclaiming deadline server"),
+            Mechanism::AdaptiveClass {
+                overload,
+                control_period,
+            } => write!(
+                f,
+                "SCHED_DEADLINE class (each child a deadline server; the daemon sets their runtimes from real-rate's controller every {control_period}, at most {:.1}% in all)",
+                overload * 100.0
+            ),
             Mechanism::FifoBand { low, high } if low == high => {
                 write!(f, "SCHED_FIFO priority {low}")
             }
@@ -377,7 +399,8 @@ impl From<f64> for Held {
 impl Held {
     /// All of it, in CPUs.
     pub fn total(&self) -> f64 {
-        self.0.iter().map(|h| h.0).sum()
+        // `+ 0.0`: an empty sum of floats is −0.0, which prints so.
+        self.0.iter().map(|h| h.0).sum::<f64>() + 0.0
     }
 
     /// What is held by tasks that may run on one of `cpus`.
@@ -386,7 +409,8 @@ impl Held {
             .iter()
             .filter(|(_, c)| c.is_empty() || c.iter().any(|x| cpus.contains(x)))
             .map(|h| h.0)
-            .sum()
+            .sum::<f64>()
+            + 0.0
     }
 }
 
@@ -574,6 +598,7 @@ pub fn compile(
         c.root(root);
     }
     let mut partitions = c.partition(&roots);
+    c.uniprocessor_realrate(&partitions);
     for (name, tick, m, root) in std::mem::take(&mut c.dl_models) {
         let domain = partitions
             .get(root)
@@ -653,6 +678,48 @@ pub fn compile(
         notes: c.notes,
         partitions,
     }
+}
+
+/// A proportion of `period`, as `realrate` sizes a budget.
+pub(super) fn proportion_of(p: f64, period: Duration) -> Duration {
+    Duration::from_nanos((period.as_nanos() as f64 * p).round() as u64)
+}
+
+/// A thread of `h` under a `realrate` instance whose controller sizes it
+/// (a real-rate or misc child): the instance's configuration.
+pub(super) fn adaptive_child(h: &Hierarchy, t: &ThreadSpec) -> Option<RealRateConfig> {
+    let s = h.schedulers.iter().find(|s| s.name == t.scheduler)?;
+    if s.policy != "realrate" {
+        return None;
+    }
+    let cfg = RealRateConfig::from_params(&s.params).ok()?;
+    child_spec(&cfg, &t.params)
+        .ok()
+        .filter(|c| c.class.adaptive())
+        .map(|_| cfg)
+}
+
+/// The share `realrate` instance `name` of `h` leaves its adaptive
+/// children (`overload` less its real-time and aperiodic proportions), and
+/// how many they are.
+pub(super) fn adaptive_room(h: &Hierarchy, name: &str) -> (f64, usize) {
+    let Some(cfg) = h
+        .schedulers
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| RealRateConfig::from_params(&s.params).ok())
+    else {
+        return (0.0, 0);
+    };
+    let (mut fixed, mut n) = (0.0, 0);
+    for t in h.threads.iter().filter(|t| t.scheduler == name) {
+        match child_spec(&cfg, &t.params) {
+            Ok(c) if c.class.adaptive() => n += 1,
+            Ok(c) => fixed += c.proportion.unwrap_or(0.0),
+            Err(_) => {}
+        }
+    }
+    ((cfg.overload - fixed).max(0.0), n)
 }
 
 fn sanitize(name: &str) -> String {
@@ -742,6 +809,33 @@ impl<'h> Compiler<'h> {
         parts
     }
 
+    /// `realrate` is a uniprocessor scheduler (one parent VP): its servers
+    /// need a root domain of one CPU, or the kernel would run its children
+    /// in parallel, which the policy never does, and the room its
+    /// controller shares out would not bound what global EDF delivers.
+    fn uniprocessor_realrate(&mut self, partitions: &[Partition]) {
+        let mut wide = Vec::new();
+        for (n, &r) in self.nodes.iter().zip(&self.node_root) {
+            if let (Node::Scheduler(name), Mechanism::AdaptiveClass { .. }) =
+                (&n.node, &n.mechanism)
+            {
+                let domain = partitions
+                    .get(r)
+                    .map_or(self.model.root_domain, |p| p.cpus.len());
+                if domain > 1 {
+                    wide.push((name.clone(), domain));
+                }
+            }
+        }
+        for (name, domain) in wide {
+            self.refuse(
+                Node::Scheduler(name.clone()),
+                format!("`realrate` is a uniprocessor scheduler, and its deadline servers would share a root domain of {domain} CPUs, where the kernel runs them in parallel"),
+                format!("what would work: give its root one CPU (`cpus = [0]`), so that it gets a root domain of its own, or {}", &USER[17..]),
+            );
+        }
+    }
+
     /// The Linux CPUs of a root (all managed ones when it names none).
     fn root_cpus(&self, root: &SchedulerSpec) -> Vec<usize> {
         if root.cpus.is_empty() {
@@ -758,6 +852,7 @@ impl<'h> Compiler<'h> {
         match root.policy.as_str() {
             "fp" => self.fp_root(root, &cpus),
             "rez" | "dl" => self.rez(root, &cpus),
+            "realrate" => self.realrate(root),
             p if FAIR_POLICIES.contains(&p) => {
                 self.fair_tops += 1;
                 self.fair(root, "", 1024, &cpus);
@@ -768,12 +863,12 @@ impl<'h> Compiler<'h> {
 
     fn unsupported(&mut self, s: &SchedulerSpec) {
         let (reason, instead) = match s.policy.as_str() {
-            "realrate" | "best" | "best-rate" => (
+            "best" | "best-rate" => (
                 format!(
                     "`{}` adapts its children's reservations at run time from their progress; the kernel backend enforces fixed deadline parameters and does not adapt them",
                     s.policy
                 ),
-                format!("what would work: fixed `rez` reservations sized for the threads, or {}", &USER[17..]),
+                format!("what would work: fixed `rez` reservations sized for the threads, `realrate` (whose controller the kernel backend runs), or {}", &USER[17..]),
             ),
             "coop" => (
                 "`coop` answers the threads' coop_poll calls from the daemon, which the kernel cannot do".into(),
@@ -891,6 +986,7 @@ impl<'h> Compiler<'h> {
                     },
                     cpus.to_vec(),
                 ),
+                ItemKind::Deadline(s) if s.policy == "realrate" => self.realrate(s),
                 ItemKind::Deadline(s) => self.rez(s, cpus),
                 ItemKind::Fair(s) => {
                     self.fair_tops += 1;
@@ -977,7 +1073,7 @@ impl<'h> Compiler<'h> {
             k.push(prio(params));
             match s.policy.as_str() {
                 "fp" if s.parents.len() == 1 => self.flatten_fp(s, &k, out),
-                "rez" | "dl" => out.push(Item {
+                "rez" | "dl" | "realrate" => out.push(Item {
                     key: k,
                     kind: ItemKind::Deadline(s),
                 }),
@@ -1048,6 +1144,54 @@ impl<'h> Compiler<'h> {
         }
     }
 
+    /// A real-rate scheduler: every thread child becomes a deadline server
+    /// of its proportion × period; the daemon's controller resizes the
+    /// adaptive ones (real-rate and misc) while the run lasts.
+    fn realrate(&mut self, r: &'h SchedulerSpec) {
+        let cfg = match RealRateConfig::from_params(&r.params) {
+            Ok(c) => c,
+            Err(e) => {
+                self.refuse(
+                    Node::Scheduler(r.name.clone()),
+                    e.to_string(),
+                    "what would work: the parameters the realrate page lists".into(),
+                );
+                return;
+            }
+        };
+        self.map(
+            Node::Scheduler(r.name.clone()),
+            Mechanism::AdaptiveClass {
+                overload: cfg.overload,
+                control_period: cfg.control_period,
+            },
+            vec![],
+        );
+        for t in self.tree.threads(&r.name).to_vec() {
+            match child_spec(&cfg, &t.params) {
+                Ok(spec) => {
+                    let p = spec.proportion.unwrap_or(cfg.initial.max(cfg.floor));
+                    self.server_of(t, proportion_of(p, spec.period), spec.period, false);
+                }
+                Err(e) => self.refuse(
+                    Node::Thread(t.name.clone()),
+                    e.to_string(),
+                    "what would work: the child parameters the realrate page lists".into(),
+                ),
+            }
+        }
+        for (s, _) in self.tree.schedulers(&r.name).to_vec() {
+            self.refuse(
+                Node::Scheduler(s.name.clone()),
+                format!(
+                    "a `{}` scheduler inside real-rate scheduler `{}`: its reservation would need hierarchical deadline servers, which mainline Linux does not have",
+                    s.policy, r.name
+                ),
+                format!("what would work: threads directly under `{}`, or {}", r.name, &USER[17..]),
+            );
+        }
+    }
+
     fn join(&mut self, r: &'h SchedulerSpec, j: &'h SchedulerSpec, params: &'h Params) {
         let threads = self.tree.threads(&j.name).to_vec();
         let scheds = self.tree.schedulers(&j.name).to_vec();
@@ -1096,34 +1240,37 @@ impl<'h> Compiler<'h> {
         let amount = params.duration("amount").ok().flatten();
         let period = params.duration("period").ok().flatten();
         match (amount, period) {
-            (Some(a), Some(p)) if a.as_nanos() > 0 && a <= p => {
-                // The kernel takes runtimes of at least 1 µs (and periods
-                // of at least 100 µs by default; sched_deadline_period_min_us).
-                if a < Duration::from_micros(1) || p < Duration::from_micros(100) {
-                    self.refuse(
-                        Node::Thread(t.name.clone()),
-                        format!("SCHED_DEADLINE takes runtimes of at least 1us and periods of at least 100us; this one asks {a} per {p}"),
-                        "what would work: a longer period".into(),
-                    );
-                    return;
-                }
-                self.map(
-                    Node::Thread(t.name.clone()),
-                    Mechanism::Deadline {
-                        runtime: a,
-                        deadline: p,
-                        period: p,
-                        reclaim,
-                    },
-                    vec![],
-                );
-            }
+            (Some(a), Some(p)) if a.as_nanos() > 0 && a <= p => self.server_of(t, a, p, reclaim),
             _ => self.refuse(
                 Node::Thread(t.name.clone()),
                 "a deadline server needs an `amount` and a `period` (0 < amount ≤ period)".into(),
                 "what would work: give the thread `amount` and `period`".into(),
             ),
         }
+    }
+
+    /// Thread `t` as a deadline server of `a` every `p`.
+    fn server_of(&mut self, t: &'h ThreadSpec, a: Duration, p: Duration, reclaim: bool) {
+        // The kernel takes runtimes of at least 1 µs (and periods
+        // of at least 100 µs by default; sched_deadline_period_min_us).
+        if a < Duration::from_micros(1) || p < Duration::from_micros(100) {
+            self.refuse(
+                Node::Thread(t.name.clone()),
+                format!("SCHED_DEADLINE takes runtimes of at least 1us and periods of at least 100us; this one asks {a} per {p}"),
+                "what would work: a longer period".into(),
+            );
+            return;
+        }
+        self.map(
+            Node::Thread(t.name.clone()),
+            Mechanism::Deadline {
+                runtime: a,
+                deadline: p,
+                period: p,
+                reclaim,
+            },
+            vec![],
+        );
     }
 
     /// A fair-class scheduler: a cpu cgroup holding its children.
@@ -1274,6 +1421,14 @@ impl<'h> Compiler<'h> {
             {
                 if !admitted {
                     n.note = Some("not admitted: no guarantee".into());
+                    continue;
+                }
+                let spec = self.tree.h.threads.iter().find(|t| &t.name == name);
+                if let Some(cfg) = spec.and_then(|t| adaptive_child(self.tree.h, t)) {
+                    n.note = Some(format!(
+                        "its runtime, {runtime} every {period} at first, is what real-rate's controller makes of its progress every {} (Steere et al. 1998, §3.3): no guarantee (NULL), as under `realrate` itself",
+                        cfg.control_period
+                    ));
                     continue;
                 }
                 if *runtime <= tick {
@@ -1471,6 +1626,8 @@ fn admit_domain(
     let mut sum_inflated = others + m * fs_inflated;
     let mut max_inflated = fs_inflated;
     let mut per_rez: BTreeMap<&str, f64> = BTreeMap::new();
+    // A `realrate` whose servers crossed the EDF bound, and the bound.
+    let mut tight: Option<(String, f64)> = None;
     for t in &h.threads {
         let Some(NodeMap {
             mechanism: Mechanism::Deadline {
@@ -1484,12 +1641,26 @@ fn admit_domain(
         else {
             continue;
         };
-        let u = ratio(*runtime, *period);
-        let ui = ((runtime.as_nanos() as f64 + tick) / period.as_nanos().max(1) as f64).min(1.0);
+        let overrun = tick / period.as_nanos().max(1) as f64;
+        let (u, ui) = match adaptive_child(h, t) {
+            // The controller may hand any of a `realrate`'s adaptive
+            // servers all of the room its real-time children leave, and
+            // all of them together no more: each counts its part of the
+            // room, and may be as large as the whole.
+            Some(_) => {
+                let (room, n) = adaptive_room(h, &t.scheduler);
+                max_inflated = max_inflated.max((room + overrun).min(1.0));
+                (room / n.max(1) as f64, room / n.max(1) as f64 + overrun)
+            }
+            None => {
+                let ui = (ratio(*runtime, *period) + overrun).min(1.0);
+                max_inflated = max_inflated.max(ui);
+                (ratio(*runtime, *period), ui)
+            }
+        };
         servers.push((t.name.clone(), u));
         sum += u;
         sum_inflated += ui;
-        max_inflated = max_inflated.max(ui);
         // The rez above it (through a join, if any).
         let mut rez = t.scheduler.as_str();
         if let Some(s) = h.schedulers.iter().find(|s| s.name == rez) {
@@ -1531,6 +1702,9 @@ fn admit_domain(
                 model.root_domain
             ))
         } else if sum_inflated > gfb + 1e-9 {
+            if adaptive_child(h, t).is_some() {
+                tight = Some((t.scheduler.clone(), gfb));
+            }
             let test = if model.root_domain <= 1 {
                 "the most EDF on one CPU schedules without a miss".to_string()
             } else {
@@ -1551,6 +1725,21 @@ fn admit_domain(
         } else {
             None
         };
+    }
+    if let (Some(r), Some((name, bound))) = (refused.as_mut(), tight) {
+        let (room, _) = adaptive_room(h, &name);
+        let cap = h
+            .schedulers
+            .iter()
+            .find(|s| s.name == name)
+            .map_or(0.0, reservation_cap);
+        let fits = cap - (sum_inflated - bound);
+        if fits > cap - room {
+            r.push_str(&format!(
+                "; what would work: `overload` of at most {:.1}% on `{name}`, or longer periods for its children (each of its servers is counted with a tick of overrun)",
+                (fits * 1000.0).floor() / 10.0
+            ));
+        }
     }
     Admission {
         servers,
@@ -1820,17 +2009,18 @@ scheduler = "RM"
         let h = parse(
             r#"
 [[scheduler]]
-name = "RR"
-policy = "realrate"
+name = "B"
+policy = "best"
 [[thread]]
 name = "T"
-scheduler = "RR"
+scheduler = "B"
 "#,
         );
         let p = compile(&h, &model(), &[0, 1], 0.0);
         assert_eq!(p.refusals.len(), 1);
         assert!(p.refusals[0].reason.contains("adapts"));
         assert!(p.refusals[0].instead.contains("fixed `rez`"));
+        assert!(p.refusals[0].instead.contains("`realrate`"));
     }
 
     #[test]
@@ -2066,6 +2256,96 @@ params = {{ amount = "10ms", period = "20ms" }}
         assert!(
             why.contains("thread `T0`") && why.contains("150.0% held by other tasks"),
             "{why}"
+        );
+    }
+
+    const REALRATE: &str = r#"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "rr"
+policy = "realrate"
+cpus = [0]
+overload = 0.6
+default_period = "60ms"
+[[thread]]
+name = "video"
+scheduler = "rr"
+params = { proportion = 0.2, period = "40ms" }
+[[thread]]
+name = "sink"
+scheduler = "rr"
+[[thread]]
+name = "hog"
+scheduler = "rr"
+"#;
+
+    /// `realrate`'s children are deadline servers: a real-time one keeps
+    /// its reservation's guarantee, the adaptive ones start at `initial`
+    /// and promise nothing; admission holds the whole overload threshold,
+    /// each server with a tick of overrun.
+    #[test]
+    fn realrate_maps_to_adaptive_deadline_servers_admitted_at_its_threshold() {
+        let p = compile(&parse(REALRATE), &model(), &[1], 0.0);
+        assert!(p.is_enforceable(), "{}", p.refusal_text());
+        assert!(matches!(
+            p.node(&Node::Scheduler("rr".into())).unwrap().mechanism,
+            Mechanism::AdaptiveClass { overload, .. } if overload == 0.6
+        ));
+        let ms = Duration::from_millis;
+        let server = |runtime, period| Mechanism::Deadline {
+            runtime,
+            deadline: period,
+            period,
+            reclaim: false,
+        };
+        assert_eq!(p.thread("video").unwrap().mechanism, server(ms(8), ms(40)));
+        assert_eq!(
+            p.thread("video").unwrap().guarantee.to_string(),
+            "RESBH 4 40"
+        );
+        assert_eq!(p.thread("sink").unwrap().mechanism, server(ms(3), ms(60)));
+        assert_eq!(p.thread("sink").unwrap().guarantee, Guarantee::Null);
+        let sum: f64 = p.admission.servers.iter().map(|s| s.1).sum();
+        assert!((sum - 0.6).abs() < 1e-9, "{:?}", p.admission.servers);
+        // A threshold the tick's overruns do not leave room for is refused,
+        // with the threshold that would fit.
+        let tight = compile(
+            &parse(&REALRATE.replace("overload = 0.6", "overload = 0.8")),
+            &model(),
+            &[1],
+            0.0,
+        );
+        let why = tight.admission.refused.unwrap();
+        assert!(
+            why.contains("thread `hog`") && why.contains("`overload` of at most 71.2% on `rr`"),
+            "{why}"
+        );
+    }
+
+    /// A `realrate` on a root domain of several CPUs, and a scheduler
+    /// inside one, are refused.
+    #[test]
+    fn realrate_needs_a_root_domain_of_one_cpu_and_threads_as_children() {
+        let wide = REALRATE
+            .replace("cpus = 1", "cpus = 2")
+            .replace("cpus = [0]", "");
+        let p = compile(&parse(&wide), &model(), &[0, 1], 0.0);
+        let why = p.refusal_text();
+        assert!(
+            why.contains("scheduler `rr`")
+                && why.contains("uniprocessor")
+                && why.contains("2 CPUs"),
+            "{why}"
+        );
+        let nested =
+            format!("{REALRATE}[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\nparent = \"rr\"\n");
+        let p = compile(&parse(&nested), &model(), &[1], 0.0);
+        assert!(
+            p.refusal_text()
+                .contains("scheduler `ts`: a `ts` scheduler inside real-rate scheduler `rr`"),
+            "{}",
+            p.refusal_text()
         );
     }
 }

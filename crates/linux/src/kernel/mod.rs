@@ -79,6 +79,7 @@
 //! `fp`; two fair-class subtrees at different `fp` priorities; Rez-C and
 //! Rez-FB (stolen-time corrections); `warp`.
 
+pub mod adapt;
 pub mod apply;
 pub mod compile;
 pub mod ops;

@@ -24,6 +24,7 @@ use crate::enforce::{self, Original};
 use crate::sys;
 use hsched_core::{Duration, Params};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 /// The operations the kernel backend serves.
@@ -384,6 +385,48 @@ impl Kernel<'_> {
                     cgroup: cgroup.clone(),
                 };
             }
+            Mechanism::AdaptiveClass { .. } => {
+                let cfg = hsched_policies::realrate::RealRateConfig::from_params(&spec.params)
+                    .map_err(|e| e.to_string())?;
+                let child = hsched_policies::realrate::child_spec(&cfg, params)
+                    .map_err(|e| e.to_string())?;
+                // Real-rate's own admission (§3.3): the real-time
+                // proportions and a floor for every adaptive child within
+                // the overload threshold, this thread counted as it asks.
+                let (mut fixed, mut adaptive) = (0.0, 0usize);
+                for m in self.threads.values() {
+                    if m.scheduler != sched || m.exited_ns.is_some() || m.orig.tid == tid {
+                        continue;
+                    }
+                    match hsched_policies::realrate::child_spec(&cfg, &m.params) {
+                        Ok(c) if c.class.adaptive() => adaptive += 1,
+                        Ok(c) => fixed += c.proportion.unwrap_or(0.0),
+                        Err(_) => {}
+                    }
+                }
+                match child.proportion {
+                    Some(p) if !child.class.adaptive() => fixed += p,
+                    _ => adaptive += 1,
+                }
+                let load = fixed + adaptive as f64 * cfg.floor;
+                if load > cfg.overload + 1e-9 {
+                    return Err(format!(
+                        "admission refused: `{sched}` would hold {:.1}% (its real-time proportions and a floor of {:.1}% for each of {adaptive} adaptive children), above its overload threshold of {:.1}%",
+                        load * 100.0,
+                        cfg.floor * 100.0,
+                        cfg.overload * 100.0
+                    ));
+                }
+                let p = child.proportion.unwrap_or(cfg.initial.max(cfg.floor));
+                let runtime = compile::proportion_of(p, child.period);
+                node.mechanism = Mechanism::Deadline {
+                    runtime,
+                    deadline: child.period,
+                    period: child.period,
+                    reclaim: false,
+                };
+                node.cpus = part_cpus.unwrap_or_default();
+            }
             other => {
                 return Err(format!(
                     "threads cannot be placed directly under `{sched}` ({other})"
@@ -432,6 +475,16 @@ impl Kernel<'_> {
                 _ => None,
             })
             .collect();
+        // A `realrate`'s servers hold what its controller may hand out,
+        // its whole overload threshold, however it is shared out now.
+        let adaptive = |s: &str| {
+            matches!(
+                self.plan
+                    .node(&Node::Scheduler(s.to_string()))
+                    .map(|n| &n.mechanism),
+                Some(Mechanism::AdaptiveClass { .. })
+            )
+        };
         for (i, t) in self.h.threads.iter().enumerate() {
             if self.programs.iter().any(|g| g.spec == Some(i)) {
                 continue;
@@ -450,7 +503,37 @@ impl Kernel<'_> {
                 servers.push((*runtime, *period, self.rez_of(&t.scheduler)));
             }
         }
+        let mut blocks: BTreeMap<&str, (usize, Duration)> = BTreeMap::new();
+        for s in servers.iter().filter(|s| adaptive(s.2)) {
+            let b = blocks.entry(s.2).or_insert((0, s.1));
+            b.0 += 1;
+            b.1 = b.1.min(s.1);
+        }
+        if adaptive(rez) {
+            let b = blocks.entry(rez).or_insert((0, p));
+            b.0 += 1;
+            b.1 = b.1.min(p);
+        }
+        servers.retain(|s| !adaptive(s.2));
+        for (r, (n, period)) in blocks {
+            let overload = self
+                .h
+                .schedulers
+                .iter()
+                .find(|s| s.name == r)
+                .map_or(0.9, compile::reservation_cap);
+            let share = compile::proportion_of(overload / n as f64, period);
+            servers.extend(std::iter::repeat_n((share, period, r), n));
+        }
         let u = ratio(a, p);
+        if adaptive(rez) {
+            // Real-rate's own admission was `target`'s; the new server is
+            // one of the instance's block above.
+            let all: Vec<(Duration, Duration)> = servers.iter().map(|s| (s.0, s.1)).collect();
+            return self
+                .admit_all(&all, partition)
+                .map_err(|why| format!("thread `{name}` under `{rez}`: {why}"));
+        }
         let cap = self.h.schedulers.iter().find(|s| s.name == rez).map_or(
             hsched_guarantee::mapping::DEFAULT_REZ_CAP,
             compile::reservation_cap,
@@ -470,14 +553,24 @@ impl Kernel<'_> {
         }
         let mut all: Vec<(Duration, Duration)> = servers.iter().map(|s| (s.0, s.1)).collect();
         all.push((a, p));
+        self.admit_all(&all, partition)
+            .map_err(|why| format!("thread `{name}` ({a} every {p}, {:.1}%): {why}", u * 100.0))
+    }
+
+    /// The kernel's limit and the EDF bound on `servers` in `partition`'s
+    /// root domain (the machine's without one).
+    fn admit_all(
+        &self,
+        servers: &[(Duration, Duration)],
+        partition: Option<usize>,
+    ) -> Result<(), String> {
         let mut model = super::machine_model();
         let mut others = self.plan.admission.others;
         if let Some(p) = partition.and_then(|k| self.plan.partitions.get(k)) {
             model = model.with_root_domain(p.cpus.len());
             others = p.others;
         }
-        compile::admit_servers(&model, &all, others)
-            .map_err(|why| format!("thread `{name}` ({a} every {p}, {:.1}%): {why}", u * 100.0))
+        compile::admit_servers(&model, servers, others)
     }
 
     /// Sets `node` on thread `tid` and records it under `sched` with

@@ -292,6 +292,7 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
         due: Default::default(),
         shutdown: false,
         limits: opts.control_limits,
+        adapt: super::adapt::Adapt::new(&h, &plan),
     };
     k.end_at = opts.duration.map(|d| k.epoch + d.as_nanos());
     let result = k.main_loop(&opts, &sigfd);
@@ -333,6 +334,8 @@ pub(super) struct Kernel<'a> {
     /// A `shutdown` request ended the run.
     pub(super) shutdown: bool,
     pub(super) limits: crate::authz::ControlLimits,
+    /// The controllers of the file's `realrate` instances.
+    adapt: super::adapt::Adapt,
 }
 
 impl Kernel<'_> {
@@ -408,6 +411,12 @@ impl Kernel<'_> {
                 self.sample();
                 next_sample = now + SAMPLE_NS;
             }
+            if self.adapt.due().is_some_and(|d| now >= d) {
+                self.adapt.tick(now, self.epoch, &mut self.threads);
+                if let Some(w) = self.adapt.warning.take() {
+                    self.warn("adapt-refused", w);
+                }
+            }
             if now >= next_beat {
                 if let Some(w) = &self.wd {
                     if w.heartbeat().is_err() {
@@ -437,6 +446,7 @@ impl Kernel<'_> {
                 self.end_at.unwrap_or(u64::MAX),
                 launches.first().map_or(u64::MAX, |l| l.0),
                 kills.iter().map(|k| k.0).min().unwrap_or(u64::MAX),
+                self.adapt.due().unwrap_or(u64::MAX),
             ]
             .into_iter()
             .min()
@@ -830,7 +840,21 @@ impl Kernel<'_> {
                     .get(&pid)
                     .map(|m| m.params.clone())
                     .unwrap_or_default();
-                if matches!(node.mechanism, Mechanism::Deadline { .. }) {
+                if self.adaptive(&sched) {
+                    // Under `realrate` every thread is a child of its own,
+                    // as in the policy: a server of the initial
+                    // proportion, which the controller then sizes.
+                    match self.target(tid, &sched, &params) {
+                        Ok(n) => node = n,
+                        Err(why) => {
+                            self.warn(
+                                &format!("rr-child-{pid}"),
+                                format!("--enforce kernel: a thread of `{}` cannot join `{sched}` ({why}); it runs in the fair class", self.programs[g].name),
+                            );
+                            node = self.fair_fallback();
+                        }
+                    }
+                } else if matches!(node.mechanism, Mechanism::Deadline { .. }) {
                     self.warn(
                         &format!("dl-child-{pid}"),
                         format!(
@@ -848,6 +872,16 @@ impl Kernel<'_> {
                 }
             }
         }
+    }
+
+    /// Whether `sched` is a `realrate` instance (adaptive reservations).
+    fn adaptive(&self, sched: &str) -> bool {
+        matches!(
+            self.plan
+                .node(&Node::Scheduler(sched.to_string()))
+                .map(|n| &n.mechanism),
+            Some(Mechanism::AdaptiveClass { .. })
+        )
     }
 
     fn sample(&mut self) {
@@ -1036,6 +1070,15 @@ impl Kernel<'_> {
             .collect();
         let mut stats = self.stats.clone();
         stats.daemon_cpu_ns = sys::thread_cpu_ns().saturating_sub(self.cpu_base);
+        let (a, ps) = (&self.adapt, &self.adapt.monitor().stats);
+        stats.adapt = [
+            a.ticks,
+            a.changes,
+            a.refused,
+            a.qex,
+            ps.samples,
+            ps.messages,
+        ];
         Report {
             duration_ns: duration,
             cpus: self.cpus.clone(),
