@@ -247,7 +247,7 @@ pub(crate) struct Daemon {
 /// and no other daemon manages (their locks are held by another process,
 /// `cpulock::held_by_others`), or its own managed CPUs when none is left.
 /// `HSCHED_LIVE_PLACE=managed` forces the managed CPUs (experiments).
-fn daemon_cpus(online: &[usize], managed: &[usize]) -> Vec<usize> {
+pub(crate) fn daemon_cpus(online: &[usize], managed: &[usize]) -> Vec<usize> {
     if std::env::var("HSCHED_LIVE_PLACE").is_ok_and(|v| v == "managed") {
         return managed.to_vec();
     }

@@ -47,6 +47,8 @@ pub enum ProcEvent {
         tgid: i32,
         /// The new thread.
         tid: i32,
+        /// The thread that created it (in another process for a fork).
+        parent: i32,
     },
     /// Thread `tid` of process `tgid` changed its name (`prctl(PR_SET_NAME)`,
     /// a write to `comm`, `exec`).
@@ -166,9 +168,10 @@ fn parse(mut b: &[u8], out: &mut Vec<ProcEvent>) {
         let int = |at: usize| word(m, at).map(|v| v as i32);
         let event = match word(m, WHAT) {
             // fork_proc_event: parent pid, parent tgid, child pid, child tgid.
-            Some(PROC_EVENT_FORK) => int(DATA + 8)
+            Some(PROC_EVENT_FORK) => int(DATA)
+                .zip(int(DATA + 8))
                 .zip(int(DATA + 12))
-                .map(|(tid, tgid)| ProcEvent::Created { tgid, tid }),
+                .map(|((parent, tid), tgid)| ProcEvent::Created { tgid, tid, parent }),
             // comm_proc_event: process pid, process tgid, comm.
             Some(PROC_EVENT_COMM) => int(DATA)
                 .zip(int(DATA + 4))
@@ -253,7 +256,11 @@ mod tests {
         assert_eq!(
             out,
             [
-                ProcEvent::Created { tgid: 10, tid: 11 },
+                ProcEvent::Created {
+                    tgid: 10,
+                    tid: 11,
+                    parent: 10
+                },
                 ProcEvent::Renamed { tgid: 10, tid: 12 }
             ]
         );
@@ -292,7 +299,12 @@ mod tests {
             crate::sys::poll_many(&[ev.fd()], 100);
             ev.drain(&mut out).unwrap();
         }
-        assert!(out.contains(&ProcEvent::Created { tgid, tid }), "{out:?}");
+        assert!(
+            out.iter().any(
+                |e| matches!(*e, ProcEvent::Created { tgid: g, tid: t, .. } if (g, t) == (tgid, tid))
+            ),
+            "{out:?}"
+        );
         assert!(out.contains(&ProcEvent::Renamed { tgid, tid }), "{out:?}");
     }
 }

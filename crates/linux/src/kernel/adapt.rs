@@ -183,17 +183,42 @@ impl Adapt {
             .enumerate()
             .map(|(i, t)| (i, inst.children[t].fb.wanted, inst.children[t].importance))
             .collect();
+        let mut granted = Vec::new();
         for (i, g) in rate_control::squish(cfg.floor, room, &wanted) {
-            let tid = tids[i];
-            let Some(c) = inst.children.get_mut(&tid) else {
+            let Some(c) = inst.children.get_mut(&tids[i]) else {
                 continue;
             };
             if c.class == Class::RealRate && c.fb.quality(&cfg, g) {
                 self.qex += 1;
             }
-            if (g - c.proportion).abs() <= 1e-12 {
+            granted.push((tids[i], g));
+        }
+        self.actuate(k, &granted, threads);
+    }
+
+    /// Gives instance `k`'s children `(tid, proportion)` their new
+    /// runtimes, the ones that shrink first, so that the kernel's
+    /// admission never sees the sum of a tick's changes above the
+    /// threshold half way through.
+    fn actuate(&mut self, k: usize, granted: &[(i32, f64)], threads: &mut BTreeMap<i32, Managed>) {
+        let inst = &mut self.instances[k];
+        let mut order: Vec<(i32, f64)> = granted
+            .iter()
+            .copied()
+            .filter(|&(t, g)| {
+                inst.children
+                    .get(&t)
+                    .is_some_and(|c| (g - c.proportion).abs() > 1e-12)
+            })
+            .collect();
+        order.sort_by(|a, b| {
+            let d = |x: &(i32, f64)| x.1 - inst.children[&x.0].proportion;
+            d(a).total_cmp(&d(b))
+        });
+        for (tid, g) in order {
+            let Some(c) = inst.children.get_mut(&tid) else {
                 continue;
-            }
+            };
             c.proportion = g;
             // The kernel takes runtimes of at least 1 µs.
             let runtime = compile::proportion_of(g, c.period).max(Duration::from_micros(1));
@@ -226,8 +251,11 @@ impl Adapt {
                     m.node.mechanism = new;
                     self.changes += 1;
                 }
+                // Gone: the next sample marks it exited.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
                 Err(e) => {
                     self.refused += 1;
+                    c.proportion = old.as_nanos() as f64 / period.as_nanos().max(1) as f64;
                     if self.warning.is_none() {
                         self.warning = Some(format!(
                             "--enforce kernel: `{}`: the kernel refused to change `{}`'s runtime from {old} to {runtime} every {period} ({e}); it keeps {old} (further refusals are counted)",
@@ -237,6 +265,50 @@ impl Adapt {
                 }
             }
         }
+    }
+
+    /// Makes room in `sched`'s adaptive children for a new server of
+    /// `share` before it is set, squishing their proportions into what the
+    /// threshold leaves (§3.3), so that the kernel admits it. Nothing
+    /// happens when `sched` is no `realrate` of the run or has room.
+    pub(super) fn make_room(
+        &mut self,
+        sched: &str,
+        share: f64,
+        threads: &mut BTreeMap<i32, Managed>,
+    ) {
+        let Some(k) = self.instances.iter().position(|i| i.name == sched) else {
+            return;
+        };
+        let inst = &self.instances[k];
+        let cfg = inst.cfg;
+        let total: f64 = inst.children.values().map(|c| c.proportion).sum();
+        if total + share <= cfg.overload + 1e-9 {
+            return;
+        }
+        let fixed: f64 = inst
+            .children
+            .values()
+            .filter(|c| !c.class.adaptive())
+            .map(|c| c.proportion)
+            .sum();
+        let tids: Vec<i32> = inst
+            .children
+            .iter()
+            .filter(|(_, c)| c.class.adaptive())
+            .map(|(&t, _)| t)
+            .collect();
+        let wanted: Vec<(usize, f64, f64)> = tids
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, inst.children[t].proportion, inst.children[t].importance))
+            .collect();
+        let room = (cfg.overload - fixed - share).max(0.0);
+        let granted: Vec<(i32, f64)> = rate_control::squish(cfg.floor, room, &wanted)
+            .into_iter()
+            .map(|(i, g)| (tids[i], g))
+            .collect();
+        self.actuate(k, &granted, threads);
     }
 
     /// The progress monitor's counters, for the report.

@@ -515,6 +515,8 @@ impl Kernel<'_> {
             b.1 = b.1.min(p);
         }
         servers.retain(|s| !adaptive(s.2));
+        // What is left promises something: the overrun test applies.
+        let promising = !servers.is_empty() || !adaptive(rez);
         for (r, (n, period)) in blocks {
             let overload = self
                 .h
@@ -531,7 +533,7 @@ impl Kernel<'_> {
             // one of the instance's block above.
             let all: Vec<(Duration, Duration)> = servers.iter().map(|s| (s.0, s.1)).collect();
             return self
-                .admit_all(&all, partition)
+                .admit_all(&all, partition, promising)
                 .map_err(|why| format!("thread `{name}` under `{rez}`: {why}"));
         }
         let cap = self.h.schedulers.iter().find(|s| s.name == rez).map_or(
@@ -553,16 +555,18 @@ impl Kernel<'_> {
         }
         let mut all: Vec<(Duration, Duration)> = servers.iter().map(|s| (s.0, s.1)).collect();
         all.push((a, p));
-        self.admit_all(&all, partition)
+        self.admit_all(&all, partition, true)
             .map_err(|why| format!("thread `{name}` ({a} every {p}, {:.1}%): {why}", u * 100.0))
     }
 
     /// The kernel's limit and the EDF bound on `servers` in `partition`'s
-    /// root domain (the machine's without one).
+    /// root domain (the machine's without one); see
+    /// [`compile::admit_servers`] for `promising`.
     fn admit_all(
         &self,
         servers: &[(Duration, Duration)],
         partition: Option<usize>,
+        promising: bool,
     ) -> Result<(), String> {
         let mut model = super::machine_model();
         let mut others = self.plan.admission.others;
@@ -570,7 +574,7 @@ impl Kernel<'_> {
             model = model.with_root_domain(p.cpus.len());
             others = p.others;
         }
-        compile::admit_servers(&model, servers, others)
+        compile::admit_servers(&model, servers, others, promising)
     }
 
     /// Sets `node` on thread `tid` and records it under `sched` with
@@ -585,6 +589,7 @@ impl Kernel<'_> {
     ) -> Result<(), Fail> {
         let m = &self.threads[&tid];
         let name = m.name.clone();
+        let joins = m.scheduler != sched;
         if let Mechanism::Deadline {
             runtime, period, ..
         } = node.mechanism
@@ -618,6 +623,16 @@ impl Kernel<'_> {
                 .map_err(|e| fail("internal", format!("thread `{name}`: sched_setattr: {e}")))?;
         }
         let before = m.node.clone();
+        // A new child of a `realrate` takes its share from its siblings'.
+        if let Mechanism::Deadline {
+            runtime, period, ..
+        } = node.mechanism
+        {
+            if joins || !was_dl {
+                self.adapt
+                    .make_room(sched, ratio(runtime, period), &mut self.threads);
+            }
+        }
         let result = apply::apply(tid, &node, self.cg.as_ref(), self.cs.as_ref());
         if result.is_err() {
             // The cgroup, cpuset or affinity may have changed before the

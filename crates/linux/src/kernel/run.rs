@@ -68,6 +68,9 @@ pub(super) struct Program {
     /// Its new threads are looked for (a launched program, or one attached
     /// by pid; not a thread attached by tid).
     pub(super) whole: bool,
+    /// The program whose thread forked it: its threads join that
+    /// program's place, and the run does not wait for it.
+    forked_from: Option<usize>,
     exit_status: Option<i32>,
     cpu_ns: Option<u64>,
 }
@@ -269,6 +272,14 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
     let mut d_attr = SchedAttr::fifo(opts.daemon_priority);
     d_attr.flags = sys::SCHED_FLAG_RESET_ON_FORK;
     let _ = sys::sched_setattr(0, &d_attr);
+    // Off the managed CPUs where there are others: deadline servers
+    // preempt the daemon, and the controller of a `realrate` must run on
+    // time (the user backend's placement, daemon.rs `daemon_cpus`).
+    let mut place = sys::CpuMask::empty();
+    crate::daemon::daemon_cpus(&sys::online_cpus(), &cpus)
+        .iter()
+        .for_each(|&c| place.set(c));
+    let _ = sys::set_affinity(0, &place);
     let slots = sys::Slots::new(h.threads.len() + 1).map_err(io_err("shared memory"))?;
     let mut k = Kernel {
         h: &h,
@@ -301,6 +312,7 @@ pub fn run(h: &Hierarchy, opts: RunOptions) -> Result<Report, LiveError> {
         c.close();
     }
     let _ = sys::sched_setattr(0, &self_attr);
+    let _ = sys::set_affinity(0, &self_mask);
     drop(lock);
     result.map(|()| report)
 }
@@ -335,7 +347,7 @@ pub(super) struct Kernel<'a> {
     pub(super) shutdown: bool,
     pub(super) limits: crate::authz::ControlLimits,
     /// The controllers of the file's `realrate` instances.
-    adapt: super::adapt::Adapt,
+    pub(super) adapt: super::adapt::Adapt,
 }
 
 impl Kernel<'_> {
@@ -349,7 +361,11 @@ impl Kernel<'_> {
         let programs = h.threads.iter().any(|t| t.exec.is_some());
         let waited =
             |spec: Option<usize>| !programs || spec.is_none_or(|i| h.threads[i].exec.is_some());
-        let waited_programs = || self.programs.iter().filter(|p| waited(p.spec));
+        let waited_programs = || {
+            self.programs
+                .iter()
+                .filter(|p| p.forked_from.is_none() && waited(p.spec))
+        };
         !launches.iter().any(|&(_, i)| waited(Some(i)))
             && waited_programs().next().is_some()
             && waited_programs().all(|p| p.exit_status.is_some())
@@ -577,6 +593,7 @@ impl Kernel<'_> {
             node,
             scheduler: scheduler.to_string(),
             whole: true,
+            forked_from: None,
             exit_status: None,
             cpu_ns: None,
         });
@@ -608,6 +625,11 @@ impl Kernel<'_> {
         };
         let rules = !self.h.rules.is_empty();
         for e in got {
+            if let crate::procevents::ProcEvent::Created { tgid, tid, parent } = e {
+                if tid == tgid {
+                    self.follow_fork(parent, tid);
+                }
+            }
             if matches!(e, crate::procevents::ProcEvent::Renamed { .. }) && !rules {
                 continue;
             }
@@ -618,6 +640,36 @@ impl Kernel<'_> {
         if !complete {
             self.due.extend(0..self.programs.len());
         }
+    }
+
+    /// Takes in process `pid` that managed thread `parent` forked, as a
+    /// program of its own placed where `parent`'s program is (the user
+    /// backend's rule: a new thread or process joins its creator's
+    /// scheduler). Its threads are placed at the next sweep.
+    fn follow_fork(&mut self, parent: i32, pid: i32) {
+        let Some(g) = self
+            .threads
+            .get(&parent)
+            .filter(|m| m.exited_ns.is_none())
+            .map(|m| m.group)
+        else {
+            return;
+        };
+        if self
+            .programs
+            .iter()
+            .any(|p| p.pid == pid && p.exit_status.is_none())
+        {
+            return;
+        }
+        let p = &self.programs[g];
+        let (name, node, sched) = (
+            format!("{}/{pid}", p.name),
+            p.node.clone(),
+            p.scheduler.clone(),
+        );
+        let k = self.add_program(name, pid, node, &sched);
+        self.programs[k].forked_from = Some(g);
     }
 
     /// Records thread `tid` of program `group` with the watchdog before
@@ -698,6 +750,15 @@ impl Kernel<'_> {
         node: &NodeMap,
     ) -> Result<(), LiveError> {
         self.record(tid, name, group)?;
+        // A child of a `realrate` started later takes its share from its
+        // siblings' (they may hold the whole threshold by now).
+        if let Mechanism::Deadline {
+            runtime, period, ..
+        } = node.mechanism
+        {
+            let share = runtime.as_nanos() as f64 / period.as_nanos().max(1) as f64;
+            self.adapt.make_room(&scheduler, share, &mut self.threads);
+        }
         match apply::apply(tid, node, self.cg.as_ref(), self.cs.as_ref()) {
             Ok(()) => {
                 if let Some(m) = self.threads.get_mut(&tid) {
@@ -791,6 +852,26 @@ impl Kernel<'_> {
     /// is renamed (rt-app names its threads after creating them). Every
     /// program with `all`, else those marked due.
     fn sweep(&mut self, now: u64, all: bool) {
+        if all {
+            // Processes the programs forked whose announcement was lost
+            // (or that no connector announces).
+            let forks: Vec<(i32, i32)> = self
+                .threads
+                .iter()
+                .filter(|(_, m)| m.exited_ns.is_none())
+                .flat_map(|(&tid, m)| {
+                    std::fs::read_to_string(format!("/proc/{}/task/{tid}/children", m.orig.tgid))
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .filter_map(|c| c.parse().ok())
+                        .map(|c| (tid, c))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            for (parent, pid) in forks {
+                self.follow_fork(parent, pid);
+            }
+        }
         let due = std::mem::take(&mut self.due);
         for g in 0..self.programs.len() {
             if self.programs[g].exit_status.is_some() || !self.programs[g].whole {
@@ -835,9 +916,11 @@ impl Kernel<'_> {
                 }
                 let mut node = self.programs[g].node.clone();
                 let sched = self.programs[g].scheduler.clone();
-                let params = self
-                    .threads
-                    .get(&pid)
+                // The parameters of the program's first thread (of the
+                // program it was forked from, for a forked one).
+                let first = |k: usize| self.threads.get(&self.programs[k].pid);
+                let params = first(g)
+                    .or_else(|| self.programs[g].forked_from.and_then(first))
                     .map(|m| m.params.clone())
                     .unwrap_or_default();
                 if self.adaptive(&sched) {
@@ -951,20 +1034,30 @@ impl Kernel<'_> {
         if let Some(c) = &self.cs {
             c.remove();
         }
+        // A forked program is not the daemon's child: it is ended only
+        // while its first thread is still the process hsched took in.
+        let forked_alive = |k: &Kernel<'_>, p: &Program| {
+            k.threads.get(&p.pid).is_some_and(|m| {
+                enforce::proc_identity(p.pid).is_ok_and(|id| id == (m.orig.tgid, m.orig.start))
+            })
+        };
         for p in &self.programs {
-            if p.exit_status.is_none() {
+            if p.exit_status.is_none() && (p.forked_from.is_none() || forked_alive(self, p)) {
                 let _ = sys::kill(p.pid, libc::SIGTERM);
             }
         }
         let t0 = sys::now_ns();
-        while self.programs.iter().any(|p| p.exit_status.is_none())
+        while self
+            .programs
+            .iter()
+            .any(|p| p.exit_status.is_none() && p.forked_from.is_none())
             && sys::now_ns() - t0 < 1_000_000_000
         {
             self.reap(sys::now_ns());
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         for p in &self.programs {
-            if p.exit_status.is_none() {
+            if p.exit_status.is_none() && (p.forked_from.is_none() || forked_alive(self, p)) {
                 let _ = sys::kill(p.pid, libc::SIGKILL);
             }
         }
