@@ -965,3 +965,81 @@ workload = {{ kind = "cpu-bound" }}
     assert!(hsched_cgroups().is_empty(), "left {:?}", hsched_cgroups());
     assert!(hsched_cpusets().0.is_empty(), "left {:?}", hsched_cpusets());
 }
+
+/// A process a managed program forks joins its creator's place, as under
+/// the user backend: here the nice value and cpu cgroup of a `ts` thread;
+/// the run does not wait for it, and the forked process is given back as
+/// it was when the run ends.
+#[test]
+fn a_process_a_managed_program_forks_gets_its_creators_mechanism() {
+    let Some(_g) = kernel_live() else { return };
+    let pidfile = std::env::temp_dir().join(format!("hsched-fork-test-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    let file = write_file(
+        "fork.toml",
+        &format!(
+            "[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\n[[thread]]\nname = \"sh\"\n\
+             scheduler = \"ts\"\nparams = {{ priority = 3 }}\n\
+             exec = [\"sh\", \"-c\", \"sleep 30 & echo $! > {p}; wait\"]\n",
+            p = pidfile.display()
+        ),
+    );
+    let child = Command::new(bin())
+        .arg("run")
+        .arg(&file)
+        .args([
+            "--enforce",
+            "kernel",
+            "--duration",
+            "4s",
+            "--no-socket",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut placed = None;
+    while Instant::now() < deadline {
+        let pid: Option<i32> = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        if let Some(pid) = pid {
+            let nice = hsched_linux::sys::sched_getattr(pid)
+                .map(|a| a.nice)
+                .unwrap_or(0);
+            let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+            if nice == 5
+                && cg
+                    .lines()
+                    .any(|l| l.contains(":cpu") && l.contains("/hsched-"))
+            {
+                placed = Some(pid);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let pid = placed.unwrap_or_else(|| panic!("the forked sleep was not placed\n{stderr}"));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        r["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == format!("sh/{pid}")),
+        "{r}"
+    );
+    // Ended with its program: nothing of it is left running.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        hsched_linux::enforce::proc_state(pid).is_none_or(|s| s == 'Z'),
+        "the forked sleep {pid} outlived the run"
+    );
+    let _ = std::fs::remove_file(&pidfile);
+    assert!(hsched_cgroups().is_empty(), "left {:?}", hsched_cgroups());
+}

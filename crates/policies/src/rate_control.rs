@@ -139,6 +139,11 @@ impl Feedback {
         Ok(true)
     }
 
+    /// Whether the child reports a progress metric through some queue.
+    pub fn reports(&self) -> bool {
+        !self.queues.is_empty()
+    }
+
     /// Counts `secs` of allocation the child did not use while it did not
     /// ask for the processor. A negative amount (a child that ran past its
     /// allocation, as a kernel server may by a tick) takes some back.

@@ -56,7 +56,8 @@
 //!
 //! Without `class`, the class is inferred as Fig 2 does: proportion and
 //! period → real-time, proportion only → aperiodic, otherwise misc, and a
-//! misc child that reports a progress metric becomes real-rate.
+//! misc child that reports a progress metric becomes real-rate (misc again
+//! when its last queue is removed: it has no metric left).
 //!
 //! # Progress metrics (§3.2)
 //! `Msg::App { kind: "progress", params: { queue, fill, size, role } }`
@@ -589,6 +590,24 @@ pub fn child_spec(cfg: &RealRateConfig, p: &Params) -> Result<Spec, PolicyError>
     })
 }
 
+/// A child's class after a progress message (Fig 2): one of inferred
+/// class is real-rate while it reports a progress metric through some
+/// queue, and miscellaneous again when its last queue goes (a shell's
+/// helper pipes, gone once the program `exec`s, would otherwise leave it a
+/// real-rate job without pressure, held at what it had).
+pub fn learned_class(class: Class, explicit: bool, reports: bool) -> Class {
+    match class {
+        Class::Misc | Class::RealRate if !explicit => {
+            if reports {
+                Class::RealRate
+            } else {
+                Class::Misc
+            }
+        }
+        c => c,
+    }
+}
+
 /// Per-child state.
 #[derive(Clone, Debug)]
 struct Child {
@@ -895,10 +914,8 @@ impl RealRate {
         let c = self.core.children.get_mut(ctx, vp).ok_or_else(|| {
             PolicyError::Refused(format!("{vp} is not a child of this scheduler"))
         })?;
-        // Fig 2: a thread with a progress metric and no proportion is real-rate.
-        if c.fb.progress(p)? && c.class == Class::Misc && !c.explicit {
-            c.class = Class::RealRate;
-        }
+        c.fb.progress(p)?;
+        c.class = learned_class(c.class, c.explicit, c.fb.reports());
         Ok(())
     }
 
@@ -1180,6 +1197,18 @@ mod tests {
     use super::*;
     use hsched_core::testing::{Behaviour, Driver};
     use hsched_core::{Hsi, ParamValue, ParentLink, ParentRef};
+
+    #[test]
+    fn an_inferred_child_is_real_rate_while_it_reports_a_queue() {
+        use Class::*;
+        assert_eq!(learned_class(Misc, false, true), RealRate);
+        assert_eq!(learned_class(RealRate, false, false), Misc);
+        assert_eq!(learned_class(RealRate, false, true), RealRate);
+        // A class the file gives stays.
+        assert_eq!(learned_class(Misc, true, true), Misc);
+        assert_eq!(learned_class(RealRate, true, false), RealRate);
+        assert_eq!(learned_class(RealTime, false, true), RealTime);
+    }
 
     fn prio(p: i64) -> Params {
         Params::new().with("priority", ParamValue::Int(p))

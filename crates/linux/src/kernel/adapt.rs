@@ -32,7 +32,7 @@ use crate::sys;
 use hsched_config::Hierarchy;
 use hsched_core::{Duration, Instant, Msg, ThreadId};
 use hsched_policies::rate_control::{self, Feedback};
-use hsched_policies::realrate::{child_spec, Class, RealRateConfig};
+use hsched_policies::realrate::{child_spec, learned_class, Class, RealRateConfig};
 use std::collections::BTreeMap;
 
 /// The controllers of a run's `realrate` instances.
@@ -60,6 +60,8 @@ struct Instance {
 }
 
 struct Child {
+    /// The parameters it was taken in with (a `set-params` changes them).
+    params: hsched_core::Params,
     class: Class,
     explicit: bool,
     importance: f64,
@@ -159,6 +161,21 @@ impl Adapt {
         };
         self.ticks += 1;
         let at = Instant(now.saturating_sub(epoch));
+        // A child that ran nothing since the last tick may have exited (a
+        // zombie until its parent reaps it): its share goes back to the
+        // others at once, not at the next sample (a shell's short-lived
+        // helpers would otherwise hold the room for a second).
+        inst.children.retain(|&tid, c| {
+            let cpu = crate::enforce::proc_cpu_ns(tid);
+            let gone = cpu.is_none_or(|x| x == c.cpu_ns)
+                && crate::enforce::proc_state(tid).is_none_or(|s| s == 'Z' || s == 'X');
+            if gone {
+                if let Some(m) = threads.get_mut(&tid) {
+                    m.exited_ns.get_or_insert(now.saturating_sub(epoch));
+                }
+            }
+            !gone
+        });
         let mut fixed = 0.0;
         for (&tid, c) in &mut inst.children {
             if !c.class.adaptive() {
@@ -327,8 +344,12 @@ impl Instance {
                 && m.exited_ns.is_none()
                 && matches!(m.node.mechanism, Mechanism::Deadline { .. })
         };
-        self.children
-            .retain(|tid, _| threads.get(tid).is_some_and(servers));
+        // Gone, or changed by `set-params`: taken in again below.
+        self.children.retain(|tid, c| {
+            threads
+                .get(tid)
+                .is_some_and(|m| servers(m) && m.params == c.params)
+        });
         let first = self.children.is_empty();
         for (&tid, m) in threads {
             if !servers(m) || self.children.contains_key(&tid) {
@@ -347,6 +368,7 @@ impl Instance {
             self.children.insert(
                 tid,
                 Child {
+                    params: m.params.clone(),
                     class: spec.class,
                     explicit: spec.explicit,
                     importance: spec.importance,
@@ -397,14 +419,8 @@ impl Sink for Children<'_> {
         let c = self
             .child(t)
             .ok_or_else(|| format!("thread {} is not under a realrate scheduler", t.0))?;
-        // Fig 2: a thread with a progress metric and no proportion is
-        // real-rate.
-        if c.fb.progress(params).map_err(|e| e.to_string())?
-            && c.class == Class::Misc
-            && !c.explicit
-        {
-            c.class = Class::RealRate;
-        }
+        c.fb.progress(params).map_err(|e| e.to_string())?;
+        c.class = learned_class(c.class, c.explicit, c.fb.reports());
         Ok(())
     }
 

@@ -163,12 +163,20 @@ impl Kernel<'_> {
             }
             // set-params: the same place, the given parameters over the
             // thread's own.
+            // The parent policy's merge (a `realrate` child turning
+            // adaptive leaves its proportion behind).
             _ => {
-                let mut p = m.params.clone();
-                for (k, v) in params.iter() {
-                    p.insert(k, v.clone());
-                }
-                (m.scheduler.clone(), p)
+                let policy = self
+                    .h
+                    .schedulers
+                    .iter()
+                    .find(|s| s.name == m.scheduler)
+                    .map(|s| s.policy.as_str());
+                let merge = policy.and_then(hsched_policies::registry::lookup).map_or(
+                    hsched_policies::registry::merge_change as fn(&Params, &Params) -> Params,
+                    |i| i.merge_change,
+                );
+                (m.scheduler.clone(), merge(&m.params, &params))
             }
         };
         let gives = match op {
@@ -623,14 +631,23 @@ impl Kernel<'_> {
                 .map_err(|e| fail("internal", format!("thread `{name}`: sched_setattr: {e}")))?;
         }
         let before = m.node.clone();
-        // A new child of a `realrate` takes its share from its siblings'.
+        // A new child of a `realrate`, or one that asks for more, takes
+        // what it adds from its siblings' share.
         if let Mechanism::Deadline {
             runtime, period, ..
         } = node.mechanism
         {
-            if joins || !was_dl {
-                self.adapt
-                    .make_room(sched, ratio(runtime, period), &mut self.threads);
+            let held = match before.mechanism {
+                Mechanism::Deadline {
+                    runtime: r,
+                    period: p,
+                    ..
+                } if !joins => ratio(r, p),
+                _ => 0.0,
+            };
+            let more = ratio(runtime, period) - held;
+            if more > 0.0 {
+                self.adapt.make_room(sched, more, &mut self.threads);
             }
         }
         let result = apply::apply(tid, &node, self.cg.as_ref(), self.cs.as_ref());
