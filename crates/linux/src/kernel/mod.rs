@@ -18,6 +18,8 @@
 //! | thread under `rez` or `dl` | `SCHED_DEADLINE`, runtime = amount, deadline = period = period | `RESBH (amount − tick) period` |
 //! | `join` of `rez` and one best-effort parent, over one thread | that thread's server with `SCHED_FLAG_RECLAIM` (GRUB) | `RESBS (amount − tick) period` |
 //! | `rez` | the deadline class (global EDF over the servers, admission) | — |
+//! | thread under `realrate` | `SCHED_DEADLINE` of proportion × period, an adaptive child's runtime set by the daemon's real-rate controller ([`adapt`]) | `RESBH (amount − tick) period` (`real-time`, `aperiodic`); NULL (`real-rate`, `misc`) |
+//! | `realrate` | the deadline class on a root domain of one CPU, admitted at its `overload` | — |
 //! | `dl` | the deadline class it models, with the kernel's tick and root domain (a note when the file's differ) | — |
 //! | `fp` over threads (and nested `fp`) | `SCHED_FIFO` priorities in the children's order, ties kept as ties | NULL |
 //! | `ts`, `linux24` | a cpu cgroup; threads `SCHED_OTHER` with nice = 8 − priority | NULL |
@@ -67,14 +69,20 @@
 //!   NULL, not PSBE.
 //! - **`limit`** (§5.3.1.3) becomes cgroup bandwidth, which caps its
 //!   fair-class children at amount per period as Limit does.
+//! - **`realrate`** (Steere et al. 1998) becomes adaptive reservations:
+//!   the kernel enforces each child's server and the daemon runs the
+//!   policy's controller on the progress monitor's fill levels and the
+//!   kernel's CPU time, writing each new proportion into a runtime
+//!   ([`adapt`]). It is uniprocessor, so its root must own one CPU.
 //!
 //! # What is refused
 //!
 //! Nodes the kernel cannot enforce exactly are refused with the node, the
 //! reason and what would work, never approximated: an application
 //! scheduler inside a reservation (needs hierarchical deadline servers,
-//! which mainline Linux does not have); `realrate`, `best` and
-//! `best-rate`, which adapt reservations at run time; `coop`; a deadline
+//! which mainline Linux does not have); `best` and `best-rate`, which
+//! adapt reservations from the period of every wake-up and block; a
+//! `realrate` on several CPUs; `coop`; a deadline
 //! or real-time node below the fair class or in the wrong order under
 //! `fp`; two fair-class subtrees at different `fp` priorities; Rez-C and
 //! Rez-FB (stolen-time corrections); `warp`.

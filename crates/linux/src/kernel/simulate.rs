@@ -66,6 +66,11 @@ pub fn as_enforced(h: &Hierarchy, model: &KernelModel) -> Simulated {
             "not modelled: GRUB reclaiming (a join's reclaiming server runs as the file's join), the fair servers' reserve, and push/pull migration delays".into(),
         );
     }
+    if h.schedulers.iter().any(|s| s.policy == "realrate") {
+        notes.push(
+            "`realrate` is simulated by its policy, whose dispatcher runs its budgets rate-monotonically where the kernel runs its servers by EDF; both size them with the same controller, fed in the simulation by the progress the simulated workloads report".into(),
+        );
+    }
     if h.schedulers
         .iter()
         .any(|s| matches!(s.policy.as_str(), "ts" | "linux24" | "ps" | "limit"))
