@@ -493,7 +493,7 @@ exec = ["touch", "{m}"]
         "{stderr}"
     );
     assert!(
-        stderr.contains("scheduler `RR`") && stderr.contains("adapts"),
+        stderr.contains("scheduler `RR`") && stderr.contains("deadlines it infers"),
         "{stderr}"
     );
     assert!(!marker.exists(), "a program ran");

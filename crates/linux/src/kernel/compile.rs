@@ -865,7 +865,7 @@ impl<'h> Compiler<'h> {
         let (reason, instead) = match s.policy.as_str() {
             "best" | "best-rate" => (
                 format!(
-                    "`{}` adapts its children's reservations at run time from their progress; the kernel backend enforces fixed deadline parameters and does not adapt them",
+                    "`{}` runs EDF over deadlines it infers at every wake-up, with no bound on a child's bandwidth (a budget of a whole period or quantum, then a later deadline); a SCHED_DEADLINE server is a bandwidth reservation under admission, so no server parameters give its schedule, and adapting them would need every wake-up and block of its threads in the daemon",
                     s.policy
                 ),
                 format!("what would work: fixed `rez` reservations sized for the threads, `realrate` (whose controller the kernel backend runs), or {}", &USER[17..]),
@@ -2033,7 +2033,7 @@ scheduler = "B"
         );
         let p = compile(&h, &model(), &[0, 1], 0.0);
         assert_eq!(p.refusals.len(), 1);
-        assert!(p.refusals[0].reason.contains("adapts"));
+        assert!(p.refusals[0].reason.contains("deadlines it infers"));
         assert!(p.refusals[0].instead.contains("fixed `rez`"));
         assert!(p.refusals[0].instead.contains("`realrate`"));
     }
