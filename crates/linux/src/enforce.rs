@@ -78,6 +78,17 @@ pub fn proc_state(tid: i32) -> Option<char> {
         .next()
 }
 
+/// The CPU thread `tid` last ran on (`processor`, field 39 of its stat).
+pub fn proc_last_cpu(tid: i32) -> Option<usize> {
+    let stat = read_thread_stat(tid).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(36)?
+        .parse()
+        .ok()
+}
+
 /// CPU time thread `tid` has used, in ns (`/proc/TID/schedstat`).
 pub fn proc_cpu_ns(tid: i32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{tid}/schedstat"))
@@ -1166,6 +1177,18 @@ mod rt_tests {
 #[cfg(test)]
 mod freezer_tests {
     use super::*;
+
+    /// The CPU this thread last ran on is the one it runs on now.
+    #[test]
+    fn a_threads_last_cpu_is_read_from_its_stat() {
+        let me = sys::gettid();
+        let pinned = sys::CpuMask::single(0);
+        let before = sys::get_affinity(0).unwrap();
+        sys::set_affinity(0, &pinned).unwrap();
+        assert_eq!(proc_last_cpu(me), Some(0));
+        sys::set_affinity(0, &before).unwrap();
+        assert_eq!(proc_last_cpu(i32::MAX), None);
+    }
 
     /// Mounting the v1 freezer, as `ensure_freezer` does on a system with
     /// none: a second mount of a mounted controller is the same hierarchy,

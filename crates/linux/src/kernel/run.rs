@@ -558,6 +558,23 @@ impl Kernel<'_> {
             }
         };
         drop(r);
+        // The kernel makes it a server of its partition only once it is
+        // there: wait (sleeping, so that a child confined to the daemon's
+        // CPU gets to run) until it last ran on one of the partition's
+        // CPUs, for at most a second.
+        if let Some(cpus) = join
+            .as_ref()
+            .and(node.partition)
+            .and_then(|k| self.plan.partitions.get(k))
+            .map(|p| p.cpus.clone())
+        {
+            let until = sys::now_ns() + 1_000_000_000;
+            while enforce::proc_last_cpu(pid).is_none_or(|c| !cpus.contains(&c))
+                && sys::now_ns() < until
+            {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
         drop(join);
         // What it would have had without hsched: the daemon's own.
         let _ = sys::sched_setattr(pid, &self.self_attr);
