@@ -692,7 +692,13 @@ impl Kernel<'_> {
     /// Records thread `tid` of program `group` with the watchdog before
     /// anything of it changes; it is in the fair class until placed.
     pub(super) fn record(&mut self, tid: i32, name: String, group: usize) -> Result<(), LiveError> {
-        let orig = Original::capture(tid).map_err(io_err("inspect"))?;
+        let mut orig = Original::capture(tid).map_err(io_err("inspect"))?;
+        // A thread of a program the run started had, without hsched, the
+        // affinity the daemon started with; what it shows now may be its
+        // partition's, which the run gives back.
+        if self.launched(group) {
+            orig.mask = self.self_mask;
+        }
         let wd = self
             .wd
             .as_ref()
@@ -719,6 +725,23 @@ impl Kernel<'_> {
         );
         self.stats.creates += 1;
         Ok(())
+    }
+
+    /// Whether program `g` was started by the run: launched for the file,
+    /// or forked by such a program.
+    fn launched(&self, g: usize) -> bool {
+        let mut g = g;
+        for _ in 0..=self.programs.len() {
+            let p = &self.programs[g];
+            if p.spec.is_some() {
+                return true;
+            }
+            match p.forked_from {
+                Some(f) => g = f,
+                None => return false,
+            }
+        }
+        false
     }
 
     /// The fair class at nice 0 in the daemon's own cgroup: what a thread
