@@ -23,7 +23,7 @@
 //!    from a consumer with `pidfd_open` + `pidfd_getfd`, `ioctl(FIONREAD)`
 //!    gives the bytes queued and `fcntl(F_GETPIPE_SZ)` the capacity;
 //! 3. **reports** `Msg::App { kind: "progress", params: { queue: "pipe:INO",
-//!    fill, size, role } }` through a [`Sink`] (the user backend's HSI,
+//!    fill, size, role } }` through a `Sink` (the user backend's HSI,
 //!    [`Hsi::thread_msg`]; the kernel backend's adaptive reservations) about every
 //!    `realrate` thread of each consumer (role `consumer`) and each producer
 //!    (role `producer`). A queue that disappears is reported once more with

@@ -1626,8 +1626,9 @@ fn admit_domain(
     let mut sum_inflated = others + m * fs_inflated;
     let mut max_inflated = fs_inflated;
     let mut per_rez: BTreeMap<&str, f64> = BTreeMap::new();
-    // A `realrate` whose servers crossed the EDF bound, and the bound.
-    let mut tight: Option<(String, f64)> = None;
+    // A `realrate` whose servers crossed a bound, the bound, and whether
+    // it was the one that counts the ticks' overruns.
+    let mut tight: Option<(String, f64, bool)> = None;
     // The overrun test protects guarantees: it applies where a server
     // promises something (every one but `realrate`'s adaptive servers) or
     // another program's deadline tasks run.
@@ -1673,6 +1674,16 @@ fn admit_domain(
         servers.push((t.name.clone(), u));
         sum += u;
         sum_inflated += ui;
+        // How a refusal names the server.
+        let what = if adaptive_child(h, t).is_some() {
+            format!(
+                "an adaptive server of `{}`, {period} period, counted at {:.1}%: its part of what the controller shares out",
+                t.scheduler,
+                u * 100.0
+            )
+        } else {
+            format!("{runtime} every {period}, {:.1}%", u * 100.0)
+        };
         // The rez above it (through a join, if any).
         let mut rez = t.scheduler.as_str();
         if let Some(s) = h.schedulers.iter().find(|s| s.name == rez) {
@@ -1697,17 +1708,18 @@ fn admit_domain(
         };
         refused = if *in_rez > cap + 1e-9 {
             Some(format!(
-                "admission refused: thread `{}` ({runtime} every {period}, {:.1}%) brings reservation scheduler `{rez}` to {:.1}%, above its cap of {:.1}%",
+                "admission refused: thread `{}` ({what}) brings reservation scheduler `{rez}` to {:.1}%, above its cap of {:.1}%",
                 t.name,
-                u * 100.0,
                 *in_rez * 100.0,
                 cap * 100.0
             ))
         } else if sum > kernel_limit + 1e-9 {
+            if adaptive_child(h, t).is_some() {
+                tight = Some((t.scheduler.clone(), kernel_limit, false));
+            }
             Some(format!(
-                "admission refused: thread `{}` ({runtime} every {period}, {:.1}%) brings the deadline load of {label} to {:.1}% (with {:.1}% held by other tasks), above the kernel's limit of {:.1}% ({} CPU(s) × sched_rt_runtime_us/sched_rt_period_us, less the fair servers)",
+                "admission refused: thread `{}` ({what}) brings the deadline load of {label} to {:.1}% (with {:.1}% held by other tasks), above the kernel's limit of {:.1}% ({} CPU(s) × sched_rt_runtime_us/sched_rt_period_us, less the fair servers)",
                 t.name,
-                u * 100.0,
                 sum * 100.0,
                 others * 100.0,
                 kernel_limit * 100.0,
@@ -1715,7 +1727,7 @@ fn admit_domain(
             ))
         } else if promising && sum_inflated > gfb + 1e-9 {
             if adaptive_child(h, t).is_some() {
-                tight = Some((t.scheduler.clone(), gfb));
+                tight = Some((t.scheduler.clone(), gfb, true));
             }
             let test = if model.root_domain <= 1 {
                 "the most EDF on one CPU schedules without a miss".to_string()
@@ -1727,7 +1739,7 @@ fn admit_domain(
                 )
             };
             Some(format!(
-                "admission refused: thread `{}` ({runtime} every {period}) brings the deadline load of {label}, each server counted with one tick ({}) of overrun and the fair servers included, to {:.1}% (with {:.1}% held by other tasks), above {:.1}%, {test}",
+                "admission refused: thread `{}` ({what}) brings the deadline load of {label}, each server counted with one tick ({}) of overrun and the fair servers included, to {:.1}% (with {:.1}% held by other tasks), above {:.1}%, {test}",
                 t.name,
                 model.tick,
                 sum_inflated * 100.0,
@@ -1738,18 +1750,24 @@ fn admit_domain(
             None
         };
     }
-    if let (Some(r), Some((name, bound))) = (refused.as_mut(), tight) {
+    if let (Some(r), Some((name, bound, overrun))) = (refused.as_mut(), tight) {
         let (room, _) = adaptive_room(h, &name);
         let cap = h
             .schedulers
             .iter()
             .find(|s| s.name == name)
             .map_or(0.0, reservation_cap);
-        let fits = cap - (sum_inflated - bound);
+        let load = if overrun { sum_inflated } else { sum };
+        let fits = cap - (load - bound);
         if fits > cap - room {
             r.push_str(&format!(
-                "; what would work: `overload` of at most {:.1}% on `{name}`, or longer periods for its children (each of its servers is counted with a tick of overrun)",
-                (fits * 1000.0).floor() / 10.0
+                "; what would work: `overload` of at most {:.1}% on `{name}`{}",
+                (fits * 1000.0 + 1e-6).floor() / 10.0,
+                if overrun {
+                    ", or longer periods for its children (each of its servers is counted with a tick of overrun)"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -2334,6 +2352,48 @@ scheduler = "rr"
         let why = tight.admission.refused.unwrap();
         assert!(
             why.contains("thread `hog`") && why.contains("`overload` of at most 71.2% on `rr`"),
+            "{why}"
+        );
+    }
+
+    /// The overrun test protects guarantees: adaptive servers alone (which
+    /// promise nothing) are held to the kernel's limit, but beside a
+    /// reservation, or another program's deadline task, every server
+    /// counts its tick.
+    #[test]
+    fn adaptive_servers_alone_are_admitted_by_the_kernels_limit() {
+        let alone = REALRATE
+            .replace("overload = 0.6", "overload = 0.9")
+            .replace("params = { proportion = 0.2, period = \"40ms\" }\n", "");
+        let p = compile(&parse(&alone), &model(), &[1], 0.0);
+        assert!(p.is_enforceable(), "{}", p.refusal_text());
+        let alone85 = alone.replace("overload = 0.9", "overload = 0.85");
+        assert!(compile(&parse(&alone85), &model(), &[1], 0.0).is_enforceable());
+        let held = compile(
+            &parse(&alone85),
+            &model(),
+            &[1],
+            Held(vec![(0.01, vec![1])]),
+        );
+        let why = held.admission.refused.unwrap();
+        assert!(why.contains("one tick (4ms) of overrun"), "{why}");
+        let beside = compile(
+            &parse(&REALRATE.replace("overload = 0.6", "overload = 0.9")),
+            &model(),
+            &[1],
+            0.0,
+        );
+        assert!(beside.admission.refused.is_some(), "{:?}", beside.admission);
+        // Above the kernel's own limit, promise or not.
+        let over = compile(
+            &parse(&alone.replace("overload = 0.9", "overload = 0.95")),
+            &model(),
+            &[1],
+            0.0,
+        );
+        let why = over.admission.refused.unwrap();
+        assert!(
+            why.contains("kernel's limit") && why.contains("`overload` of at most 90.0% on `rr`"),
             "{why}"
         );
     }

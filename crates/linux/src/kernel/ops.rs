@@ -161,10 +161,9 @@ impl Kernel<'_> {
                 };
                 (sched.clone(), p.clone())
             }
-            // set-params: the same place, the given parameters over the
-            // thread's own.
-            // The parent policy's merge (a `realrate` child turning
-            // adaptive leaves its proportion behind).
+            // set-params: the same place, the given parameters merged
+            // over the thread's own as its policy merges them (a
+            // `realrate` child turning adaptive leaves its proportion).
             _ => {
                 let policy = self
                     .h
@@ -463,8 +462,8 @@ impl Kernel<'_> {
         tid: i32,
         name: &str,
         sched: &str,
-        a: Duration,
-        p: Duration,
+        (a, p): (Duration, Duration),
+        params: &Params,
     ) -> Result<(), String> {
         let rez = self.rez_of(sched);
         // Partitioned, a server is admitted in its root domain only.
@@ -523,8 +522,30 @@ impl Kernel<'_> {
             b.1 = b.1.min(p);
         }
         servers.retain(|s| !adaptive(s.2));
-        // What is left promises something: the overrun test applies.
-        let promising = !servers.is_empty() || !adaptive(rez);
+        // The overrun test applies where a server promises something: any
+        // but a `realrate`'s adaptive ones.
+        let promising = !servers.is_empty()
+            || !adaptive(rez)
+            || self.realrate_promises(rez, params)
+            || self
+                .threads
+                .iter()
+                .filter(|(&t, m)| {
+                    t != tid
+                        && m.exited_ns.is_none()
+                        && m.node.partition == partition
+                        && adaptive(&m.scheduler)
+                })
+                .any(|(_, m)| self.realrate_promises(&m.scheduler, &m.params))
+            || self.h.threads.iter().enumerate().any(|(i, t)| {
+                adaptive(&t.scheduler)
+                    && !self.programs.iter().any(|g| g.spec == Some(i))
+                    && self
+                        .plan
+                        .thread(&t.name)
+                        .is_some_and(|n| n.partition == partition)
+                    && self.realrate_promises(&t.scheduler, &t.params)
+            });
         for (r, (n, period)) in blocks {
             let overload = self
                 .h
@@ -567,6 +588,22 @@ impl Kernel<'_> {
             .map_err(|why| format!("thread `{name}` ({a} every {p}, {:.1}%): {why}", u * 100.0))
     }
 
+    /// Whether a child with `params` under `realrate` instance `sched` is
+    /// a reservation (`real-time`, `aperiodic`), which promises a
+    /// guarantee, rather than an adaptive child.
+    fn realrate_promises(&self, sched: &str, params: &Params) -> bool {
+        let Some(cfg) = self
+            .h
+            .schedulers
+            .iter()
+            .find(|s| s.name == sched)
+            .and_then(|s| hsched_policies::realrate::RealRateConfig::from_params(&s.params).ok())
+        else {
+            return false;
+        };
+        hsched_policies::realrate::child_spec(&cfg, params).is_ok_and(|c| !c.class.adaptive())
+    }
+
     /// The kernel's limit and the EDF bound on `servers` in `partition`'s
     /// root domain (the machine's without one); see
     /// [`compile::admit_servers`] for `promising`.
@@ -602,7 +639,7 @@ impl Kernel<'_> {
             runtime, period, ..
         } = node.mechanism
         {
-            self.admit(tid, &name, sched, runtime, period)
+            self.admit(tid, &name, sched, (runtime, period), &params)
                 .map_err(|e| fail("refused", e))?;
         }
         let was_dl = matches!(m.node.mechanism, Mechanism::Deadline { .. });

@@ -2,9 +2,11 @@
 //! ([`super::compile()`]), refuses it before anything changes if a node does
 //! not map or the deadline admission fails, then launches the programs,
 //! sets each thread's mechanism ([`super::apply`]) and only watches:
-//! it places the threads programs create, samples CPU time for the report,
-//! answers the control socket ([`super::serve`], [`super::ops`]) and tells
-//! the watchdog it is alive. Scheduling decisions are the
+//! it places the threads and processes programs create, samples CPU time
+//! for the report, answers the control socket ([`super::serve`],
+//! [`super::ops`]), runs the controller of each `realrate`
+//! ([`super::adapt`], which changes servers' runtimes, never a switch)
+//! and tells the watchdog it is alive. Scheduling decisions are the
 //! kernel's, so nothing depends on the daemon running in time, and a
 //! stopped or killed daemon leaves every reservation enforced until the
 //! watchdog restores the threads.
