@@ -65,13 +65,26 @@ fn write_file(name: &str, text: &str) -> PathBuf {
 /// `hsched-live run FILE --enforce kernel --duration D --no-socket`, and
 /// `extra`, to its end.
 fn run_kernel(file: &std::path::Path, duration: &str, extra: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .arg("run")
+    kernel_command(file, duration, extra).output().unwrap()
+}
+
+/// The same, started with its output piped, for a test to look at the
+/// run while it lasts.
+fn spawn_kernel(file: &std::path::Path, duration: &str, extra: &[&str]) -> std::process::Child {
+    kernel_command(file, duration, extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn kernel_command(file: &std::path::Path, duration: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.arg("run")
         .arg(file)
         .args(["--enforce", "kernel", "--duration", duration, "--no-socket"])
-        .args(extra)
-        .output()
-        .unwrap()
+        .args(extra);
+    c
 }
 
 /// The daemon's children: its watchdog and its programs.
@@ -81,6 +94,17 @@ fn children(daemon: i32) -> Vec<i32> {
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
         .collect()
+}
+
+/// Program `name` of a run's JSON report.
+fn program(report: &Value, name: &str) -> Value {
+    report["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no program {name} in {report}"))
 }
 
 fn policy(tid: i32) -> Option<u32> {
@@ -189,15 +213,7 @@ fn a_reservation_thread_meets_its_deadlines_beside_four_hogs() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let prog = |n: &str| {
-        v["programs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == n)
-            .cloned()
-            .unwrap_or_else(|| panic!("no program {n} in {v}"))
-    };
+    let prog = |n: &str| program(&v, n);
     let rt = prog("rt");
     let jobs = rt["jobs"].as_u64().unwrap();
     assert!(jobs >= 190, "{rt}");
@@ -764,24 +780,8 @@ scheduler = "res"
 params = { amount = "5ms", period = "20ms" }
 "#,
     );
-    let child = Command::new(bin())
-        .arg("run")
-        .arg(&file)
-        .args([
-            "--enforce",
-            "kernel",
-            "--duration",
-            "4s",
-            "--no-socket",
-            "--json",
-            "--",
-        ])
-        .arg("python3")
-        .arg(&script)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let script_arg = script.display().to_string();
+    let child = spawn_kernel(&file, "4s", &["--json", "--", "python3", &script_arg]);
     // The named thread, when first seen, and when first a deadline server.
     let named_tid = || -> Option<i32> {
         for p in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -934,15 +934,7 @@ workload = {{ kind = "cpu-bound" }}
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let share = |n: &str| {
-        v["programs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == n)
-            .and_then(|p| p["share"].as_f64())
-            .unwrap_or_else(|| panic!("no program {n} in {v}"))
-    };
+    let share = |n: &str| program(&v, n)["share"].as_f64().unwrap();
     let a = &v["live"]["adaptive"];
     assert!(a["ticks"].as_u64().unwrap() > 400, "{a}");
     assert!(a["runtime_changes"].as_u64().unwrap() > 0, "{a}");
@@ -995,21 +987,7 @@ fn a_process_a_managed_program_forks_gets_its_creators_mechanism() {
             p = pidfile.display()
         ),
     );
-    let child = Command::new(bin())
-        .arg("run")
-        .arg(&file)
-        .args([
-            "--enforce",
-            "kernel",
-            "--duration",
-            "4s",
-            "--no-socket",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_kernel(&file, "4s", &["--json"]);
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut placed = None;
     while Instant::now() < deadline {

@@ -189,26 +189,13 @@ impl Adapt {
             c.fb.step(&cfg, c.class, c.proportion, c.period, at, dt);
         }
         let room = (cfg.overload - fixed).max(0.0);
-        let tids: Vec<i32> = inst
-            .children
-            .iter()
-            .filter(|(_, c)| c.class.adaptive())
-            .map(|(&t, _)| t)
-            .collect();
-        let wanted: Vec<(usize, f64, f64)> = tids
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (i, inst.children[t].fb.wanted, inst.children[t].importance))
-            .collect();
-        let mut granted = Vec::new();
-        for (i, g) in rate_control::squish(cfg.floor, room, &wanted) {
-            let Some(c) = inst.children.get_mut(&tids[i]) else {
-                continue;
-            };
-            if c.class == Class::RealRate && c.fb.quality(&cfg, g) {
-                self.qex += 1;
+        let granted = inst.squished(room, |c| c.fb.wanted);
+        for &(tid, g) in &granted {
+            if let Some(c) = inst.children.get_mut(&tid) {
+                if c.class == Class::RealRate && c.fb.quality(&cfg, g) {
+                    self.qex += 1;
+                }
             }
-            granted.push((tids[i], g));
         }
         self.actuate(k, &granted, threads);
     }
@@ -309,22 +296,7 @@ impl Adapt {
             .filter(|c| !c.class.adaptive())
             .map(|c| c.proportion)
             .sum();
-        let tids: Vec<i32> = inst
-            .children
-            .iter()
-            .filter(|(_, c)| c.class.adaptive())
-            .map(|(&t, _)| t)
-            .collect();
-        let wanted: Vec<(usize, f64, f64)> = tids
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (i, inst.children[t].proportion, inst.children[t].importance))
-            .collect();
-        let room = (cfg.overload - fixed - share).max(0.0);
-        let granted: Vec<(i32, f64)> = rate_control::squish(cfg.floor, room, &wanted)
-            .into_iter()
-            .map(|(i, g)| (tids[i], g))
-            .collect();
+        let granted = inst.squished((cfg.overload - fixed - share).max(0.0), |c| c.proportion);
         self.actuate(k, &granted, threads);
     }
 
@@ -335,6 +307,26 @@ impl Adapt {
 }
 
 impl Instance {
+    /// The adaptive children's proportions squished into `room` (§3.3),
+    /// from what each wants (`wants`): (tid, granted).
+    fn squished(&self, room: f64, wants: impl Fn(&Child) -> f64) -> Vec<(i32, f64)> {
+        let adaptive: Vec<(i32, &Child)> = self
+            .children
+            .iter()
+            .filter(|(_, c)| c.class.adaptive())
+            .map(|(&t, c)| (t, c))
+            .collect();
+        let wanted: Vec<(usize, f64, f64)> = adaptive
+            .iter()
+            .enumerate()
+            .map(|(i, (_, c))| (i, wants(c), c.importance))
+            .collect();
+        rate_control::squish(self.cfg.floor, room, &wanted)
+            .into_iter()
+            .map(|(i, g)| (adaptive[i].0, g))
+            .collect()
+    }
+
     /// Takes in the live deadline servers placed under this instance
     /// (launched, created by a program, moved, attached, placed by a rule)
     /// and forgets the others.
