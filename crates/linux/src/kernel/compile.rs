@@ -827,11 +827,16 @@ impl<'h> Compiler<'h> {
                 }
             }
         }
+        let split = if self.model.cpusets {
+            ""
+        } else {
+            " (no cgroup-v1 cpuset controller is mounted here to give a root of one CPU a root domain of its own)"
+        };
         for (name, domain) in wide {
             self.refuse(
                 Node::Scheduler(name.clone()),
-                format!("`realrate` is a uniprocessor scheduler, and its deadline servers would share a root domain of {domain} CPUs, where the kernel runs them in parallel"),
-                format!("what would work: give its root one CPU (`cpus = [0]`), so that it gets a root domain of its own, or {}", &USER[17..]),
+                format!("`realrate` is a uniprocessor scheduler, and its deadline servers would share a root domain of {domain} CPUs, where the kernel runs them in parallel{split}"),
+                format!("what would work: give its root one CPU (`cpus = [0]`) on a machine with a cpuset controller, so that it gets a root domain of its own, or {}", &USER[17..]),
             );
         }
     }
@@ -2412,6 +2417,14 @@ scheduler = "rr"
                 && why.contains("uniprocessor")
                 && why.contains("2 CPUs"),
             "{why}"
+        );
+        let mut bare = model();
+        bare.cpusets = false;
+        let p = compile(&parse(REALRATE), &bare, &[1], 0.0);
+        assert!(
+            p.refusal_text().contains("no cgroup-v1 cpuset controller"),
+            "{}",
+            p.refusal_text()
         );
         let nested =
             format!("{REALRATE}[[scheduler]]\nname = \"ts\"\npolicy = \"ts\"\nparent = \"rr\"\n");
