@@ -349,6 +349,16 @@ impl ProgressMonitor {
         (self.period_ns > 0 && wanted).then_some(self.next_at)
     }
 
+    /// The next due time after a step at `now`: on the period grid,
+    /// skipping ticks missed while busy.
+    fn advance(&mut self, now: u64) {
+        self.next_at = if self.next_at == 0 || now >= self.next_at + self.period_ns {
+            now + self.period_ns
+        } else {
+            self.next_at + self.period_ns
+        };
+    }
+
     /// Counts `sent` progress messages and warns about a refused one.
     fn count_reports(&mut self, sent: u64, refused: Option<String>) {
         self.stats.messages += sent;
@@ -378,6 +388,10 @@ impl ProgressMonitor {
             return;
         }
         let insts = realrate_instances(hsi);
+        if insts.is_empty() {
+            self.advance(now);
+            return;
+        }
         let monitored: Vec<(ThreadId, i32, i32)> = threads
             .values()
             .filter(|m| insts.contains(&hsi.thread_parent(m.hsi)))
@@ -401,15 +415,9 @@ impl ProgressMonitor {
         if self.period_ns == 0 || now < self.next_at {
             return;
         }
-        // Stay on the period grid; skip ticks missed while busy.
-        self.next_at = if self.next_at == 0 || now >= self.next_at + self.period_ns {
-            now + self.period_ns
-        } else {
-            self.next_at + self.period_ns
-        };
-        if monitored.is_empty() {
-            return;
-        }
+        self.advance(now);
+        // With no thread left to monitor the step still runs: discovery
+        // then drops the queues and the read ends it held.
         self.stats.ticks += 1;
         let at = Instant(now.saturating_sub(epoch));
         // Monitored threads per process, in tid order.
