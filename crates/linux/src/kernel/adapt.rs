@@ -70,6 +70,9 @@ struct Child {
     fb: Feedback,
     /// The thread's CPU time at the last tick.
     cpu_ns: u64,
+    /// Daemon clock when it was taken in: its first tick counts its
+    /// allocation from then, not from the tick before.
+    since_ns: u64,
 }
 
 impl Adapt {
@@ -151,7 +154,8 @@ impl Adapt {
         let inst = &mut self.instances[k];
         let cfg = inst.cfg;
         let period_ns = cfg.control_period.as_nanos().max(1);
-        let dt = now.saturating_sub(inst.last_ns) as f64 / 1e9;
+        let last = inst.last_ns;
+        let dt = now.saturating_sub(last) as f64 / 1e9;
         inst.last_ns = now;
         // Stay on the period grid; skip ticks missed while busy.
         inst.next_ns = if now >= inst.next_ns + period_ns {
@@ -185,7 +189,8 @@ impl Adapt {
             let cpu = crate::enforce::proc_cpu_ns(tid).unwrap_or(c.cpu_ns);
             let used = cpu.saturating_sub(c.cpu_ns) as f64 / 1e9;
             c.cpu_ns = cpu;
-            c.fb.unused(c.proportion * dt - used);
+            let held = now.saturating_sub(last.max(c.since_ns)) as f64 / 1e9;
+            c.fb.unused(c.proportion * held - used);
             c.fb.step(&cfg, c.class, c.proportion, c.period, at, dt);
         }
         let room = (cfg.overload - fixed).max(0.0);
@@ -368,6 +373,7 @@ impl Instance {
                     period: spec.period,
                     fb: Feedback::new(Instant(now.saturating_sub(epoch)), proportion),
                     cpu_ns: crate::enforce::proc_cpu_ns(tid).unwrap_or(0),
+                    since_ns: now,
                 },
             );
         }
