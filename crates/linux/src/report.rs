@@ -128,13 +128,29 @@ pub struct LiveStats {
     pub rule_placed: u64,
     /// Threads a `[[rule]]` moved when they were renamed or called `execve`.
     pub rule_moves: u64,
-    /// The kernel backend's adaptive reservations (`realrate`): controller
-    /// ticks, runtimes written, runtime changes the kernel refused,
-    /// quality exceptions, queue samples and progress messages.
-    pub adapt: [u64; 6],
+    /// The kernel backend's adaptive reservations (`realrate`).
+    pub adapt: AdaptStats,
     /// Per fatal thaw found from a record, from the record's kernel time
     /// (the signal, or a sibling's exit) to the thaw, ns.
     pub fatal_latency_ns: Vec<u64>,
+}
+
+/// Counters of the kernel backend's adaptive reservations
+/// (`kernel::adapt`).
+#[derive(Clone, Debug, Default)]
+pub struct AdaptStats {
+    /// Controller ticks.
+    pub ticks: u64,
+    /// Runtimes written.
+    pub runtime_changes: u64,
+    /// Runtime changes the kernel refused.
+    pub refused: u64,
+    /// Quality exceptions raised (Steere et al. 1998, §3.1, §4.2).
+    pub quality_exceptions: u64,
+    /// Queue samples the progress monitor took.
+    pub queue_samples: u64,
+    /// Progress messages it delivered.
+    pub progress_messages: u64,
 }
 
 impl LiveStats {
@@ -360,9 +376,10 @@ impl Report {
         });
         // Apart: one more key inside the macro passes its recursion limit.
         v["live"]["rules"] = json!({"placed": st.rule_placed, "moved": st.rule_moves});
-        let a = st.adapt;
-        v["live"]["adaptive"] = json!({"ticks": a[0], "runtime_changes": a[1], "refused": a[2],
-            "quality_exceptions": a[3], "queue_samples": a[4], "progress_messages": a[5]});
+        let a = &st.adapt;
+        v["live"]["adaptive"] = json!({"ticks": a.ticks, "runtime_changes": a.runtime_changes,
+            "refused": a.refused, "quality_exceptions": a.quality_exceptions,
+            "queue_samples": a.queue_samples, "progress_messages": a.progress_messages});
         v["live"]["policy_changes"] = st.policy_changes.iter().map(|c| c.to_json()).collect();
         v["live"]["launch_failures"] = st
             .launch_failures
@@ -414,12 +431,12 @@ impl Report {
                 sc.supply_ns as f64 / 1e6
             );
         }
-        let a = self.stats.adapt;
-        if a[0] > 0 {
+        let a = &self.stats.adapt;
+        if a.ticks > 0 {
             let _ = writeln!(
                 s,
                 "adaptive reservations: {} controller ticks, {} runtime changes ({} refused by the kernel), {} quality exceptions; {} queue samples, {} progress messages",
-                a[0], a[1], a[2], a[3], a[4], a[5]
+                a.ticks, a.runtime_changes, a.refused, a.quality_exceptions, a.queue_samples, a.progress_messages
             );
         }
         for c in &self.stats.policy_changes {

@@ -28,6 +28,7 @@ use super::apply;
 use super::compile::{self, Mechanism, Plan};
 use super::run::Managed;
 use crate::progress::{ProgressMonitor, Sink};
+use crate::report::AdaptStats;
 use crate::sys;
 use hsched_config::Hierarchy;
 use hsched_core::{Duration, Instant, Msg, ThreadId};
@@ -39,13 +40,8 @@ use std::collections::BTreeMap;
 pub(super) struct Adapt {
     instances: Vec<Instance>,
     monitor: ProgressMonitor,
-    /// Controller ticks, runtime changes written, and those the kernel
-    /// refused.
-    pub(super) ticks: u64,
-    pub(super) changes: u64,
-    pub(super) refused: u64,
-    /// Quality exceptions raised (§3.1, §4.2).
-    pub(super) qex: u64,
+    /// Its counters; the monitor's are added by [`Adapt::stats`].
+    counts: AdaptStats,
     /// Something to say once (the first refusal).
     pub(super) warning: Option<String>,
 }
@@ -102,10 +98,7 @@ impl Adapt {
         Adapt {
             instances,
             monitor: ProgressMonitor::from_env(h),
-            ticks: 0,
-            changes: 0,
-            refused: 0,
-            qex: 0,
+            counts: AdaptStats::default(),
             warning: None,
         }
     }
@@ -163,7 +156,7 @@ impl Adapt {
         } else {
             inst.next_ns + period_ns
         };
-        self.ticks += 1;
+        self.counts.ticks += 1;
         let at = Instant(now.saturating_sub(epoch));
         // A child that ran nothing since the last tick may have exited (a
         // zombie until its parent reaps it): its share goes back to the
@@ -198,7 +191,7 @@ impl Adapt {
         for &(tid, g) in &granted {
             if let Some(c) = inst.children.get_mut(&tid) {
                 if c.class == Class::RealRate && c.fb.quality(&cfg, g) {
-                    self.qex += 1;
+                    self.counts.quality_exceptions += 1;
                 }
             }
         }
@@ -258,12 +251,12 @@ impl Adapt {
             match sys::sched_setattr(tid, &attr) {
                 Ok(()) => {
                     m.node.mechanism = new;
-                    self.changes += 1;
+                    self.counts.runtime_changes += 1;
                 }
                 // Gone: the next sample marks it exited.
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
                 Err(e) => {
-                    self.refused += 1;
+                    self.counts.refused += 1;
                     c.proportion = old.as_nanos() as f64 / period.as_nanos().max(1) as f64;
                     if self.warning.is_none() {
                         self.warning = Some(format!(
@@ -305,9 +298,13 @@ impl Adapt {
         self.actuate(k, &granted, threads);
     }
 
-    /// The progress monitor's counters, for the report.
-    pub(super) fn monitor(&self) -> &ProgressMonitor {
-        &self.monitor
+    /// The counters for the report, the progress monitor's included.
+    pub(super) fn stats(&self) -> AdaptStats {
+        AdaptStats {
+            queue_samples: self.monitor.stats.samples,
+            progress_messages: self.monitor.stats.messages,
+            ..self.counts.clone()
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 use hsched_config::{Hierarchy, SchedulerSpec, ThreadSpec};
 use hsched_core::{Duration, Params};
 use hsched_guarantee::{satisfies, Guarantee};
-use hsched_policies::realrate::{child_spec, RealRateConfig};
+use hsched_policies::realrate::{child_spec, RealRateConfig, Spec};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -685,18 +685,46 @@ pub(super) fn proportion_of(p: f64, period: Duration) -> Duration {
     Duration::from_nanos((period.as_nanos() as f64 * p).round() as u64)
 }
 
-/// A thread of `h` under a `realrate` instance whose controller sizes it
-/// (a real-rate or misc child): the instance's configuration.
-pub(super) fn adaptive_child(h: &Hierarchy, t: &ThreadSpec) -> Option<RealRateConfig> {
-    let s = h.schedulers.iter().find(|s| s.name == t.scheduler)?;
+/// A child with `params` of `realrate` instance `sched` of `h`: the
+/// instance's configuration and what the child asks for (`None` under
+/// another policy, or with parameters the policy refuses).
+pub(super) fn realrate_child(
+    h: &Hierarchy,
+    sched: &str,
+    params: &Params,
+) -> Option<(RealRateConfig, Spec)> {
+    let s = h.schedulers.iter().find(|s| s.name == sched)?;
     if s.policy != "realrate" {
         return None;
     }
     let cfg = RealRateConfig::from_params(&s.params).ok()?;
-    child_spec(&cfg, &t.params)
-        .ok()
-        .filter(|c| c.class.adaptive())
-        .map(|_| cfg)
+    child_spec(&cfg, params).ok().map(|c| (cfg, c))
+}
+
+/// A thread of `h` under a `realrate` instance whose controller sizes it
+/// (a real-rate or misc child): the instance's configuration.
+pub(super) fn adaptive_child(h: &Hierarchy, t: &ThreadSpec) -> Option<RealRateConfig> {
+    realrate_child(h, &t.scheduler, &t.params)
+        .filter(|(_, c)| c.class.adaptive())
+        .map(|(cfg, _)| cfg)
+}
+
+/// The real-time and aperiodic proportions of a `realrate`'s children
+/// with `params`, and how many adaptive ones there are (children whose
+/// parameters the policy refuses count as neither).
+pub(super) fn realrate_tally<'p>(
+    cfg: &RealRateConfig,
+    params: impl IntoIterator<Item = &'p Params>,
+) -> (f64, usize) {
+    let (mut fixed, mut n) = (0.0, 0);
+    for p in params {
+        match child_spec(cfg, p) {
+            Ok(c) if c.class.adaptive() => n += 1,
+            Ok(c) => fixed += c.proportion.unwrap_or(0.0),
+            Err(_) => {}
+        }
+    }
+    (fixed, n)
 }
 
 /// The share `realrate` instance `name` of `h` leaves its adaptive
@@ -711,14 +739,13 @@ pub(super) fn adaptive_room(h: &Hierarchy, name: &str) -> (f64, usize) {
     else {
         return (0.0, 0);
     };
-    let (mut fixed, mut n) = (0.0, 0);
-    for t in h.threads.iter().filter(|t| t.scheduler == name) {
-        match child_spec(&cfg, &t.params) {
-            Ok(c) if c.class.adaptive() => n += 1,
-            Ok(c) => fixed += c.proportion.unwrap_or(0.0),
-            Err(_) => {}
-        }
-    }
+    let (fixed, n) = realrate_tally(
+        &cfg,
+        h.threads
+            .iter()
+            .filter(|t| t.scheduler == name)
+            .map(|t| &t.params),
+    );
     ((cfg.overload - fixed).max(0.0), n)
 }
 

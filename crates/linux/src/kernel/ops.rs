@@ -400,21 +400,13 @@ impl Kernel<'_> {
                 // Real-rate's own admission (§3.3): the real-time
                 // proportions and a floor for every adaptive child within
                 // the overload threshold, this thread counted as it asks.
-                let (mut fixed, mut adaptive) = (0.0, 0usize);
-                for m in self.threads.values() {
-                    if m.scheduler != sched || m.exited_ns.is_some() || m.orig.tid == tid {
-                        continue;
-                    }
-                    match hsched_policies::realrate::child_spec(&cfg, &m.params) {
-                        Ok(c) if c.class.adaptive() => adaptive += 1,
-                        Ok(c) => fixed += c.proportion.unwrap_or(0.0),
-                        Err(_) => {}
-                    }
-                }
-                match child.proportion {
-                    Some(p) if !child.class.adaptive() => fixed += p,
-                    _ => adaptive += 1,
-                }
+                let siblings = self
+                    .threads
+                    .values()
+                    .filter(|m| m.scheduler == sched && m.exited_ns.is_none() && m.orig.tid != tid)
+                    .map(|m| &m.params);
+                let (fixed, adaptive) =
+                    compile::realrate_tally(&cfg, siblings.chain(std::iter::once(params)));
                 let load = fixed + adaptive as f64 * cfg.floor;
                 if load > cfg.overload + 1e-9 {
                     return Err(format!(
@@ -592,16 +584,7 @@ impl Kernel<'_> {
     /// a reservation (`real-time`, `aperiodic`), which promises a
     /// guarantee, rather than an adaptive child.
     fn realrate_promises(&self, sched: &str, params: &Params) -> bool {
-        let Some(cfg) = self
-            .h
-            .schedulers
-            .iter()
-            .find(|s| s.name == sched)
-            .and_then(|s| hsched_policies::realrate::RealRateConfig::from_params(&s.params).ok())
-        else {
-            return false;
-        };
-        hsched_policies::realrate::child_spec(&cfg, params).is_ok_and(|c| !c.class.adaptive())
+        compile::realrate_child(self.h, sched, params).is_some_and(|(_, c)| !c.class.adaptive())
     }
 
     /// The kernel's limit and the EDF bound on `servers` in `partition`'s

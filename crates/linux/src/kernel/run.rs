@@ -1205,15 +1205,7 @@ impl Kernel<'_> {
             .collect();
         let mut stats = self.stats.clone();
         stats.daemon_cpu_ns = sys::thread_cpu_ns().saturating_sub(self.cpu_base);
-        let (a, ps) = (&self.adapt, &self.adapt.monitor().stats);
-        stats.adapt = [
-            a.ticks,
-            a.changes,
-            a.refused,
-            a.qex,
-            ps.samples,
-            ps.messages,
-        ];
+        stats.adapt = self.adapt.stats();
         Report {
             duration_ns: duration,
             cpus: self.cpus.clone(),
